@@ -1,0 +1,155 @@
+"""`add`, `list`, `show`, `edit`, `rm`: one memory at a time, as files."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.app import command, open_memvault, read_text_argument
+from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt
+from memvault.cli.output import age, print_json, say, table, warn
+from memvault.errors import EntryFormatError, UsageError
+
+IdArg = Annotated[str, typer.Argument(help="Memory id, or a unique prefix of one.", show_default=False)]
+
+
+def parse_meta(pairs: list[str] | None) -> dict[str, str]:
+    meta: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--meta takes key=value, got {pair!r}")
+        meta[key.strip()] = value
+    return meta
+
+
+def scopes_of(user: str | None, agent: str | None, run: str | None) -> dict[str, str | None]:
+    return {"user_id": user, "agent_id": agent, "run_id": run}
+
+
+@command("add")
+def add(
+    text: Annotated[Optional[str], typer.Argument(help="What to remember; '-' reads standard input.",
+                                                  show_default=False)] = None,
+    conversation: ConversationOpt = None, user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
+    meta: Annotated[Optional[list[str]], typer.Option("--meta", help="Metadata key=value (repeatable).",
+                                                      show_default=False)] = None,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Remember TEXT: stored as a fact in a markdown file and committed to git."""
+    memvault = open_memvault(vault, config)
+    entry = memvault.add_verbatim(read_text_argument(text), conversation or "default",
+                                  scopes=scopes_of(user, agent, run), metadata=parse_meta(meta))
+    if json:
+        print_json({"results": [{"event": "ADD", "id": entry.id, "memory": entry.text}]})
+    else:
+        say(f"ADD {entry.id[:8]}  {entry.text}")
+
+
+@command("list")
+def list_(
+    conversation: ConversationOpt = None,
+    role: Annotated[Optional[str], typer.Option("--role", help="memory, user, assistant or summary.",
+                                                show_default=False)] = None,
+    user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
+    deleted: Annotated[bool, typer.Option("--deleted", help="Include soft-deleted entries.")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N (newest), 0 for all.")] = 0,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """List memories, turns and summaries, oldest first (files that fail to parse are reported)."""
+    from memvault.vault.entry import ROLES
+
+    if role and role not in ROLES:
+        raise UsageError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    memvault = open_memvault(vault, config)
+    listing = memvault.list(conversation, role, scopes_of(user, agent, run), include_deleted=deleted)
+    for problem in listing.broken:
+        warn(f"skipped {problem}")
+    entries = listing.entries[-limit:] if limit > 0 else listing.entries
+    if json:
+        print_json([{**entry.to_dict(), "path": str(rel)} for rel, entry in entries])
+        return
+    rows = [[entry.id[:8], entry.role + (" (deleted)" if entry.deleted else ""), entry.conversation_id,
+             age(entry.created_at), entry.text] for _, entry in entries]
+    table(["id", "role", "conversation", "age", "text"], rows)
+
+
+@command("show")
+def show(memory_id: IdArg, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
+    """Print a memory's file (front matter and text)."""
+    memvault = open_memvault(vault, config)
+    rel, entry = memvault.get(memory_id)
+    if json:
+        print_json({**entry.to_dict(), "path": str(rel)})
+    else:
+        typer.echo((memvault.vault.root / rel).read_text(encoding="utf-8"), nl=False)
+
+
+def run_editor(path: Path) -> None:
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    try:
+        status = subprocess.call([*shlex.split(editor), str(path)])
+    except OSError as exc:
+        raise UsageError(f"cannot start editor {editor!r}: {exc.strerror} (set $EDITOR)") from None
+    if status != 0:
+        raise UsageError(f"editor {editor!r} exited with status {status}; nothing changed")
+
+
+@command("edit")
+def edit(
+    memory_id: IdArg,
+    text: Annotated[Optional[str], typer.Option("--text", "-m", help="New text, without opening an editor "
+                                                "('-' reads standard input).", show_default=False)] = None,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Edit a memory in $EDITOR (or set its text with --text); validated on save, then committed."""
+    from memvault.vault.entry import parse
+
+    memvault = open_memvault(vault, config)
+    rel, entry = memvault.get_live(memory_id)
+    if text is not None:
+        updated = memvault.update(entry.id, text=read_text_argument(text))
+    else:
+        original = (memvault.vault.root / rel).read_text(encoding="utf-8")
+        handle, name = tempfile.mkstemp(prefix=f"memvault-{entry.id[:8]}-", suffix=".md")
+        draft = Path(name)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(original)
+        run_editor(draft)
+        edited = draft.read_text(encoding="utf-8")
+        if edited == original:
+            draft.unlink()
+            say("No change.")
+            return
+        try:
+            replacement = parse(edited, str(draft))
+            updated = memvault.update(entry.id, replacement=replacement)
+        except (EntryFormatError, UsageError) as exc:
+            raise UsageError(f"{exc}; nothing changed, your edit is kept in {draft}") from None
+        draft.unlink()
+    if json:
+        print_json({"results": [{"event": "UPDATE", "id": updated.id, "old_memory": entry.text,
+                                 "memory": updated.text}]})
+    else:
+        say(f"UPDATE {updated.id[:8]}  {updated.text}")
+
+
+@command("rm")
+def rm(
+    memory_ids: Annotated[list[str], typer.Argument(help="Memory ids or unique prefixes.", show_default=False)],
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Delete memories (soft: each moves to deleted/ and stays in git history)."""
+    memvault = open_memvault(vault, config)
+    removed = memvault.delete(memory_ids)
+    if json:
+        print_json({"results": [{"event": "DELETE", "id": e.id, "memory": e.text} for e in removed]})
+    else:
+        for entry in removed:
+            say(f"DELETE {entry.id[:8]}  {entry.text}")

@@ -1,0 +1,175 @@
+"""One settings object: defaults < config file < environment (MEMVAULT_*) < flags.
+
+Built once at the edge (CLI, server, Python API) and passed down; each layer reads its own section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memvault.errors import ConfigError
+
+
+@dataclass
+class VaultSettings:
+    path: str = ""  # empty: the default under the user's data directory
+    max_entries: int = 500  # per conversation, before gc evicts the oldest facts and turns
+    git_remote: str = ""
+
+
+@dataclass
+class EmbedderSettings:
+    model: str = "minilm"  # minilm (built in) | e5 | st:<name or folder> | litellm:<model>
+    batch_size: int = 64
+
+
+@dataclass
+class RetrievalSettings:
+    top_k: int = 5
+    candidate_multiplier: int = 3  # dense and lexical candidates per scope: top_k * this
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    lexical_weight: float = 1.0
+    reranker: str = ""  # folder of an ONNX cross-encoder, or a hub name; empty: no cross-encoder
+    score_threshold: float = 0.35
+    recency_weight: float = 0.2
+    recency_days: float = 30.0
+    mmr_lambda: float = 0.7
+
+
+@dataclass
+class LLMSettings:
+    model: str = ""  # a litellm model string; empty: no LLM, `add` stores text verbatim
+    api_base: str = ""
+    api_key: str = ""  # usually left empty: litellm reads the provider's own variable
+    temperature: float = 0.0
+    timeout: float = 60.0
+    max_retries: int = 3
+    extraction_prompt_file: str = ""
+
+
+@dataclass
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    api_key: str = ""
+    allow_reset: bool = False
+
+
+@dataclass
+class Settings:
+    vault: VaultSettings = field(default_factory=VaultSettings)
+    embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
+    sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def get(self, key: str) -> Any:
+        section, name = split_key(key)
+        return getattr(getattr(self, section), name)
+
+    def set(self, key: str, value: Any, source: str) -> None:
+        section, name = split_key(key)
+        target = getattr(self, section)
+        setattr(target, name, coerce(key, value, type(getattr(target, name)), source))
+        self.sources[key] = source
+
+    def keys(self) -> list[str]:
+        return [f"{s.name}.{f.name}" for s in dataclasses.fields(self) if s.name != "sources"
+                for f in dataclasses.fields(getattr(self, s.name))]
+
+
+def split_key(key: str) -> tuple[str, str]:
+    section, _, name = key.partition(".")
+    fields = {f.name: f for f in dataclasses.fields(Settings) if f.name != "sources"}
+    if section not in fields or not name or name not in {f.name for f in dataclasses.fields(fields[section].default_factory())}:
+        raise ConfigError(f"unknown setting {key!r}")
+    return section, name
+
+
+def coerce(key: str, value: Any, kind: type, source: str) -> Any:
+    """A value of the setting's type; strings from the environment or flags are converted."""
+    try:
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if kind is int and isinstance(value, bool):
+            raise ValueError
+        if kind is str and not isinstance(value, (str, int, float)):
+            raise ValueError
+        if kind in (int, float) and isinstance(value, str) and not value.strip():
+            raise ValueError
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {key} must be {kind.__name__}, got {value!r}") from None
+
+
+def env_name(key: str) -> str:
+    return "MEMVAULT_" + key.replace(".", "_").upper()
+
+
+# Short environment names people expect, beside the systematic MEMVAULT_<SECTION>_<NAME>.
+ENV_ALIASES = {"vault.path": "MEMVAULT_VAULT", "llm.model": "MEMVAULT_LLM_MODEL", "server.api_key": "MEMVAULT_API_KEY"}
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "memvault" / "config.toml"
+
+
+def default_vault_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memvault" / "vault"
+
+
+def load(config_file: str | Path | None = None, flags: dict[str, Any] | None = None) -> Settings:
+    """The effective settings. `flags` maps 'section.name' to values given on the command line."""
+    settings = Settings()
+    for key in settings.keys():
+        settings.sources[key] = "default"
+    path = Path(config_file) if config_file else Path(os.environ.get("MEMVAULT_CONFIG") or default_config_path())
+    if config_file and not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    if path.is_file():
+        apply_file(settings, path)
+    for key in settings.keys():
+        for name in (env_name(key), ENV_ALIASES.get(key)):
+            if name and os.environ.get(name) not in (None, ""):
+                settings.set(key, os.environ[name], f"env {name}")
+    for key, value in (flags or {}).items():
+        if value is not None:
+            settings.set(key, value, "flag")
+    if not settings.vault.path:
+        settings.vault.path = str(default_vault_path())
+    return settings
+
+
+def apply_file(settings: Settings, path: Path) -> None:
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: unknown setting {section!r} (settings live in sections such as [llm])")
+        for name, value in values.items():
+            key = f"{section}.{name}"
+            try:
+                split_key(key)
+            except ConfigError:
+                raise ConfigError(f"{path}: unknown setting {key!r}") from None
+            settings.set(key, value, str(path))

@@ -1,0 +1,94 @@
+"""A memory's ADD / UPDATE / DELETE events, read back from git: the files are the audit trail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+
+from memvault.errors import EntryFormatError
+from memvault.vault import layout
+from memvault.vault.entry import parse
+from memvault.vault.git import Commit, VaultGit
+
+
+@dataclass
+class Event:
+    memory_id: str
+    event: str  # ADD | UPDATE | DELETE | RESTORE | PURGE
+    old_memory: str | None
+    new_memory: str | None
+    time: datetime
+    commit: str
+    subject: str
+    replaced_by: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"id": self.commit[:12] + ":" + self.memory_id[:8], "memory_id": self.memory_id, "event": self.event,
+                "old_memory": self.old_memory, "new_memory": self.new_memory, "created_at": self.time.isoformat(),
+                "commit": self.commit, "subject": self.subject, "replaced_by": self.replaced_by}
+
+
+def memory_events(git: VaultGit, memory_id: str) -> list[Event]:
+    """Events of one memory, oldest first, from every commit that touched its file."""
+    pattern = f":(glob){git.repo_path(layout.ENTRIES)}/**/*__{memory_id}.md"
+    events: list[Event] = []
+    for commit in reversed(git.log(pathspecs=[pattern], follow_changes=True)):
+        for status, rel, old_rel in commit.changes:
+            if not (rel.endswith(f"__{memory_id}.md") or (old_rel or "").endswith(f"__{memory_id}.md")):
+                continue
+            event = _event(git, commit, memory_id, status, rel, old_rel)
+            if event:
+                events.append(event)
+    return events
+
+
+def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, str | None]:
+    """(text, replaced_by) of a file at a commit."""
+    if rel is None:
+        return None, None
+    content = git.show(sha, rel)
+    if content is None:
+        return None, None
+    try:
+        entry = parse(content, rel, {"id": "x", "role": "memory", "conversation_id": "x", "created_at": "2000-01-01"})
+        return entry.text, entry.replaced_by
+    except EntryFormatError:
+        return content, None
+
+
+def _event(git: VaultGit, commit: Commit, memory_id: str, status: str, rel: str, old_rel: str | None) -> Event | None:
+    deleted_now = layout.is_deleted_path(PurePosixPath(rel))
+    base = dict(memory_id=memory_id, time=commit.time, commit=commit.sha, subject=commit.subject)
+    if status == "A":
+        text, _ = _body(git, commit.sha, rel)
+        return None if deleted_now else Event(event="ADD", old_memory=None, new_memory=text, **base)
+    if status == "M":
+        old, _ = _body(git, commit.sha + "^", rel)
+        new, _ = _body(git, commit.sha, rel)
+        if old == new:
+            return None  # only front matter changed
+        return Event(event="UPDATE", old_memory=old, new_memory=new, **base)
+    if status == "D":
+        old, _ = _body(git, commit.sha + "^", rel)
+        return Event(event="PURGE" if deleted_now else "DELETE", old_memory=old, new_memory=None, **base)
+    if status == "R":
+        old, _ = _body(git, commit.sha + "^", old_rel)
+        new, replaced_by = _body(git, commit.sha, rel)
+        was_deleted = layout.is_deleted_path(PurePosixPath(old_rel or ""))
+        if deleted_now and not was_deleted:
+            if replaced_by:
+                return Event(event="UPDATE", old_memory=old, new_memory=_replacement_text(git, commit.sha, replaced_by),
+                             replaced_by=replaced_by, **base)
+            return Event(event="DELETE", old_memory=old, new_memory=None, **base)
+        if was_deleted and not deleted_now:
+            return Event(event="RESTORE", old_memory=None, new_memory=new, **base)
+        return None if old == new else Event(event="UPDATE", old_memory=old, new_memory=new, **base)
+    return None
+
+
+def _replacement_text(git: VaultGit, sha: str, replacement_id: str) -> str | None:
+    for rel in git.changed_paths(sha):
+        if rel.endswith(f"__{replacement_id}.md"):
+            return _body(git, sha, rel)[0]
+    return None

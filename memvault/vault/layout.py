@@ -1,0 +1,102 @@
+"""Where each entry lives in the vault, and the checks that keep names and ids inside it."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import PurePosixPath
+
+from memvault.errors import UnsafePathError
+from memvault.vault.entry import Entry
+
+GLOBAL = "global"
+ENTRIES = "entries"
+STATE_DIR = ".memvault"
+KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
+SUMMARY_FILE = "summary.md"
+MAX_NAME = 100
+ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
+UUID_SHAPE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# Letters and digits of any script, and . _ - (no separators, no spaces, no control characters).
+NAME_CHARS = re.compile(r"^[\w.\-]+$", re.UNICODE)
+WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+def check_conversation(name: str) -> str:
+    """A conversation name, as it may be used as one folder name; raises UnsafePathError otherwise."""
+    if not isinstance(name, str) or not name.strip():
+        raise UnsafePathError("conversation name is empty")
+    name = unicodedata.normalize("NFC", name.strip())
+    if len(name) > MAX_NAME:
+        raise UnsafePathError(f"conversation name is longer than {MAX_NAME} characters")
+    if name.startswith(".") or not NAME_CHARS.match(name) or name.lower() in WINDOWS_RESERVED:
+        raise UnsafePathError(
+            f"invalid conversation name {name!r}: use letters, digits, '.', '_' and '-', not starting with '.'"
+        )
+    return name
+
+
+def check_id_prefix(text: str) -> str:
+    """An id or a prefix of one: hex digits and dashes only, so it can never name a path."""
+    text = (text or "").strip().lower()
+    if not ID_CHARS.match(text):
+        raise UnsafePathError(f"invalid memory id {text!r}: ids are UUIDs (hex digits and dashes)")
+    return text
+
+
+def check_full_id(text: str) -> str:
+    text = check_id_prefix(text)
+    if not UUID_SHAPE.match(text):
+        raise UnsafePathError(f"invalid memory id {text!r}: expected a full UUID")
+    return text
+
+
+def scope_conversation(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
+    """The conversation folder for mem0-style scopes: readable, one folder per combination.
+
+    The folder is for people; isolation comes from the scope fields in front matter, which every
+    search and listing filters on. Values are slugged so any user id makes a safe folder name.
+    """
+    parts = [f"{key}-{slug(value)}" for key, value in (("user", user_id), ("agent", agent_id), ("run", run_id)) if value]
+    return "+".join(parts)[:MAX_NAME] if parts else "default"
+
+
+def slug(value: str) -> str:
+    text = unicodedata.normalize("NFKC", str(value))
+    text = re.sub(r"[^\w.\-]+", "_", text, flags=re.UNICODE).strip("._") or "_"
+    return text[:40]
+
+
+def file_stamp(entry: Entry) -> str:
+    return entry.created_at.strftime("%Y%m%dT%H%M%S") + f"{entry.created_at.microsecond // 1000:03d}Z"
+
+
+def relative_path(entry: Entry) -> PurePosixPath:
+    """The path of an entry relative to the vault root, live or soft-deleted."""
+    conversation = check_conversation(entry.conversation_id)
+    check_full_id(entry.id)
+    kind = KIND_DIRS[entry.role]
+    base = PurePosixPath(ENTRIES, conversation)
+    if entry.deleted:
+        base = base / "deleted"
+    if entry.role == "summary" and not entry.deleted:
+        return base / kind / SUMMARY_FILE
+    return base / kind / f"{file_stamp(entry)}__{entry.id}.md"
+
+
+def id_from_filename(name: str) -> str | None:
+    """The id in '<stamp>__<id>.md', or None for a file of another shape (summary.md, notes)."""
+    if not name.endswith(".md") or "__" not in name:
+        return None
+    candidate = name[:-3].rsplit("__", 1)[1].lower()
+    return candidate if UUID_SHAPE.match(candidate) else None
+
+
+def is_entry_path(rel: PurePosixPath) -> bool:
+    """True for markdown files under entries/ (temporary files and other folders are not entries)."""
+    parts = rel.parts
+    return len(parts) >= 3 and parts[0] == ENTRIES and rel.suffix == ".md" and not rel.name.startswith(".")
+
+
+def is_deleted_path(rel: PurePosixPath) -> bool:
+    return len(rel.parts) >= 3 and rel.parts[2] == "deleted"

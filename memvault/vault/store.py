@@ -1,0 +1,282 @@
+"""The vault on disk: reads, listings, id lookup, and transactions that write files and commit them.
+
+Only this module writes under entries/. Every mutation runs inside `transaction()`: it holds the
+vault's lock, writes atomically, commits exactly the touched paths, and undoes its file changes if
+anything fails before the commit, so a failed command never leaves half a change behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Iterator
+
+from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, VaultError
+from memvault.vault import layout
+from memvault.vault.entry import Entry, now, parse, render
+from memvault.vault.git import VaultGit, format_message
+
+GITIGNORE_LINE = f"{layout.STATE_DIR}/"
+LOCK_TIMEOUT = 120.0
+ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class Change:
+    """One file touched by a transaction: enough to undo it and to update the index after it."""
+
+    rel: PurePosixPath
+    before: bytes | None  # the file's bytes before, None if it did not exist
+    entry: Entry | None  # the entry now at `rel`, None if the file is gone
+
+
+@dataclass
+class Transaction:
+    vault: Vault
+    operation: str
+    conversation: str | None = None
+    events: list[tuple[str, str]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+
+    def _touch(self, rel: PurePosixPath, entry: Entry | None) -> None:
+        path = self.vault.root / rel
+        before = path.read_bytes() if path.exists() else None
+        if entry is not None:
+            atomic_write(path, render(entry).encode("utf-8"))
+        else:
+            path.unlink(missing_ok=True)
+        self.changes.append(Change(rel, before, entry))
+
+    def write(self, entry: Entry, event: str | None = None) -> PurePosixPath:
+        """Create or overwrite the file of `entry` (an edit keeps the file where it is)."""
+        rel = self.vault.path_of(entry.id) if event != "ADD" else None
+        rel = rel or layout.relative_path(entry)
+        self._touch(rel, entry)
+        if event:
+            self.events.append((event, entry.id))
+        return rel
+
+    def soft_delete(self, entry: Entry, replaced_by: str | None = None, event: str = "DELETE") -> PurePosixPath:
+        """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost."""
+        old_rel = self.vault.path_of(entry.id) or layout.relative_path(entry)
+        tombstone = entry.replace(deleted_at=now(), replaced_by=replaced_by)
+        new_rel = layout.relative_path(tombstone)
+        self._touch(new_rel, tombstone)
+        self._touch(old_rel, None)
+        self.events.append((event, entry.id))
+        return new_rel
+
+    def purge(self, rel: PurePosixPath, memory_id: str) -> None:
+        """Remove a file for good (it stays in git history)."""
+        self._touch(rel, None)
+        self.events.append(("PURGE", memory_id))
+
+    def rollback(self) -> None:
+        for change in reversed(self.changes):
+            path = self.vault.root / change.rel
+            if change.before is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, change.before)
+        self.changes.clear()
+
+
+class Vault:
+    """A vault folder: entries as markdown files, in a git repository."""
+
+    def __init__(self, root: Path, git: VaultGit) -> None:
+        self.root = root
+        self.git = git
+        self._paths: dict[str, PurePosixPath] | None = None
+
+    # -- opening -------------------------------------------------------------------------------
+    @staticmethod
+    def check_root(path: Path) -> Path:
+        path = Path(path).expanduser()
+        if path.exists() and not path.is_dir():
+            raise VaultError(f"vault path {path} is a file, not a folder")
+        return path
+
+    @classmethod
+    def open(cls, path: str | Path) -> Vault:
+        root = cls.check_root(Path(path))
+        if not root.exists():
+            raise VaultError(f"no vault at {root}: run `memvault init` (or pass --vault PATH)")
+        if not (root / layout.STATE_DIR).is_dir() and not (root / layout.ENTRIES).is_dir():
+            raise VaultError(f"{root} is not a memvault vault: run `memvault init --vault {root}`")
+        return cls(root.resolve(), VaultGit.open(root))
+
+    @classmethod
+    def init(cls, path: str | Path) -> Vault:
+        """Create a vault (idempotent): folders, a git repository, and a .gitignore for the index."""
+        root = cls.check_root(Path(path))
+        root.mkdir(parents=True, exist_ok=True)
+        git = VaultGit.init(root)
+        vault = cls(root.resolve(), git)
+        vault.state_dir.mkdir(exist_ok=True)
+        (vault.root / layout.ENTRIES).mkdir(exist_ok=True)
+        gitignore = vault.root / ".gitignore"
+        lines = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.exists() else []
+        if GITIGNORE_LINE not in lines:
+            atomic_write(gitignore, ("\n".join([*lines, GITIGNORE_LINE]) + "\n").encode("utf-8"))
+        with vault.lock():
+            git.commit([".gitignore"], format_message("memvault init", "init", None, []))
+        return vault
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / layout.STATE_DIR
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """The vault's write lock: two processes never interleave writes or commits."""
+        from filelock import FileLock, Timeout
+
+        self.state_dir.mkdir(exist_ok=True)
+        lock = FileLock(str(self.state_dir / "write.lock"), timeout=LOCK_TIMEOUT)
+        try:
+            with lock:
+                yield
+        except Timeout:
+            raise VaultError(f"another memvault process has held the vault lock for {LOCK_TIMEOUT:.0f} s") from None
+
+    @contextmanager
+    def transaction(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
+        """Group file changes into one commit; on any error, put the files back as they were."""
+        with self.lock():
+            self.git.check_state()
+            self._paths = None  # another process may have written since we last looked
+            tx = Transaction(self, operation, conversation)
+            try:
+                yield tx
+                paths = [str(change.rel) for change in tx.changes]
+                self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
+            except BaseException:
+                tx.rollback()
+                raise
+            finally:
+                self._paths = None
+
+    # -- reading -------------------------------------------------------------------------------
+    def entry_files(self, include_deleted: bool = False, conversation: str | None = None) -> Iterator[PurePosixPath]:
+        """Relative paths of entry files, sorted; live ones only unless asked."""
+        base = self.root / layout.ENTRIES
+        conversations = [layout.check_conversation(conversation)] if conversation else sorted(
+            d.name for d in scandir_dirs(base))
+        for conv in conversations:
+            roots = [PurePosixPath(layout.ENTRIES, conv)]
+            if include_deleted:
+                roots.append(PurePosixPath(layout.ENTRIES, conv, "deleted"))
+            for root in roots:
+                for kind in layout.KIND_DIRS.values():
+                    folder = self.root / root / kind
+                    if not folder.is_dir():
+                        continue
+                    for name in sorted(os.listdir(folder)):
+                        rel = root / kind / name
+                        if layout.is_entry_path(rel) and (folder / name).is_file():
+                            yield rel
+
+    def read(self, rel: PurePosixPath) -> Entry:
+        """The entry in a file; fields a hand-written file leaves out come from its place and time."""
+        path = self.root / rel
+        try:
+            content = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise EntryFormatError(rel, "not UTF-8 text") from None
+        except OSError as exc:
+            raise EntryFormatError(rel, f"cannot be read: {exc.strerror}") from None
+        return parse(content, str(rel), self.defaults_for(rel, path))
+
+    def defaults_for(self, rel: PurePosixPath, path: Path) -> dict:
+        parts = rel.parts
+        deleted = layout.is_deleted_path(rel)
+        kind = "/".join(parts[3 if deleted else 2:-1])
+        defaults = {
+            "conversation_id": parts[1],
+            "role": ROLE_OF_DIR.get(kind),
+            "id": layout.id_from_filename(rel.name) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}")),
+        }
+        try:
+            defaults["created_at"] = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        except OSError:
+            pass
+        return defaults
+
+    def iter_entries(self, include_deleted: bool = False, conversation: str | None = None
+                     ) -> Iterator[tuple[PurePosixPath, Entry | EntryFormatError]]:
+        """Each file with its entry, or the error that says why it could not be read."""
+        for rel in self.entry_files(include_deleted, conversation):
+            try:
+                yield rel, self.read(rel)
+            except EntryFormatError as exc:
+                yield rel, exc
+
+    def _id_paths(self) -> dict[str, PurePosixPath]:
+        """id -> path for every entry file (live and deleted), from file names where they carry it."""
+        if self._paths is None:
+            paths: dict[str, PurePosixPath] = {}
+            for rel in self.entry_files(include_deleted=True):
+                memory_id = layout.id_from_filename(rel.name)
+                if memory_id is None:
+                    try:
+                        memory_id = self.read(rel).id
+                    except EntryFormatError:
+                        continue
+                # A live file wins over its tombstone if both exist.
+                if memory_id not in paths or not layout.is_deleted_path(rel):
+                    paths[memory_id] = rel
+            self._paths = paths
+        return self._paths
+
+    def path_of(self, memory_id: str) -> PurePosixPath | None:
+        return self._id_paths().get(memory_id)
+
+    def resolve(self, prefix: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
+        """The entry whose id is `prefix` or starts with it, as git resolves short hashes."""
+        prefix = layout.check_id_prefix(prefix)
+        matches = {i: rel for i, rel in self._id_paths().items() if i.startswith(prefix)
+                   and (include_deleted or not layout.is_deleted_path(rel))}
+        if prefix in matches:
+            matches = {prefix: matches[prefix]}
+        if not matches:
+            raise NotFoundError(f"no memory with id {prefix}")
+        if len(matches) > 1:
+            shown = ", ".join(sorted(i[:12] for i in matches)[:5])
+            raise AmbiguousIdError(f"id prefix {prefix} is ambiguous: {len(matches)} memories match ({shown}...)")
+        memory_id, rel = next(iter(matches.items()))
+        return rel, self.read(rel)
+
+    def summary(self, conversation: str) -> Entry | None:
+        rel = PurePosixPath(layout.ENTRIES, layout.check_conversation(conversation), "summaries", layout.SUMMARY_FILE)
+        return self.read(rel) if (self.root / rel).exists() else None
+
+    def conversations(self) -> list[str]:
+        return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES))
+
+
+def scandir_dirs(path: Path) -> list[os.DirEntry]:
+    try:
+        return [d for d in os.scandir(path) if d.is_dir() and not d.name.startswith(".")]
+    except FileNotFoundError:
+        return []
