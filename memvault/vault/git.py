@@ -109,13 +109,14 @@ class VaultGit:
             return None
         try:
             self.repo.git.add("-A", "--", *repo_paths, env=self.env)
-            if not self.repo.git.diff("--cached", "--name-only", "--", *repo_paths):
-                return None  # nothing really changed (a rewrite with the same bytes)
             only = ["--only"] if self.has_commits() else []
             self.repo.git.commit("-q", "--no-verify", "-m", message, *only, "--", *repo_paths, env=self.env)
             return self.repo.head.commit.hexsha
         except git.GitCommandError as exc:
-            detail = (exc.stderr or str(exc)).strip().splitlines()
+            output = f"{exc.stdout or ''}\n{exc.stderr or ''}"
+            if "nothing to commit" in output or "no changes added" in output:
+                return None  # a rewrite with the same bytes: nothing to record
+            detail = [line for line in output.strip().splitlines() if line.strip()]
             raise VaultError(f"git commit failed: {detail[-1] if detail else exc}") from None
 
     def log(self, limit: int | None = None, pathspecs: list[str] | None = None, follow_changes: bool = False) -> list[Commit]:
