@@ -6,14 +6,16 @@ imports the LLM client. Writes go through the vault's transactions; the index fo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Iterable
+from typing import Any
 
 from memvault.errors import EntryFormatError, NotFoundError, UsageError
 from memvault.settings import Settings
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS, Entry, now
+from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
 
@@ -121,6 +123,35 @@ class Memvault:
                 tx.soft_delete(entry)
         self.after_change(tx.changes)
         return targets
+
+    def gc(self, max_entries: int | None = None, purge_older_than: str | None = None, dry_run: bool = False,
+           git_gc: bool = True) -> GcPlan:
+        """Evict the oldest facts and turns above the limit (soft), purge old tombstones, compact git."""
+        limit = max_entries or self.settings.vault.max_entries
+        live, tombstones = [], []
+        for rel, item in self.vault.iter_entries(include_deleted=True):
+            if isinstance(item, Entry):
+                (tombstones if item.deleted else live).append((rel, item))
+        plan = GcPlan(evict=plan_eviction([e for _, e in live], limit))
+        if purge_older_than:
+            plan.purge = plan_purge(tombstones, parse_age(purge_older_than), now())
+        if dry_run:
+            return plan
+        if plan.evict or plan.purge:
+            subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
+            with self.vault.transaction("gc", subject) as tx:
+                for entry in plan.evict:
+                    tx.soft_delete(entry, event="EVICT")
+                for rel, entry in plan.purge:
+                    tx.purge(rel, entry.id)
+            self.after_change(tx.changes)
+        if git_gc:
+            self.vault.git.repo.git.gc("--quiet")
+        self.compact_index()
+        return plan
+
+    def compact_index(self) -> None:
+        """Vacuum the index (hooked up with the index)."""
 
     def after_change(self, changes: list[Change]) -> None:
         """Keep derived state in step with a committed change (the index hooks in here)."""

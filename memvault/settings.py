@@ -88,7 +88,8 @@ class Settings:
 def split_key(key: str) -> tuple[str, str]:
     section, _, name = key.partition(".")
     fields = {f.name: f for f in dataclasses.fields(Settings) if f.name != "sources"}
-    if section not in fields or not name or name not in {f.name for f in dataclasses.fields(fields[section].default_factory())}:
+    names = {f.name for f in dataclasses.fields(fields[section].default_factory())} if section in fields else set()
+    if name not in names:
         raise ConfigError(f"unknown setting {key!r}")
     return section, name
 
@@ -139,7 +140,7 @@ def load(config_file: str | Path | None = None, flags: dict[str, Any] | None = N
     settings = Settings()
     for key in settings.keys():
         settings.sources[key] = "default"
-    path = Path(config_file) if config_file else Path(os.environ.get("MEMVAULT_CONFIG") or default_config_path())
+    path = config_path(config_file)
     if config_file and not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     if path.is_file():
@@ -173,3 +174,41 @@ def apply_file(settings: Settings, path: Path) -> None:
             except ConfigError:
                 raise ConfigError(f"{path}: unknown setting {key!r}") from None
             settings.set(key, value, str(path))
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def write_value(path: Path, key: str, value: str) -> Any:
+    """Set one key in a config file (created if missing), keeping the file's other values."""
+    import tomllib
+
+    section, name = split_key(key)
+    kind = type(getattr(getattr(Settings(), section), name))
+    typed = coerce(key, value, kind, "config set")
+    data: dict[str, dict[str, Any]] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data.setdefault(section, {})[name] = typed
+    lines: list[str] = []
+    for sect, values in data.items():
+        lines.append(f"[{sect}]")
+        lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
+        lines.append("")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text("\n".join(lines), encoding="utf-8")
+    tmp.replace(path)
+    return typed
+
+
+def config_path(config_file: str | Path | None = None) -> Path:
+    return Path(config_file) if config_file else Path(os.environ.get("MEMVAULT_CONFIG") or default_config_path())

@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import typer
 
@@ -35,7 +36,7 @@ def root(version: bool = typer.Option(False, "--version", callback=version_callb
     """A persistent memory for LLMs that you can read, edit and audit: markdown files in git."""
 
 
-def command(*args: Any, **kwargs: Any) -> Callable:
+def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Callable:
     """Register a command whose memvault errors become one line on stderr and an exit code."""
 
     def register(fn: Callable) -> Callable:
@@ -64,7 +65,7 @@ def command(*args: Any, **kwargs: Any) -> Callable:
                 error(f"internal error: {type(exc).__name__}: {exc} (set MEMVAULT_DEBUG=1 for the traceback)")
                 raise typer.Exit(1) from None
 
-        return app.command(*args, **kwargs)(wrapper)
+        return (group or app).command(*args, **kwargs)(wrapper)
 
     return register
 

@@ -119,7 +119,8 @@ class VaultGit:
             detail = [line for line in output.strip().splitlines() if line.strip()]
             raise VaultError(f"git commit failed: {detail[-1] if detail else exc}") from None
 
-    def log(self, limit: int | None = None, pathspecs: list[str] | None = None, follow_changes: bool = False) -> list[Commit]:
+    def log(self, limit: int | None = None, pathspecs: list[str] | None = None,
+            follow_changes: bool = False) -> list[Commit]:
         """Commits newest first, with memvault trailers parsed and (optionally) the files each changed."""
         import git
 

@@ -57,7 +57,8 @@ def scope_conversation(user_id: str | None, agent_id: str | None, run_id: str | 
     The folder is for people; isolation comes from the scope fields in front matter, which every
     search and listing filters on. Values are slugged so any user id makes a safe folder name.
     """
-    parts = [f"{key}-{slug(value)}" for key, value in (("user", user_id), ("agent", agent_id), ("run", run_id)) if value]
+    named = (("user", user_id), ("agent", agent_id), ("run", run_id))
+    parts = [f"{key}-{slug(value)}" for key, value in named if value]
     return "+".join(parts)[:MAX_NAME] if parts else "default"
 
 

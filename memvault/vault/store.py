@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Iterator
 
 from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, VaultError
 from memvault.vault import layout
