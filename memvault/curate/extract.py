@@ -1,0 +1,146 @@
+"""Fact extraction: the latest user message -> a few atomic, third-person facts worth remembering.
+
+Custom prompts (`llm.extraction_prompt_file`) replace the default instructions:
+- a prompt that contains `{message}` is a whole template: `{message}` becomes the latest user
+  message and `{context}` the earlier turns, and the filled prompt is sent as the user message;
+- any other prompt is sent as the system message, followed by the usual input (context + message).
+The default prompt asks for at most 3 facts and its output is cut at 3; a custom prompt may ask
+for more, so its output is only cut at `MAX_CUSTOM_FACTS`, a guard against a runaway answer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from memvault.curate import prompts
+from memvault.curate.jsonish import as_list, parse_json, strip_thinking
+from memvault.curate.llm import LLM
+from memvault.errors import ConfigError
+
+MAX_CUSTOM_FACTS = 20
+CONTEXT_TURNS = 6  # earlier turns shown, to resolve "she" / "there" in the latest message
+CONTEXT_CHARS = 500  # per turn: context helps, but the facts come from the latest message
+FACT_KEYS = ("fact", "text", "content", "memory", "value")
+LIST_KEYS = ("facts", "memories", "memory", "items", "result", "results")
+BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.+?)\s*$")
+# What small models write instead of an empty list.
+NOTHING = {"none", "n/a", "na", "nothing", "no facts", "no facts.", "none.", "[]", "null"}
+
+
+def extract_facts(llm: LLM, messages: list[dict], prompt: str | None = None) -> list[str]:
+    """Facts from the latest user message in `messages` (OpenAI-style role/content dicts).
+
+    Earlier turns are shown as context only. `prompt` replaces the default instructions (see the
+    module docstring). Returns stripped, de-duplicated facts; [] when there is no user message or
+    the answer holds nothing usable. Raises LLMError when the LLM cannot be reached: the caller
+    decides how to degrade (store the text as given).
+    """
+    latest, context = split_latest(messages)
+    if not latest.strip():
+        return []
+    answer = llm.complete(extraction_messages(latest, context, prompt), json_schema=prompts.EXTRACTION_SCHEMA)
+    return parse_facts(answer)[: fact_limit(prompt)]
+
+
+async def aextract_facts(llm: LLM, messages: list[dict], prompt: str | None = None) -> list[str]:
+    """`extract_facts` for asyncio."""
+    latest, context = split_latest(messages)
+    if not latest.strip():
+        return []
+    answer = await llm.acomplete(extraction_messages(latest, context, prompt), json_schema=prompts.EXTRACTION_SCHEMA)
+    return parse_facts(answer)[: fact_limit(prompt)]
+
+
+def fact_limit(prompt: str | None) -> int:
+    return MAX_CUSTOM_FACTS if prompt else prompts.MAX_DEFAULT_FACTS
+
+
+def load_prompt(path: str) -> str | None:
+    """The custom extraction prompt in `path` (`llm.extraction_prompt_file`); None when no file is set."""
+    if not path:
+        return None
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"llm.extraction_prompt_file: cannot read {path}: {exc}") from None
+    if not text.strip():
+        raise ConfigError(f"llm.extraction_prompt_file: {path} is empty")
+    return text
+
+
+def extraction_messages(latest: str, context: list[dict], prompt: str | None = None) -> list[dict]:
+    """The chat sent to the LLM for one extraction."""
+    context_text = "\n".join(
+        f"{turn.get('role', 'user')}: {clip(message_content(turn), CONTEXT_CHARS)}" for turn in context
+    ) or "(none)"
+    if prompt and "{message}" in prompt:
+        return [{"role": "user", "content": prompts.fill(prompt, message=latest, context=context_text)}]
+    user = prompts.fill(prompts.EXTRACTION_INPUT, message=latest, context=context_text)
+    return [{"role": "system", "content": prompt or prompts.EXTRACTION}, {"role": "user", "content": user}]
+
+
+def split_latest(messages: list[dict]) -> tuple[str, list[dict]]:
+    """(text of the last user message, up to CONTEXT_TURNS user/assistant turns before it)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            earlier = [m for m in messages[:index] if m.get("role") in ("user", "assistant")]
+            return message_content(messages[index]), earlier[-CONTEXT_TURNS:]
+    return "", []
+
+
+def message_content(message: dict) -> str:
+    """A message's text; OpenAI content parts ([{"type": "text", "text": ...}]) are joined."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def parse_facts(answer: str | None) -> list[str]:
+    """Facts from an LLM answer of any common shape: a JSON list of strings, `{"facts": [...]}`,
+    a list of objects with "fact"/"text", a bare JSON string, any of these fenced or wrapped in
+    prose, or bullet lines. Anything else gives []."""
+    value = parse_json(answer)
+    if value is None:
+        items: list[Any] = bullet_lines(strip_thinking(answer or ""))
+    elif isinstance(value, str):
+        items = [value]
+    else:
+        items = as_list(value, LIST_KEYS) or []
+    return clean([fact_text(item) for item in items])
+
+
+def fact_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        lowered = {str(k).lower(): v for k, v in item.items()}
+        for key in FACT_KEYS:
+            if isinstance(lowered.get(key), str):
+                return lowered[key]
+    return ""
+
+
+def bullet_lines(text: str) -> list[str]:
+    return [m.group(1) for m in map(BULLET.match, text.splitlines()) if m]
+
+
+def clean(facts: list[str]) -> list[str]:
+    """Stripped, whitespace-collapsed, non-empty facts, each once (case-insensitively), in order."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for fact in facts:
+        fact = " ".join(fact.split())
+        key = fact.casefold()
+        if fact and key not in NOTHING and key not in seen:
+            seen.add(key)
+            out.append(fact)
+    return out
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,198 @@
+"""The one door to an LLM: litellm behind four methods, with retries and one-line typed errors.
+
+Everything else in memvault talks to the `LLM` protocol, so a scripted double can stand in for it
+in tests. litellm is imported inside the calls: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Protocol
+
+from memvault.errors import LLMError
+from memvault.settings import LLMSettings
+
+HOW_TO_CONFIGURE = "set llm.model / MEMVAULT_LLM_MODEL, see `memvault config`"
+# Failures worth another try: the provider is busy or the network blinked. Anything else (bad key,
+# unknown model, bad request) would fail the same way again.
+RETRYABLE = ("RateLimitError", "Timeout", "APIConnectionError", "ServiceUnavailableError", "InternalServerError")
+MAX_DELAY = 8.0
+LITELLM_PREFIX = re.compile(r"^litellm\.(\w+):\s*(?:\1:\s*)?(?:\w+Exception\s*-\s*)?")
+
+
+class LLM(Protocol):
+    """What curation needs from a chat model. `LLMClient` is the real one; tests use a scripted one."""
+
+    def complete(self, messages: list[dict], json_schema: dict | None = None) -> str: ...
+
+    def stream(self, messages: list[dict]) -> Iterator[str]: ...
+
+    async def acomplete(self, messages: list[dict], json_schema: dict | None = None) -> str: ...
+
+    def astream(self, messages: list[dict]) -> AsyncIterator[str]: ...
+
+
+def import_litellm():
+    # Without this litellm fetches its price list from GitHub at import: slow, and no network here.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stderr
+    return litellm
+
+
+class LLMClient:
+    """A chat model reached through litellm, as configured in `LLMSettings`.
+
+    Retries rate limits, timeouts, connection and server errors with exponential backoff
+    (`retry_base_delay` * 2^attempt, with jitter, at most `settings.max_retries` retries); any
+    other failure, or the last retryable one, becomes an `LLMError` with one line of message.
+    """
+
+    def __init__(self, settings: LLMSettings, retry_base_delay: float = 0.5) -> None:
+        self.settings = settings
+        self.retry_base_delay = retry_base_delay
+
+    @property
+    def address(self) -> str:
+        return self.settings.api_base or "the provider's default address"
+
+    def complete(self, messages: list[dict], json_schema: dict | None = None) -> str:
+        """The model's whole answer. `json_schema` is passed as a response format where the provider
+        takes one; the answer is still text, to be parsed leniently."""
+        kwargs = self.request(messages, json_schema)
+        litellm = import_litellm()
+        attempt = 0
+        while True:
+            try:
+                return message_text(litellm.completion(**kwargs))
+            except Exception as exc:  # the boundary to a third-party library
+                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
+            time.sleep(delay)
+            attempt += 1
+
+    async def acomplete(self, messages: list[dict], json_schema: dict | None = None) -> str:
+        """`complete` without blocking the event loop (litellm.acompletion)."""
+        kwargs = self.request(messages, json_schema)
+        litellm = import_litellm()
+        attempt = 0
+        while True:
+            try:
+                return message_text(await litellm.acompletion(**kwargs))
+            except Exception as exc:
+                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    def stream(self, messages: list[dict]) -> Iterator[str]:
+        """The answer as text deltas. A failure before the first delta is retried; after it, it is
+        raised (the caller has already shown part of the answer)."""
+        kwargs = self.request(messages, None) | {"stream": True}
+        litellm = import_litellm()
+        attempt = 0
+        while True:
+            started = False
+            try:
+                for chunk in litellm.completion(**kwargs):
+                    text = delta_text(chunk)
+                    if text:
+                        started = True
+                        yield text
+                return
+            except Exception as exc:
+                if started:
+                    raise self.error(exc) from None
+                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
+            time.sleep(delay)
+            attempt += 1
+
+    async def astream(self, messages: list[dict]) -> AsyncIterator[str]:
+        """`stream` for asyncio."""
+        kwargs = self.request(messages, None) | {"stream": True}
+        litellm = import_litellm()
+        attempt = 0
+        while True:
+            started = False
+            try:
+                async for chunk in await litellm.acompletion(**kwargs):
+                    text = delta_text(chunk)
+                    if text:
+                        started = True
+                        yield text
+                return
+            except Exception as exc:
+                if started:
+                    raise self.error(exc) from None
+                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
+            await asyncio.sleep(delay)
+            attempt += 1
+
+    def request(self, messages: list[dict], json_schema: dict | None) -> dict[str, Any]:
+        """litellm.completion keyword arguments for this model."""
+        s = self.settings
+        if not s.model:
+            raise LLMError(f"no LLM configured: {HOW_TO_CONFIGURE}")
+        kwargs: dict[str, Any] = {
+            "model": s.model,
+            "messages": messages,
+            "temperature": s.temperature,
+            "timeout": s.timeout,
+            # We retry ourselves; the OpenAI SDK would otherwise retry twice more behind our back.
+            "max_retries": 0,
+            # Providers that take no response_format (or temperature) get the call without it.
+            "drop_params": True,
+        }
+        if s.api_base:
+            kwargs["api_base"] = s.api_base
+        if s.api_key:
+            kwargs["api_key"] = s.api_key
+        if json_schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "memvault", "schema": json_schema, "strict": False},
+            }
+        return kwargs
+
+    def next_step(self, litellm, exc: Exception, attempt: int, kwargs: dict) -> tuple[dict, float]:
+        """What to do after a failed call: (arguments for the next try, seconds to wait first).
+        Raises LLMError when there is no next try."""
+        if isinstance(exc, LLMError):
+            raise exc
+        if "response_format" in kwargs and isinstance(exc, litellm.BadRequestError):
+            # Some servers refuse JSON schemas outright; the answer is parsed leniently anyway.
+            return {k: v for k, v in kwargs.items() if k != "response_format"}, 0.0
+        retryable = tuple(getattr(litellm, name) for name in RETRYABLE)
+        if not isinstance(exc, retryable) or attempt >= self.settings.max_retries:
+            raise self.error(exc) from None
+        delay = min(MAX_DELAY, self.retry_base_delay * 2**attempt)
+        return kwargs, delay * random.uniform(0.5, 1.0)  # jitter: many clients don't retry in lockstep
+
+    def error(self, exc: Exception) -> LLMError:
+        """One line: which model, where, what went wrong, how to configure another."""
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        # "litellm.RateLimitError: RateLimitError: OpenAIException - slow down" -> "RateLimitError: slow down"
+        reason = LITELLM_PREFIX.sub(r"\1: ", reason, count=1)
+        if len(reason) > 200:
+            reason = reason[:197] + "..."
+        return LLMError(f"LLM {self.settings.model} at {self.address} failed: {reason} ({HOW_TO_CONFIGURE})")
+
+
+def message_text(response: Any) -> str:
+    """The text of a non-streaming chat completion ('' when the model said nothing)."""
+    try:
+        return response.choices[0].message.content or ""
+    except (AttributeError, IndexError, TypeError):
+        raise LLMError(f"LLM answered in an unexpected shape: {str(response)[:120]}") from None
+
+
+def delta_text(chunk: Any) -> str:
+    """The text in one streamed chunk ('' for role-only or final chunks)."""
+    try:
+        return chunk.choices[0].delta.content or ""
+    except (AttributeError, IndexError, TypeError):
+        return ""

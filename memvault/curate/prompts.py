@@ -1,0 +1,114 @@
+"""The words memvault says to an LLM, in one place so they can be read, compared and tuned together.
+
+Prompts are plain strings with `{name}` placeholders filled by `fill` (literal replacement, so the
+JSON braces in examples need no escaping).
+"""
+
+from __future__ import annotations
+
+MAX_DEFAULT_FACTS = 3
+
+EXTRACTION = """\
+You extract long-term memories about the user from a chat.
+
+Read ONLY the latest user message. Earlier turns are context to resolve words such as "she" or \
+"there"; never take facts from them or from the assistant.
+
+Write 0 to 3 facts that are worth remembering in later conversations: personal details, \
+preferences, plans, relationships, possessions, work, health, opinions.
+Each fact is:
+- atomic: one piece of information;
+- self-contained: understandable without the chat (name people and things, no "it" or "there");
+- in the third person about the user, e.g. "The user's sister is called Ana.", \
+"The user is vegetarian.";
+- in the language of the user's message.
+
+Write no facts for questions, greetings, small talk, requests for help or anything the assistant \
+said. When in doubt, write fewer facts.
+
+Answer with a JSON list of strings and nothing else, e.g.
+["The user's sister is called Ana.", "The user lives in Lisbon."]
+or [] when there is nothing to remember."""
+
+EXTRACTION_INPUT = """\
+Earlier turns (context only):
+{context}
+
+Latest user message (extract from this only):
+{message}"""
+
+EXTRACTION_SCHEMA: dict = {"type": "array", "items": {"type": "string"}}
+
+RECONCILIATION = """\
+You keep a user's memory store consistent. You are shown memories already stored, each with a \
+short id, and new facts just learned, each with a number.
+
+For each new fact decide one event:
+- ADD: the fact is new information. Give "text" (the fact, possibly cleaned up).
+- UPDATE: the fact changes, corrects or refines a stored memory about the same thing. Give the \
+stored "id" and the full new "text" that replaces it, keeping what is still true. Prefer the \
+more informative version when one refines the other.
+- DELETE: the fact shows a stored memory is no longer true and nothing should replace it. Give \
+the stored "id".
+- NONE: the fact is already stored (same meaning). Give the stored "id".
+
+Use only the ids shown. A fact may give more than one event (e.g. DELETE an old memory and ADD \
+the new fact). Give "fact" (the new fact's number) in every event.
+
+Answer with a JSON list of events and nothing else, e.g.
+[{"fact": 0, "event": "UPDATE", "id": "1", "text": "The user loves sushi and no longer likes pizza."},
+ {"fact": 1, "event": "ADD", "text": "The user has a dog called Rex."}]"""
+
+RECONCILIATION_INPUT = """\
+Stored memories:
+{stored}
+
+New facts:
+{facts}"""
+
+RECONCILIATION_SCHEMA: dict = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "fact": {"type": "integer"},
+            "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
+            "id": {"type": "string"},
+            "text": {"type": "string"},
+        },
+        "required": ["event"],
+    },
+}
+
+SUMMARY = """\
+You maintain a short rolling summary of what is known about the user in one conversation.
+
+Fold the new facts into the previous summary. Keep everything in the previous summary that is \
+still true; when a new fact contradicts it, the new fact wins. Write in the third person \
+("The user ..."), concisely, in at most 200 words, as plain prose or short bullet lines. \
+Answer with the new summary only: no heading, no preamble, no JSON."""
+
+SUMMARY_INPUT = """\
+Conversation: {conversation}
+
+Previous summary:
+{previous}
+
+New facts:
+{facts}"""
+
+
+def fill(template: str, **values: str) -> str:
+    """`template` with each `{name}` replaced by its value (plain replacement, braces elsewhere kept)."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template
+
+
+def numbered(lines: list[str], prefix: str = "") -> str:
+    """Lines as "0: ...", "1: ..." (the short ids an LLM refers back to), each after `prefix`."""
+    return "\n".join(f"{prefix}{i}: {line}" for i, line in enumerate(lines)) or "(none)"
+
+
+def bullets(lines: list[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines) or "(none)"
