@@ -6,6 +6,7 @@ imports the LLM client. Writes go through the vault's transactions; the index fo
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -18,6 +19,31 @@ from memvault.vault.entry import SCOPE_KEYS, Entry, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
+
+
+@dataclass
+class AddResult:
+    """What an add did: mem0-style events, and notes on anything that degraded."""
+
+    events: list = field(default_factory=list)  # MemoryEvent
+    notes: list[str] = field(default_factory=list)
+    turn: Entry | None = None
+    curated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"results": [e.to_dict() for e in self.events], "notes": self.notes,
+                "turn_id": self.turn.id if self.turn else None, "curated": self.curated}
+
+
+def as_messages(messages: str | dict | list) -> list[dict]:
+    """mem0 accepts a string, one message, or a list of messages."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):
+        messages = [messages]
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise UsageError("messages must be a string, a message {role, content}, or a list of messages")
+    return [m for m in messages if str(m.get("content") or "").strip()]
 
 
 @dataclass
@@ -62,6 +88,80 @@ class Memvault:
     def __init__(self, settings: Settings, vault: Vault) -> None:
         self.settings = settings
         self.vault = vault
+        self._index = None
+        # One thread at a time in the index (chat curates in the background while the next turn searches).
+        self._index_lock = threading.RLock()
+        self.on_progress = None  # callable(done, total) shown during long syncs (the CLI sets it)
+        self.on_notice = None  # callable(message) for things a person should know (index rebuilt...)
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    # -- models and index (loaded on first need) ----------------------------------------------------
+    def embedder(self):
+        from memvault.models.embedders import load_embedder
+
+        return load_embedder(self.settings.embedder.model, self.settings.embedder.batch_size)
+
+    def reranker(self):
+        from memvault.models.reranker import load_reranker
+
+        return load_reranker(self.settings.retrieval.reranker)
+
+    def open_index(self):
+        """The index file, opened (created or repaired if need be) but not yet caught up."""
+        if self._index is None:
+            from memvault.index.store import IndexStore
+
+            embedder = self.embedder()
+            self._index = IndexStore.open(self.vault.state_dir, embedder.identity, embedder.dims)
+        return self._index
+
+    def index(self):
+        """The index, caught up with every write: rebuilt in full when new, corrupt or of another
+        model; otherwise just the journal of recent writes is embedded."""
+        with self._index_lock:
+            index = self.open_index()
+            if index.rebuilt:
+                if self.on_notice:
+                    self.on_notice(f"building the search index ({index.rebuild_reason})")
+                self.reindex()
+            self.flush_journal()
+            return index
+
+    def reindex(self, full: bool = False):
+        """Bring the index in step with the files, embedding only what changed (`full`: everything)."""
+        from memvault.index import journal
+        from memvault.index.sync import sync
+
+        with self._index_lock:
+            index = self.open_index()
+            with self.vault.lock():
+                journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
+                return sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
+
+    def flush_journal(self) -> None:
+        from memvault.index import journal
+        from memvault.index.sync import hash_file, index_entries, unindex
+
+        if not (self.vault.state_dir / journal.FILE_NAME).exists():
+            return
+        with self._index_lock, self.vault.lock():
+            pending = journal.take(self.vault.state_dir)
+            gone = [memory_id for memory_id, rel in pending.items() if rel is None]
+            items = []
+            for memory_id, rel in pending.items():
+                if rel is None:
+                    continue
+                try:
+                    entry = self.vault.read(PurePosixPath(rel))
+                    items.append((PurePosixPath(rel), entry, hash_file(self.vault.root / rel)))
+                except (EntryFormatError, OSError):
+                    gone.append(memory_id)  # edited away or broken since: reindex reports it
+            unindex(self._index, gone)
+            index_entries(self._index, self.embedder(), items)
 
     @classmethod
     def open(cls, settings: Settings, create: bool = False) -> Memvault:
@@ -87,6 +187,79 @@ class Memvault:
                       metadata=dict(metadata or {}), **check_scopes(scopes))
         self.add_entries([entry], f"memvault add: {short(text)} [{entry.id[:8]}]")
         return entry
+
+    def llm(self):
+        """The configured LLM client, or None when no model is configured."""
+        if not self.settings.llm.model:
+            return None
+        from memvault.curate.llm import LLMClient
+
+        return LLMClient(self.settings.llm)
+
+    def add(self, messages: str | dict | list, conversation: str | None = None,
+            scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None, infer: bool = True,
+            prompt: str | None = None, llm=None, turn: Entry | None = None) -> AddResult:
+        """Remember what the user said: with an LLM, extract and reconcile facts (one commit with the
+        user turn, the facts, tombstones and the rolling summary); without one, store it as given.
+
+        `turn`: the user turn is already stored (chat persists turns first); it becomes the source."""
+        from memvault.curate.ingest import MemoryEvent
+
+        scopes = check_scopes(scopes)
+        conversation = layout.check_conversation(conversation or layout.scope_conversation(
+            scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
+        chat = as_messages(messages)
+        if not chat:
+            raise UsageError("the memory text is empty")
+        llm = llm or (self.llm() if infer else None)
+        if llm is None:
+            entries = [Entry(text=clean_text(str(m["content"])), conversation_id=conversation,
+                             metadata={**(metadata or {}), **({"role": m["role"]} if len(chat) > 1 else {})},
+                             **scopes) for m in chat]
+            subject = (f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]" if len(entries) == 1
+                       else f"memvault add: {len(entries)} memories")
+            self.add_entries(entries, subject)
+            notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
+            return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
+        return self._curated_add(llm, chat, conversation, scopes, metadata or {}, prompt, turn)
+
+    def _curated_add(self, llm, chat: list[dict], conversation: str, scopes: dict[str, str],
+                     metadata: dict[str, Any], prompt: str | None, turn: Entry | None) -> AddResult:
+        from memvault.curate.ingest import apply_curation, latest_user_text, plan_curation
+        from memvault.vault.entry import text_hash
+
+        latest = latest_user_text(chat)
+        if turn is None and latest.strip():
+            turn = Entry(text=clean_text(latest), role="user", conversation_id=conversation, **scopes)
+        seen_hashes: set[str] = set()
+
+        def neighbours_of(fact: str) -> list[tuple[str, str]]:
+            hits = self.search(fact, conversation, scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
+                               recency_weight=0.0, mmr_lambda=1.0, include_global=False)
+            seen_hashes.update(text_hash(h.text) for h in hits)
+            return [(h.id, h.text) for h in hits]
+
+        previous = self.vault.summary(conversation)
+        curation = plan_curation(llm, chat, conversation, neighbours_of, seen_hashes,
+                                 previous.text if previous else None, prompt)
+        learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
+        subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
+        with self.vault.transaction("add", subject, conversation) as tx:
+            if turn is not None and self.vault.path_of(turn.id) is None:
+                tx.write(turn, event="TURN")
+            events = apply_curation(tx, curation, conversation, scopes, metadata, turn.id if turn else None,
+                                    self.live_entry, previous)
+        self.after_change(tx.changes)
+        return AddResult(events, curation.notes, turn, curated=True)
+
+    def live_entry(self, memory_id: str) -> Entry | None:
+        rel = self.vault.path_of(memory_id)
+        if rel is None or layout.is_deleted_path(rel):
+            return None
+        try:
+            return self.vault.read(rel)
+        except EntryFormatError:
+            return None
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                replacement: Entry | None = None) -> Entry:
@@ -151,10 +324,50 @@ class Memvault:
         return plan
 
     def compact_index(self) -> None:
-        """Vacuum the index (hooked up with the index)."""
+        """Vacuum the index if there is one (never build one just for that)."""
+        from memvault.index.store import FILE_NAME
+
+        if (self.vault.state_dir / FILE_NAME).exists():
+            self.index().vacuum()
+
+    def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
+               filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
+        """The retrieval pipeline (DESIGN.md s6) over `conversation` and `global` (all conversations when
+        None); `overrides` replace retrieval settings for this call."""
+        import dataclasses
+
+        if conversation is not None:
+            layout.check_conversation(conversation)
+        retrieval = dataclasses.replace(self.settings.retrieval,
+                                        **{k: v for k, v in overrides.items() if v is not None})
+        with self._index_lock:
+            return self._search(query, conversation, scopes, filters, include_global, retrieval)
+
+    def _search(self, query, conversation, scopes, filters, include_global, retrieval) -> list:
+        from memvault.retrieve.search import conversations_for, search
+
+        index = self.index()
+        conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
+        return search(index, self.embedder(), self.reranker(), query, retrieval, conversations,
+                      check_scopes(scopes), filters)
 
     def after_change(self, changes: list[Change]) -> None:
-        """Keep derived state in step with a committed change (the index hooks in here)."""
+        """Tell the index what a committed change touched: indexed now if it is open, else journalled."""
+        from memvault.index import journal
+
+        items: list[tuple[str, str | None]] = []
+        for change in changes:
+            if change.entry is not None and not change.entry.deleted and change.entry.role != "summary":
+                items.append((change.entry.id, str(change.rel)))
+            elif change.entry is not None:
+                items.append((change.entry.id, None))
+            else:
+                gone_id = layout.id_from_filename(change.rel.name)
+                if gone_id:
+                    items.append((gone_id, None))
+        journal.record(self.vault.state_dir, items)
+        if self._index is not None:
+            self.flush_journal()
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:

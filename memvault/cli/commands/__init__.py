@@ -1,3 +1,3 @@
 """CLI commands, one small module per group; importing this package registers them all."""
 
-from memvault.cli.commands import config, entries, history, init, maintenance  # noqa: F401
+from memvault.cli.commands import chat, config, entries, history, index, init, maintenance, search  # noqa: F401

@@ -40,16 +40,33 @@ def add(
     conversation: ConversationOpt = None, user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="Metadata key=value (repeatable).",
                                                       show_default=False)] = None,
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="Store the text verbatim, even with an LLM "
+                                         "configured.")] = False,
+    model: Annotated[Optional[str], typer.Option("--model", help="litellm model string for this add.",
+                                                 show_default=False)] = None,
+    prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="A custom fact extraction prompt.",
+                                                        show_default=False)] = None,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
-    """Remember TEXT: stored as a fact in a markdown file and committed to git."""
-    memvault = open_memvault(vault, config)
-    entry = memvault.add_verbatim(read_text_argument(text), conversation or "default",
-                                  scopes=scopes_of(user, agent, run), metadata=parse_meta(meta))
+    """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE); without one,
+    store it verbatim. Each add is one git commit."""
+    from memvault.curate.extract import load_prompt
+
+    memvault = open_memvault(vault, config, **{"llm.model": model})
+    prompt = load_prompt(str(prompt_file) if prompt_file else memvault.settings.llm.extraction_prompt_file)
+    result = memvault.add(read_text_argument(text), conversation or "default", scopes_of(user, agent, run),
+                          parse_meta(meta), infer=not no_llm, prompt=prompt)
+    for note in result.notes:
+        warn(note)
     if json:
-        print_json({"results": [{"event": "ADD", "id": entry.id, "memory": entry.text}]})
-    else:
-        say(f"ADD {entry.id[:8]}  {entry.text}")
+        print_json(result.to_dict())
+        return
+    if not result.events:
+        say("Nothing to remember in that.")
+    for event in result.events:
+        say(f"{event.event:<6} {(event.id or '')[:8]:<8}  "
+            + (f"{event.old_memory} -> {event.new_memory}" if event.event == "UPDATE"
+               else event.new_memory or event.old_memory or ""))
 
 
 @command("list")

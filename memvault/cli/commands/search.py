@@ -1,0 +1,74 @@
+"""`memvault search QUERY`: the retrieval pipeline, as a table or JSON, with `--explain`."""
+
+from __future__ import annotations
+
+import json as jsonlib
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.app import command, open_memvault
+from memvault.cli.commands.entries import scopes_of
+from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt
+from memvault.cli.output import age, console, print_json, table
+from memvault.errors import UsageError
+
+
+def parse_filter(text: str | None) -> dict | None:
+    if not text:
+        return None
+    try:
+        value = jsonlib.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--filter is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--filter must be a JSON object, such as '{\"topic\": \"food\"}'")
+    return value
+
+
+def attach_progress(memvault) -> None:
+    """Show index building on a terminal; stay quiet in pipes and cron."""
+    from memvault.cli.output import say
+
+    memvault.on_notice = say
+
+
+@command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for ('-' reads standard input).", show_default=False)],
+    conversation: ConversationOpt = None, user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
+    top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="How many results [default: 5].",
+                                                 show_default=False)] = None,
+    recency_weight: Annotated[Optional[float], typer.Option("--recency-weight", min=0.0, max=1.0,
+                                                            help="Weight of recency in the score.",
+                                                            show_default=False)] = None,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
+                                                       help="Drop results with a lower relevance.",
+                                                       show_default=False)] = None,
+    mmr_lambda: Annotated[Optional[float], typer.Option("--mmr-lambda", min=0.0, max=1.0,
+                                                        help="1 = relevance only, lower = more diverse.",
+                                                        show_default=False)] = None,
+    filter: Annotated[Optional[str], typer.Option("--filter", show_default=False, help=(
+        "mem0 filter expression as JSON, e.g. "
+        "'{\"AND\": [{\"user_id\": \"alice\"}, {\"topic\": {\"in\": [\"food\"]}}]}'."))] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Show every stage's scores.")] = False,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Search memories: dense + lexical candidates, rerank, threshold, recency, MMR."""
+    from memvault.cli.app import read_text_argument
+
+    query = read_text_argument(query)
+    memvault = open_memvault(vault, config)
+    attach_progress(memvault)
+    hits = memvault.search(query, conversation, scopes_of(user, agent, run), parse_filter(filter), top_k=top_k,
+                           recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
+    if json:
+        print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])
+        return
+    table(["#", "id", "text", "role", "conversation", "age", "relevance", "recency", "score"],
+          [[hit.rank, hit.id[:8], hit.text, hit.role, hit.conversation_id, age(hit.created_at),
+            f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
+    if explain:
+        for hit in hits:
+            stages = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in hit.explain.items())
+            console().print(f"[bold]#{hit.rank} {hit.id[:8]}[/bold] {stages}", soft_wrap=True, markup=True)

@@ -1,0 +1,125 @@
+"""A chat turn with memory: retrieve, inject (DESIGN.md s6.8), answer, persist, curate.
+
+Shared by `memvault chat` and the OpenAI-compatible proxy, so both inject the same way.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.vault.entry import Entry
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
+    "facts when they are relevant to the current message; do not mention them otherwise."
+)
+SUMMARY_HEADER = "Conversation summary:"
+MEMORY_HEADER = "Long-term memory (most relevant first):"
+CURRENT_HEADER = "Current message:"
+
+
+def injected_text(summary: str | None, hits: list, message: str) -> str:
+    """The summary, then the memories as `[role] text`, then the current message."""
+    parts = []
+    if summary and summary.strip():
+        parts.append(f"{SUMMARY_HEADER}\n{summary.strip()}")
+    if hits:
+        parts.append(MEMORY_HEADER + "\n" + "\n".join(f"[{hit.role}] {hit.text}" for hit in hits))
+    parts.append(f"{CURRENT_HEADER} {message}")
+    return "\n\n".join(parts)
+
+
+def inject(messages: list[dict], summary: str | None, hits: list) -> list[dict]:
+    """The messages with the last user message wrapped in memory context (the others untouched)."""
+    result = [dict(m) for m in messages]
+    for position in range(len(result) - 1, -1, -1):
+        if result[position].get("role") == "user":
+            result[position]["content"] = injected_text(summary, hits, text_of(result[position]))
+            break
+    if not any(m.get("role") == "system" for m in result):
+        result.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
+    return result
+
+
+def text_of(message: dict) -> str:
+    """A message's text; OpenAI content parts are joined (images are not memory)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
+
+
+def last_user_text(messages: list[dict]) -> str:
+    return next((text_of(m) for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+@dataclass
+class ChatTurn:
+    """What one turn used and made."""
+
+    messages: list[dict]  # what was sent to the LLM
+    hits: list = field(default_factory=list)
+    user_turn: Entry | None = None
+    assistant_turn: Entry | None = None
+
+
+class MemoryChat:
+    """Memory around an LLM conversation: before each reply retrieve and inject, after it persist the
+    turns at once and curate them in the background (the user does not wait for it)."""
+
+    def __init__(self, memvault, conversation: str = "default", scopes: dict[str, Any] | None = None,
+                 use_memory: bool = True, retrieval: dict[str, Any] | None = None) -> None:
+        self.memvault = memvault
+        self.conversation = conversation
+        self.scopes = scopes or {}
+        self.use_memory = use_memory
+        self.retrieval = retrieval or {}
+        self.pending: list[threading.Thread] = []
+        self.errors: list[str] = []
+
+    def prepare(self, messages: list[dict]) -> ChatTurn:
+        """The messages to send: memories and summary injected into the last user message."""
+        if not self.use_memory:
+            return ChatTurn(messages=list(messages))
+        query = last_user_text(messages)
+        hits = self.memvault.search(query, self.conversation, self.scopes, **self.retrieval) if query.strip() else []
+        summary = self.memvault.vault.summary(self.conversation)
+        return ChatTurn(messages=inject(messages, summary.text if summary else None, hits), hits=hits)
+
+    def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
+        """Store both turns in one commit."""
+        if not self.use_memory or not user_text.strip():
+            return turn
+        entries = [Entry(text=user_text.strip(), role="user", conversation_id=self.conversation, **self.scopes)]
+        if assistant_text.strip():
+            entries.append(Entry(text=assistant_text.strip(), role="assistant", conversation_id=self.conversation,
+                                 source=entries[0].id, **self.scopes))
+        self.memvault.add_entries(entries, f"memvault chat: turn in {self.conversation}", operation="chat")
+        turn.user_turn = entries[0]
+        turn.assistant_turn = entries[1] if len(entries) > 1 else None
+        return turn
+
+    def curate(self, turn: ChatTurn, context: list[dict], llm, background: bool = True) -> None:
+        """Extract, reconcile and summarise what the user said (in a thread unless told otherwise)."""
+        if not self.use_memory or turn.user_turn is None:
+            return
+
+        def work() -> None:
+            try:
+                self.memvault.add(context, self.conversation, self.scopes, llm=llm, turn=turn.user_turn)
+            except Exception as exc:  # noqa: BLE001 - reported to the user, the turns are already safe
+                self.errors.append(f"curation failed: {exc}")
+
+        if not background:
+            work()
+            return
+        thread = threading.Thread(target=work, name="memvault-curate", daemon=False)
+        thread.start()
+        self.pending.append(thread)
+
+    def wait(self, timeout: float | None = None) -> None:
+        for thread in self.pending:
+            thread.join(timeout)
+        self.pending = [t for t in self.pending if t.is_alive()]

@@ -1,0 +1,107 @@
+"""A curated add: extract facts from what the user said, reconcile them with stored facts, summarise.
+
+Every LLM call happens in `plan_curation`, before the vault is locked; `apply_curation` then writes
+the turn, the facts, the tombstones and the summary inside one short transaction (one commit).
+A target that vanished between the two (another process deleted it) degrades safely: an UPDATE of
+a memory that is gone becomes an ADD, a DELETE of one is dropped. Nothing the user said is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.curate.extract import extract_facts, split_latest
+from memvault.curate.llm import LLM
+from memvault.curate.reconcile import Plan, reconcile
+from memvault.curate.summary import update_summary
+from memvault.errors import LLMError
+from memvault.vault.entry import Entry, now
+from memvault.vault.store import Transaction
+
+NEIGHBOURS = 5
+
+
+@dataclass
+class MemoryEvent:
+    """One change to memory, in mem0's shape."""
+
+    event: str  # ADD | UPDATE | DELETE | NONE
+    id: str | None
+    old_memory: str | None = None
+    new_memory: str | None = None
+    replaced_id: str | None = None  # for UPDATE: the memory the new one replaces (now a tombstone)
+
+    def to_dict(self) -> dict[str, Any]:
+        memory = self.new_memory if self.new_memory is not None else self.old_memory
+        data = {"id": self.id, "event": self.event, "memory": memory, "old_memory": self.old_memory,
+                "new_memory": self.new_memory}
+        if self.replaced_id:
+            data["replaced_id"] = self.replaced_id
+        return data
+
+
+@dataclass
+class CurationPlan:
+    facts: list[str]
+    plan: Plan
+    summary: str | None  # the new rolling summary, None when unchanged
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_curation(llm: LLM, messages: list[dict], conversation: str,
+                  neighbours_of: Callable[[str], list[tuple[str, str]]], stored_hashes: set[str],
+                  previous_summary: str | None, prompt: str | None = None) -> CurationPlan:
+    """Ask the LLM what the latest user message teaches, and how it changes what is stored."""
+    notes: list[str] = []
+    try:
+        facts = extract_facts(llm, messages, prompt)
+    except LLMError as exc:
+        latest, _ = split_latest(messages)
+        facts = [latest.strip()] if latest.strip() else []
+        notes.append(f"LLM failed ({exc}); stored the message as given")
+    plan = reconcile(llm, facts, {fact: neighbours_of(fact) for fact in facts}, stored_hashes)
+    notes += plan.notes
+    learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
+    summary = update_summary(llm, previous_summary, learned, conversation) if learned else None
+    return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes)
+
+
+def apply_curation(tx: Transaction, curation: CurationPlan, conversation: str, scopes: dict[str, str],
+                   metadata: dict[str, Any], source: str | None, live: Callable[[str], Entry | None],
+                   previous_summary: Entry | None) -> list[MemoryEvent]:
+    """Write the planned changes into an open transaction; returns the events, in mem0's shape."""
+    events: list[MemoryEvent] = []
+
+    def new_fact(text: str) -> Entry:
+        entry = Entry(text=text, conversation_id=conversation, metadata=dict(metadata), source=source, **scopes)
+        tx.write(entry, event="ADD")
+        return entry
+
+    for decision in curation.plan.decisions:
+        target = live(decision.memory_id) if decision.memory_id else None
+        if decision.event == "ADD" or (decision.event == "UPDATE" and target is None):
+            entry = new_fact(decision.new_text)
+            events.append(MemoryEvent("ADD", entry.id, None, entry.text))
+        elif decision.event == "UPDATE":
+            entry = Entry(text=decision.new_text, conversation_id=conversation, source=source,
+                          metadata={**target.metadata, **metadata}, **(target.scopes or scopes))
+            tx.write(entry, event="ADD")
+            tx.soft_delete(target, replaced_by=entry.id, event="UPDATE")
+            events.append(MemoryEvent("UPDATE", entry.id, target.text, entry.text, replaced_id=target.id))
+        elif decision.event == "DELETE" and target is not None:
+            tx.soft_delete(target)
+            events.append(MemoryEvent("DELETE", target.id, target.text, None))
+        elif decision.event == "NONE":
+            events.append(MemoryEvent("NONE", decision.memory_id, decision.old_text, decision.new_text))
+    if curation.summary:
+        summary = (previous_summary.replace(text=curation.summary, updated_at=now()) if previous_summary
+                   else Entry(text=curation.summary, role="summary", conversation_id=conversation, **scopes))
+        tx.write(summary, event="SUMMARY")
+    return events
+
+
+def latest_user_text(messages: list[dict]) -> str:
+    latest, _ = split_latest(messages)
+    return latest
