@@ -1,0 +1,410 @@
+"""IndexStore: the sidecar SQLite index (entries table, vec0 embeddings, FTS5 text) of one vault.
+
+The index is derived and disposable: a missing, corrupt or foreign file is set aside and rebuilt
+on open, and a change of embedding model empties it; either way `rebuilt` tells the caller to sync.
+Filters arrive as SQL over `entries e` (with `?` placeholders), so dense and lexical search can
+apply them inside the query rather than after it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import astuple, dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from memvault.errors import SearchIndexError
+from memvault.index import db
+from memvault.index.text import FTS_TOKENIZER, LEXICAL_VERSION, fts_query, normalise
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memvault.vault.entry import Entry
+
+FILE_NAME = "index.sqlite"
+# More conversations than this in a filtered dense search: one scan of the whole vec0 table with a
+# rowid filter costs less than one partition query per conversation.
+MAX_PARTITION_QUERIES = 16
+_SELECT_ROW = "SELECT rowid, " + ", ".join(db.ENTRY_COLUMNS) + " FROM entries"
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """One entry as the `entries` table stores it (fields in db.ENTRY_COLUMNS order)."""
+
+    id: str
+    path: str
+    file_hash: str
+    text_hash: str
+    role: str
+    conversation_id: str
+    created_at: float
+    updated_at: float
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    metadata: str
+    source: str | None
+    text: str
+    mtime_ns: int = 0  # 0: stat unknown, so the next sync hashes the file once
+    size: int = -1
+
+    @classmethod
+    def from_entry(cls, entry: Entry, rel: PurePosixPath | str, file_hash: str,
+                   mtime_ns: int = 0, size: int = -1) -> IndexRow:
+        return cls(
+            id=entry.id, path=str(PurePosixPath(rel)), file_hash=file_hash, text_hash=entry.hash,
+            role=entry.role, conversation_id=entry.conversation_id,
+            created_at=entry.created_at.timestamp(), updated_at=(entry.updated_at or entry.created_at).timestamp(),
+            user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id,
+            metadata=json.dumps(entry.metadata or {}, sort_keys=True, ensure_ascii=False, default=str),
+            source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size,
+        )
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """What sync needs to know about an indexed file to decide whether it changed."""
+
+    rowid: int
+    id: str
+    file_hash: str
+    text_hash: str
+    mtime_ns: int
+    size: int
+
+
+def _guarded(method):
+    """Turn SQLite's 'the file is damaged' errors met mid-use into one clear memvault error."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        import apsw
+
+        try:
+            return method(self, *args, **kwargs)
+        except (apsw.CorruptError, apsw.NotADBError) as exc:
+            raise SearchIndexError(f"the index {self.path} is damaged ({exc}): run `memvault reindex --full`") from None
+        except apsw.SQLError as exc:
+            raise SearchIndexError(f"index query failed: {exc}") from None
+
+    return wrapper
+
+
+def _is_trivial(where: str) -> bool:
+    return where.strip() in ("", "1", "TRUE", "true")
+
+
+def _ids_json(ids: Iterable[int | str]) -> str:
+    return json.dumps(list(ids))
+
+
+class IndexStore:
+    """The index file of one vault; use `IndexStore.open(vault.state_dir, embedder.identity, embedder.dims)`."""
+
+    def __init__(self, path: Path | str, identity: str, dims: int):
+        self.path = Path(path)
+        self.identity = identity
+        self.dims = int(dims)
+        self.rebuilt = False  # True when the caller must sync everything (new, repaired or emptied index)
+        self.rebuild_reason: str | None = None
+        self.conn = self._connect()
+
+    @classmethod
+    def open(cls, state_dir: Path | str, identity: str, dims: int) -> IndexStore:
+        state_dir = Path(state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        return cls(state_dir / FILE_NAME, identity, dims)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> IndexStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- opening and repair ----------------------------------------------------------------------
+    def _connect(self) -> Any:
+        import apsw
+
+        existed = self.path.exists() and self.path.stat().st_size > 0
+        try:
+            conn = db.connect(self.path)
+            try:
+                self._prepare(conn)
+            except BaseException:
+                conn.close()
+                raise
+            if not existed:
+                self._mark_rebuilt("new index")
+            return conn
+        except (apsw.Error, db.IncompatibleIndexError) as exc:
+            reason = f"unusable index set aside ({exc})"
+        self._set_aside()
+        conn = db.connect(self.path)
+        self._prepare(conn)
+        self._mark_rebuilt(reason)
+        return conn
+
+    def _mark_rebuilt(self, reason: str) -> None:
+        self.rebuilt = True
+        self.rebuild_reason = reason if self.rebuild_reason is None else f"{self.rebuild_reason}; {reason}"
+
+    def take_rebuild_reason(self) -> str | None:
+        """Why the index needs (or needed) a full sync, once: the first sync reports it, later ones don't."""
+        reason, self.rebuilt, self.rebuild_reason = self.rebuild_reason, False, None
+        return reason
+
+    def _set_aside(self) -> None:
+        """Move a bad index out of the way (kept once, for a post-mortem) and drop its WAL files."""
+        aside = self.path.with_name(self.path.name + ".broken")
+        if self.path.exists():
+            self.path.replace(aside)
+        for suffix in ("-wal", "-shm", "-journal"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+
+    def _prepare(self, conn: Any) -> None:
+        db.migrate(conn)
+        db.check_schema(conn)
+        lexical = f"{LEXICAL_VERSION}:{FTS_TOKENIZER}"
+        has_vec = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'entries_vec'").fetchone() is not None
+        if (db.get_meta(conn, "embedder") == self.identity and db.get_meta(conn, "dims") == str(self.dims)
+                and has_vec and db.get_meta(conn, "lexical") == lexical):
+            return
+        with db.immediate(conn):
+            stored = db.get_meta(conn, "embedder")
+            if stored != self.identity or db.get_meta(conn, "dims") != str(self.dims) or not has_vec:
+                if stored is not None and conn.execute("SELECT count(*) FROM entries").fetchone()[0]:
+                    self._mark_rebuilt(
+                        f"embedding model changed from {stored} to {self.identity}: every entry is re-embedded")
+                conn.execute("DELETE FROM entries")
+                db.create_fts_table(conn)
+                db.create_vec_table(conn, self.dims)
+                db.set_meta(conn, "embedder", self.identity)
+                db.set_meta(conn, "dims", str(self.dims))
+            if db.get_meta(conn, "lexical") != lexical:
+                # The tokenizer or normalisation changed: refill the FTS table from the stored text.
+                db.create_fts_table(conn)
+                for rowid, text in conn.execute("SELECT rowid, text FROM entries").fetchall():
+                    conn.execute("INSERT INTO entries_fts (rowid, body) VALUES (?, ?)", (rowid, normalise(text)))
+                db.set_meta(conn, "lexical", lexical)
+
+    @_guarded
+    def clear(self) -> None:
+        """Empty the index (for a full rebuild); the schema and model identity stay."""
+        with db.immediate(self.conn):
+            self.conn.execute("DELETE FROM entries")
+            db.create_fts_table(self.conn)
+            db.create_vec_table(self.conn, self.dims)
+        self._mark_rebuilt("full rebuild requested")
+
+    # -- writing -----------------------------------------------------------------------------------
+    def _blob(self, vector: Any) -> bytes:
+        import numpy as np
+
+        array = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if array.shape[0] != self.dims:
+            raise SearchIndexError(f"vector has {array.shape[0]} dimensions, the index holds {self.dims}")
+        return array.tobytes()
+
+    @_guarded
+    def upsert(self, rows: Sequence[IndexRow], vectors: Sequence[Any | None]) -> list[int | None]:
+        """Insert or update entries (matched by id) in one transaction; returns their rowids.
+
+        A vector of None keeps the vector already stored for that id (a move, or an edit of the
+        front matter only): no embedding needed. A row given None that has no stored vector is
+        skipped and its rowid returned as None, for the caller to embed.
+        """
+        if len(rows) != len(vectors):
+            raise SearchIndexError("upsert needs one vector (or None) per row")
+        blobs = [None if v is None else self._blob(v) for v in vectors]
+        with db.immediate(self.conn):
+            return [self._upsert_one(row, blob) for row, blob in zip(rows, blobs, strict=True)]
+
+    def _upsert_one(self, row: IndexRow, blob: bytes | None) -> int | None:
+        conn = self.conn
+        existing = conn.execute("SELECT rowid FROM entries WHERE id = ?", (row.id,)).fetchone()
+        if blob is None:
+            kept = existing and conn.execute(
+                "SELECT embedding FROM entries_vec WHERE rowid = ?", (existing[0],)).fetchone()
+            if not kept:
+                return None
+            blob = kept[0]
+        occupant = conn.execute("SELECT rowid FROM entries WHERE path = ? AND id != ?", (row.path, row.id)).fetchone()
+        if occupant:  # another entry's file was replaced by this one
+            self._delete_rowids([occupant[0]])
+        values = astuple(row)
+        if existing:
+            rowid = existing[0]
+            assignments = ", ".join(f"{column} = ?" for column in db.ENTRY_COLUMNS)
+            conn.execute(f"UPDATE entries SET {assignments} WHERE rowid = ?", (*values, rowid))
+            conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
+            conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
+        else:
+            placeholders = ", ".join("?" for _ in db.ENTRY_COLUMNS)
+            conn.execute(f"INSERT INTO entries ({', '.join(db.ENTRY_COLUMNS)}) VALUES ({placeholders})", values)
+            rowid = conn.last_insert_rowid()
+        # vec0 partition keys cannot be updated in place: the vector is written afresh every time.
+        conn.execute("INSERT INTO entries_vec (rowid, embedding, conversation_id) VALUES (?, ?, ?)",
+                     (rowid, blob, row.conversation_id))
+        conn.execute("INSERT INTO entries_fts (rowid, body) VALUES (?, ?)", (rowid, normalise(row.text)))
+        return rowid
+
+    def _delete_rowids(self, rowids: Sequence[int]) -> None:
+        for rowid in rowids:
+            self.conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
+            self.conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
+            self.conn.execute("DELETE FROM entries WHERE rowid = ?", (rowid,))
+
+    @_guarded
+    def remove(self, ids: Iterable[str]) -> int:
+        """Drop entries by id (missing ids are ignored); returns how many were removed."""
+        ids = list(ids)
+        if not ids:
+            return 0
+        with db.immediate(self.conn):
+            rowids = [r[0] for r in self.conn.execute(
+                "SELECT rowid FROM entries WHERE id IN (SELECT value FROM json_each(?))", (_ids_json(ids),))]
+            self._delete_rowids(rowids)
+        return len(rowids)
+
+    @_guarded
+    def restat(self, stats: Iterable[tuple[str, int, int]]) -> None:
+        """Record (path, mtime_ns, size) for files whose bytes were found unchanged."""
+        stats = list(stats)
+        if stats:
+            with db.immediate(self.conn):
+                self.conn.executemany("UPDATE entries SET mtime_ns = ?, size = ? WHERE path = ?",
+                                      [(mtime, size, path) for path, mtime, size in stats])
+
+    # -- reading -----------------------------------------------------------------------------------
+    @_guarded
+    def files(self) -> dict[str, IndexedFile]:
+        """path -> what sync compares, for every indexed entry (one query)."""
+        return {path: IndexedFile(*rest) for path, *rest in self.conn.execute(
+            "SELECT path, rowid, id, file_hash, text_hash, mtime_ns, size FROM entries")}
+
+    @_guarded
+    def dense(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
+        """The k rows nearest to `query_vec` by cosine among `entries e WHERE <where>`:
+        (rowid, cosine similarity), best first.
+
+        The filter runs first on the entries table (indexed, cheap); the KNN then scans only the
+        partitions (conversations) it touched, restricted to the matching rowids, so a scoped
+        search costs what the scope holds, not what the vault holds.
+        """
+        k = min(int(k), db.VEC_K_MAX)
+        if k <= 0:
+            return []
+        blob = self._blob(query_vec)
+        knn = "SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?"
+        if _is_trivial(where):
+            found = self.conn.execute(knn, (blob, k)).fetchall()
+        else:
+            by_conversation: dict[str, list[int]] = {}
+            for rowid, conversation in self.conn.execute(
+                    f"SELECT e.rowid, e.conversation_id FROM entries e WHERE {where}", tuple(params)):
+                by_conversation.setdefault(conversation, []).append(rowid)
+            if len(by_conversation) <= MAX_PARTITION_QUERIES:
+                found = []
+                for conversation, rowids in by_conversation.items():
+                    found += self.conn.execute(
+                        knn + " AND conversation_id = ? AND rowid IN (SELECT value FROM json_each(?))",
+                        (blob, min(k, len(rowids)), conversation, _ids_json(rowids))).fetchall()
+            else:
+                rowids = [r for group in by_conversation.values() for r in group]
+                found = self.conn.execute(knn + " AND rowid IN (SELECT value FROM json_each(?))",
+                                          (blob, min(k, len(rowids)), _ids_json(rowids))).fetchall()
+        found.sort(key=lambda hit: (hit[1], hit[0]))
+        return [(rowid, 1.0 - distance) for rowid, distance in found[:k]]
+
+    @_guarded
+    def lexical(self, query_text: str, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
+        """The k best rows by BM25 for free text among `entries e WHERE <where>`:
+        (rowid, score), higher is better. Empty for a query with no words."""
+        match = fts_query(query_text)
+        if match is None or k <= 0:
+            return []
+        # The filter comes first in the SQL text so its `?` placeholders keep their positions.
+        sql = ("SELECT e.rowid, -bm25(entries_fts) FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
+               f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY bm25(entries_fts), e.rowid LIMIT ?")
+        return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
+
+    @_guarded
+    def rows(self, rowids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        """rowid -> the entry's columns (metadata decoded), for the rowids that exist."""
+        found = {}
+        for rowid, *values in self.conn.execute(
+                _SELECT_ROW + " WHERE rowid IN (SELECT value FROM json_each(?))", (_ids_json(rowids),)):
+            found[rowid] = _row_dict(rowid, values)
+        return found
+
+    @_guarded
+    def vectors(self, rowids: Iterable[int]) -> dict[int, np.ndarray]:
+        """rowid -> its stored unit vector."""
+        import numpy as np
+
+        return {rowid: np.frombuffer(blob, dtype=np.float32).copy() for rowid, blob in self.conn.execute(
+            "SELECT rowid, embedding FROM entries_vec WHERE rowid IN (SELECT value FROM json_each(?))",
+            (_ids_json(rowids),))}
+
+    @_guarded
+    def by_id(self, memory_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute(_SELECT_ROW + " WHERE id = ?", (memory_id,)).fetchone()
+        return None if row is None else _row_dict(row[0], row[1:])
+
+    @_guarded
+    def id_prefix(self, prefix: str, limit: int = 10) -> list[str]:
+        """Ids starting with `prefix` (sorted, at most `limit`): a range scan on the id index."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM entries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit))]
+
+    @_guarded
+    def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(f"SELECT count(*) FROM entries e WHERE {where or '1'}", tuple(params)).fetchone()[0]
+
+    @_guarded
+    def stats(self) -> dict[str, Any]:
+        """Figures for `memvault status` / `reindex --json`."""
+        conversations = dict(self.conn.execute(
+            "SELECT conversation_id, count(*) FROM entries GROUP BY conversation_id ORDER BY conversation_id"))
+        size = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
+        return {
+            "path": str(self.path), "entries": sum(conversations.values()), "conversations": conversations,
+            "embedder": self.identity, "dims": self.dims, "schema_version": db.SCHEMA_VERSION,
+            "tokenizer": FTS_TOKENIZER, "bytes": size,
+        }
+
+    @_guarded
+    def vacuum(self) -> None:
+        """Merge FTS segments, reclaim free pages and fold the WAL back into the file."""
+        self.conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+        self.conn.execute("VACUUM")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @_guarded
+    def select(self, where: str = "1", params: Sequence[Any] = (), limit: int | None = None,
+               newest_first: bool = True) -> list[dict[str, Any]]:
+        """The rows of `entries e WHERE <where>` (metadata decoded), ordered by creation time;
+        for listings by scope and filter (mem0's get_all, delete_all) without embedding anything."""
+        order = "DESC" if newest_first else "ASC"
+        sql = f"{_SELECT_ROW} e WHERE {where or '1'} ORDER BY e.created_at {order}, e.rowid {order}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_row_dict(row[0], row[1:]) for row in self.conn.execute(sql, tuple(params))]
+
+
+def _row_dict(rowid: int, values: Sequence[Any]) -> dict[str, Any]:
+    row = dict(zip(db.ENTRY_COLUMNS, values, strict=True))
+    row["rowid"] = rowid
+    try:
+        row["metadata"] = json.loads(row["metadata"] or "{}")
+    except ValueError:
+        row["metadata"] = {}
+    return row

@@ -1,0 +1,235 @@
+"""Keeping the index in step with the files: a pure plan (what differs), then apply (make it so).
+
+Files are compared by a hash of their bytes; a cheap (mtime_ns, size) check recorded per row lets
+an unchanged vault of 10k files be confirmed without reading them. Only entries whose text is new
+to the index are embedded: a move, or an edit of the front matter alone, keeps its vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from memvault.errors import EntryFormatError
+from memvault.index.store import IndexRow, IndexStore
+
+if TYPE_CHECKING:
+    from memvault.models.embedders import Embedder
+    from memvault.vault.entry import Entry
+    from memvault.vault.store import Vault
+
+Progress = Callable[[int, int], None]  # (entries written so far, entries to write)
+# A file modified this close to the moment it was hashed may change again within the same mtime
+# tick (coarse file systems): its stat is not trusted, so the next sync hashes it again (as git does).
+RACY_NS = 2_000_000_000
+DEFAULT_BATCH_SIZE = 64
+
+
+def hash_bytes(data: bytes) -> str:
+    """The file hash the index compares (blake2b-128: fast, and a collision is not a concern here)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def hash_file(path: Path | str) -> str:
+    return hash_bytes(Path(path).read_bytes())
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A file whose entry must be written to the index."""
+
+    rel: PurePosixPath
+    entry: Entry
+    file_hash: str
+    mtime_ns: int = 0
+    size: int = -1
+    old_path: str | None = None  # for a moved file: where the index had it
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """What differs between the vault's live files and the index."""
+
+    new: tuple[Pending, ...] = ()
+    changed: tuple[Pending, ...] = ()
+    moved: tuple[Pending, ...] = ()  # same id at a new path (text unchanged: no re-embedding)
+    removed: tuple[str, ...] = ()  # ids whose files are gone
+    restat: tuple[tuple[str, int, int], ...] = ()  # (path, mtime_ns, size) of files whose bytes are unchanged
+    unchanged: int = 0
+    broken: tuple[tuple[str, str], ...] = ()  # (path, reason): reported, left alone
+
+    @property
+    def writes(self) -> tuple[Pending, ...]:
+        return (*self.moved, *self.changed, *self.new)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.new or self.changed or self.moved or self.removed)
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did."""
+
+    added: int = 0
+    updated: int = 0
+    moved: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    embedded: int = 0  # texts sent to the embedding model
+    broken: tuple[tuple[str, str], ...] = ()
+    rebuilt: bool = False
+    rebuild_reason: str | None = None
+    seconds: float = field(default=0.0, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["broken"] = [{"path": path, "reason": reason} for path, reason in self.broken]
+        return data
+
+
+def _trusted_stamp(mtime_ns: int, started_ns: int) -> int:
+    return 0 if mtime_ns >= started_ns - RACY_NS else mtime_ns
+
+
+def plan(vault: Vault, index: IndexStore) -> SyncPlan:
+    """Compare the vault's live entry files with the index. Reads files; changes nothing."""
+    started = time.time_ns()
+    indexed = index.files()
+    seen: set[str] = set()
+    fresh: list[Pending] = []
+    changed: list[Pending] = []
+    restat: list[tuple[str, int, int]] = []
+    broken: list[tuple[str, str]] = []
+    unchanged = 0
+    root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
+    for rel in vault.entry_files():
+        key = str(rel)
+        seen.add(key)
+        row = indexed.get(key)
+        try:
+            stat = os.stat(root + key)  # before reading: an edit after this point shows as a new stat next time
+            if row and row.mtime_ns and (row.mtime_ns, row.size) == (stat.st_mtime_ns, stat.st_size):
+                unchanged += 1
+                continue
+            with open(root + key, "rb") as handle:
+                digest = hash_bytes(handle.read())
+        except OSError as exc:
+            broken.append((key, f"cannot be read: {exc.strerror}"))
+            continue
+        stamp = _trusted_stamp(stat.st_mtime_ns, started)
+        if row and row.file_hash == digest:
+            unchanged += 1
+            if stamp != row.mtime_ns or stat.st_size != row.size:
+                restat.append((key, stamp, stat.st_size))
+            continue
+        try:
+            entry = vault.read(rel)
+        except EntryFormatError as exc:
+            broken.append((key, exc.reason))  # an indexed older version stays searchable meanwhile
+            continue
+        (changed if row else fresh).append(Pending(rel, entry, digest, stamp, stat.st_size))
+
+    missing = {path: row for path, row in indexed.items() if path not in seen}
+    missing_path_of = {row.id: path for path, row in missing.items()}
+    new: list[Pending] = []
+    moved: list[Pending] = []
+    for item in fresh:
+        old = missing_path_of.get(item.entry.id)
+        if old is None:
+            new.append(item)
+        else:
+            moved.append(Pending(item.rel, item.entry, item.file_hash, item.mtime_ns, item.size, old_path=old))
+
+    # One id, one file: a copy of a file (same id at a second path) is reported, not indexed.
+    changed_paths = {str(item.rel) for item in changed}
+    owner = {row.id: path for path, row in indexed.items() if path in seen and path not in changed_paths}
+    accepted: dict[str, list[Pending]] = {"changed": [], "moved": [], "new": []}
+    for kind, items in (("changed", changed), ("moved", moved), ("new", new)):
+        for item in items:
+            path, memory_id = str(item.rel), item.entry.id
+            if owner.get(memory_id, path) != path:
+                broken.append((path, f"duplicate id {memory_id}: also in {owner[memory_id]}"))
+                continue
+            owner[memory_id] = path
+            accepted[kind].append(item)
+    claimed = {item.entry.id for items in accepted.values() for item in items}
+    return SyncPlan(
+        new=tuple(accepted["new"]), changed=tuple(accepted["changed"]), moved=tuple(accepted["moved"]),
+        removed=tuple(sorted(row.id for row in missing.values() if row.id not in claimed)),
+        restat=tuple(restat), unchanged=unchanged, broken=tuple(sorted(broken)),
+    )
+
+
+def apply(plan: SyncPlan, vault: Vault, index: IndexStore, embedder: Embedder,
+          progress: Progress | None = None) -> SyncReport:
+    """Make the index match the plan. Each batch is embedded and committed on its own, so an
+    interrupted sync keeps what it finished and the next one carries on from there."""
+    started = time.perf_counter()
+    rebuild_reason = index.take_rebuild_reason()
+    removed = index.remove(plan.removed)
+    index.restat(plan.restat)
+    embedded = write_entries(index, embedder, plan.writes, progress)
+    return SyncReport(
+        added=len(plan.new), updated=len(plan.changed), moved=len(plan.moved), removed=removed,
+        unchanged=plan.unchanged, embedded=embedded, broken=plan.broken,
+        rebuilt=rebuild_reason is not None, rebuild_reason=rebuild_reason, seconds=time.perf_counter() - started,
+    )
+
+
+def sync(vault: Vault, index: IndexStore, embedder: Embedder, full: bool = False,
+         progress: Progress | None = None) -> SyncReport:
+    """Bring the index up to date with the vault; `full` empties it first and re-embeds everything."""
+    started = time.perf_counter()
+    if full:
+        index.clear()
+    report = apply(plan(vault, index), vault, index, embedder, progress)
+    return SyncReport(**{**asdict(report), "broken": report.broken, "seconds": time.perf_counter() - started})
+
+
+def write_entries(index: IndexStore, embedder: Embedder, items: Sequence[Pending],
+                  progress: Progress | None = None) -> int:
+    """Upsert entries in batches, embedding only texts the index does not already hold for
+    that id; returns how many texts were embedded."""
+    batch_size = max(1, int(getattr(embedder, "batch_size", DEFAULT_BATCH_SIZE)))
+    stored_text = {f.id: f.text_hash for f in index.files().values()} if items else {}
+    embedded = 0
+    for start in range(0, len(items), batch_size):
+        batch = items[start:start + batch_size]
+        rows = [IndexRow.from_entry(item.entry, item.rel, item.file_hash, item.mtime_ns, item.size) for item in batch]
+        reuse = [stored_text.get(row.id) == row.text_hash for row in rows]
+        vectors = _embed(embedder, rows, [not r for r in reuse])
+        embedded += sum(1 for r in reuse if not r)
+        rowids = index.upsert(rows, vectors)
+        lacking = [i for i, rowid in enumerate(rowids) if rowid is None]
+        if lacking:  # a stored vector went away within this batch (two files swapped ids)
+            vectors = _embed(embedder, rows, [i in lacking for i in range(len(rows))])
+            index.upsert([rows[i] for i in lacking], [vectors[i] for i in lacking])
+            embedded += len(lacking)
+        if progress:
+            progress(min(start + batch_size, len(items)), len(items))
+    return embedded
+
+
+def _embed(embedder: Embedder, rows: Sequence[IndexRow], wanted: Sequence[bool]) -> list[Any]:
+    texts = [row.text for row, want in zip(rows, wanted, strict=True) if want]
+    found = iter(embedder.embed(texts, kind="passage") if texts else [])
+    return [next(found) if want else None for want in wanted]
+
+
+def index_entries(index: IndexStore, embedder: Embedder,
+                  items: Iterable[tuple[PurePosixPath, Entry, str]]) -> int:
+    """The write path: index entries just written as (path, entry, file hash), so search sees
+    them at once; returns how many texts were embedded. The next sync hashes these files once,
+    finds them equal, and embeds nothing."""
+    return write_entries(index, embedder, [Pending(PurePosixPath(rel), entry, digest) for rel, entry, digest in items])
+
+
+def unindex(index: IndexStore, ids: Iterable[str]) -> int:
+    """The write path: drop entries just deleted or tombstoned; returns how many were removed."""
+    return index.remove(ids)

@@ -1,0 +1,81 @@
+"""Lexical normalisation: the same function shapes text when it is indexed and when it is searched.
+
+SQLite's unicode61 tokenizer keeps a run of CJK ideographs as one token, so "東京" would never match
+a query for "京都"; and it strips accents only from some scripts. Normalising in Python first, the
+same way on both sides, gives one predictable behaviour for every script.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Bumped whenever normalise() or the tokenizer changes: the index rebuilds its FTS table on a mismatch.
+LEXICAL_VERSION = "1"
+# porter stems English words ("hiking" finds "hike"); it leaves words of other scripts alone.
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+MAX_QUERY_TOKENS = 64
+
+# Ideographs, kana and Hangul syllables: one token per character, since these scripts do not
+# separate words with spaces.
+_CJK = re.compile(
+    "([\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3040-\u30ff\u3100-\u312f\u31a0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9d\U00020000-\U0003134f])"
+)
+_ASCII_NON_WORD = re.compile(r"[^a-z0-9]+")
+# Accents are dropped only from European scripts ("café" -> "cafe", "ё" -> "е"); in Indic scripts
+# or kana the combining marks are part of the letter and must stay.
+_STRIP_MARKS_BELOW = "\u0530"
+
+# A short English stop list (as in the LoCoMo BM25 reference): these words match nearly every
+# entry, so they add cost and noise to an OR query without adding meaning.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t d ll m re ve""".split()
+)
+
+
+def normalise(text: str) -> str:
+    """Text as the lexical index sees it: casefolded, accents stripped, punctuation gone,
+    each CJK/kana/Hangul character a word of its own, words separated by single spaces."""
+    if text.isascii():
+        return " ".join(_ASCII_NON_WORD.sub(" ", text.lower()).split())
+    kept: list[str] = []
+    strip_marks = False
+    for char in unicodedata.normalize("NFKD", text.casefold()):
+        if unicodedata.combining(char):
+            if not strip_marks:
+                kept.append(char)
+            continue
+        strip_marks = char < _STRIP_MARKS_BELOW
+        category = unicodedata.category(char)
+        kept.append(char if category[0] in "LNM" else " ")
+    # NFC puts back what NFKD split apart and we kept: Hangul syllables, voiced kana.
+    joined = unicodedata.normalize("NFC", "".join(kept))
+    return " ".join(_CJK.sub(r" \1 ", joined).split())
+
+
+def query_terms(text: str, drop_stop_words: bool = True) -> list[str]:
+    """The distinct words of a query, in order; stop words dropped unless nothing else is left."""
+    words = list(dict.fromkeys(normalise(text).split()))
+    if drop_stop_words:
+        meaningful = [w for w in words if w not in STOP_WORDS]
+        words = meaningful or words
+    return words[:MAX_QUERY_TOKENS]
+
+
+def fts_query(text: str, drop_stop_words: bool = True) -> str | None:
+    """A safe FTS5 MATCH expression for free text: every word quoted, OR-joined; None if empty.
+
+    Quoting each word means nothing a user types (quotes, `*`, `NEAR(`, `OR`, column filters)
+    is ever read as FTS5 syntax.
+    """
+    words = query_terms(text, drop_stop_words)
+    if not words:
+        return None
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)

@@ -1,0 +1,120 @@
+"""Watching the vault folder: each burst of file changes, once quiet, triggers a callback (a sync).
+
+The watchdog thread only records what changed; the callback runs in the caller's thread, so the
+index connection is never shared across threads. Editors' temporary files and memvault's own
+state folder are ignored, and since sync compares hashes, the program's own writes (already
+indexed on the write path) cost a hash and no embedding.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memvault.index.store import IndexStore
+    from memvault.index.sync import SyncReport
+    from memvault.models.embedders import Embedder
+    from memvault.vault.store import Vault
+
+MAX_DELAY = 5.0  # a steady stream of writes still gets synced this often
+# Temporary names of editors and of atomic writes: vim's 4913 probe and .swp, emacs' ~ and #...#.
+TEMP_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".swo", ".part")
+TEMP_NAMES = {"4913"}
+
+
+def is_ignored(rel: PurePosixPath) -> bool:
+    """True for paths a sync need not hear about: dot folders (.memvault, .git), dotfiles, temp files."""
+    if any(part.startswith(".") for part in rel.parts):
+        return True
+    name = rel.name
+    return name in TEMP_NAMES or name.endswith(TEMP_SUFFIXES) or (name.startswith("#") and name.endswith("#"))
+
+
+class _Collector:
+    """Receives watchdog events on its thread; hands the relevant paths over to the caller's."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.paths: set[PurePosixPath] = set()
+        self.lock = threading.Lock()
+        self.first = 0.0
+        self.last = 0.0
+
+    def dispatch(self, event) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        if event.is_directory and event.event_type == "modified":
+            return  # a folder's own mtime: its files' events say what changed
+        for raw in (event.src_path, getattr(event, "dest_path", "")):
+            if not raw:
+                continue
+            try:
+                path = Path(raw if isinstance(raw, str) else raw.decode())
+                rel = PurePosixPath(path.relative_to(self.root).as_posix())
+            except ValueError:
+                continue
+            if rel.parts and not is_ignored(rel):
+                with self.lock:
+                    now = time.monotonic()
+                    if not self.paths:
+                        self.first = now
+                    self.paths.add(rel)
+                    self.last = now
+
+    def take_burst(self, debounce: float) -> frozenset[PurePosixPath] | None:
+        """The paths of a burst that has been quiet for `debounce` s (or has lasted MAX_DELAY)."""
+        with self.lock:
+            if not self.paths:
+                return None
+            now = time.monotonic()
+            if now - self.last < debounce and now - self.first < MAX_DELAY:
+                return None
+            burst, self.paths = frozenset(self.paths), set()
+            return burst
+
+
+def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], debounce: float = 0.5,
+          stop_event: threading.Event | None = None, ready: threading.Event | None = None) -> None:
+    """Block, calling `on_change(paths)` after each quiet burst of changes under the vault, until
+    `stop_event` is set (or KeyboardInterrupt, which propagates after the observer is stopped).
+    `ready` is set once the folder is being watched."""
+    from watchdog.observers import Observer
+
+    root = Path(vault.root).resolve()
+    collector = _Collector(root)
+    observer = Observer()
+    observer.schedule(collector, str(root), recursive=True)
+    stop_event = stop_event or threading.Event()
+    observer.start()
+    try:
+        if ready is not None:
+            ready.set()
+        tick = max(0.05, min(debounce / 4, 0.25))
+        while not stop_event.is_set():
+            burst = collector.take_burst(debounce)
+            if burst:
+                on_change(burst)
+            else:
+                stop_event.wait(tick)
+    finally:
+        observer.stop()
+        observer.join(timeout=5)
+
+
+def watch_and_sync(vault: Vault, index: IndexStore, embedder: Embedder,
+                   on_report: Callable[[SyncReport], None] | None = None, debounce: float = 0.5,
+                   stop_event: threading.Event | None = None, ready: threading.Event | None = None) -> None:
+    """Sync once, then keep the index in step with the files until stopped (`memvault watch`)."""
+    from memvault.index.sync import sync
+
+    def resync(_paths: frozenset[PurePosixPath]) -> None:
+        report = sync(vault, index, embedder)
+        if on_report:
+            on_report(report)
+
+    resync(frozenset())
+    watch(vault, resync, debounce=debounce, stop_event=stop_event, ready=ready)
