@@ -1,0 +1,253 @@
+"""mem0 filter expressions compiled to a parameterised SQL boolean over the index's `entries e`.
+
+Syntax accepted (mem0's, plus a few spellings people bring from other stores):
+- `{"user_id": "alice"}`: equality; several keys in one dict are ANDed; a list value means `in`.
+- `{"field": {"eq"|"ne"|"gt"|"gte"|"lt"|"lte": v}}`, `{"field": {"in"|"nin": [...]}}`,
+  `{"field": {"contains"|"icontains": "sub"}}`; several operators in one dict are ANDed.
+  Operators may be written in any case and with a leading `$` (`$gte`, as in Chroma or MongoDB).
+- `{"field": "*"}`: the field is present (not null, not empty).
+- `{"AND": [...]}`, `{"OR": [...]}`, `{"NOT": [...] | {...}}`, nested freely. The words may be written in
+  any case and with a leading `$`, so a metadata key can never be called `and`, `or` or `not`.
+  `NOT [a, b]` means "none of them" (NOT (a OR b)).
+
+Fields: the columns below; any other key is a key of the entry's metadata JSON. Times (`created_at`,
+`updated_at`) accept ISO 8601 strings, dates, datetimes and epoch numbers (a naive time is read as UTC).
+Metadata values compare as SQLite compares JSON scalars: numbers as numbers, strings as strings
+(the string "2024" is not the number 2024), booleans as 1/0. On a metadata array, `contains` means
+"has this element". `icontains` folds case for ASCII letters only (SQLite's lower()).
+Absent values: `ne`, `nin` and `NOT` match entries that lack the field; `{"field": None}` matches them.
+
+No value and no key is ever pasted into the SQL: values and JSON paths are parameters.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, date, datetime, time
+from typing import Any
+
+from memvault.errors import UsageError
+
+TEXT_COLUMNS = ("user_id", "agent_id", "run_id", "role", "conversation_id", "id", "text")
+TIME_COLUMNS = ("created_at", "updated_at")
+SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+LOGICAL = ("and", "or", "not")
+COMPARISONS = {"eq": "=", "ne": "IS NOT", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+OPERATORS = (*COMPARISONS, "in", "nin", "contains", "icontains")
+MAX_KEY = 128
+MAX_DEPTH = 32
+# A metadata key becomes a quoted JSON path label `$."key"`: a quote, a backslash or a control
+# character could end the label early, and a leading `$` reads as an operator.
+UNSAFE_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
+
+
+def compile_filter(expr: dict | None) -> tuple[str, list]:
+    """The SQL boolean (over alias `e`) and its parameters for a mem0 filter; ("1", []) for none."""
+    if expr is None:
+        return "1", []
+    params: list = []
+    sql = _node(expr, params, depth=0)
+    return sql, params
+
+
+def scope_where(conversations: list[str] | None, scopes: dict | None) -> tuple[str, list]:
+    """The mandatory part of every search: live, non-summary entries of these conversations and scopes.
+
+    `conversations` None searches every conversation; `scopes` maps user_id / agent_id / run_id to the
+    value every hit must carry (None values are ignored).
+    """
+    parts = ["e.role <> 'summary'"]
+    params: list = []
+    if conversations is not None:
+        names = list(conversations)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise UsageError("conversations to search must be a non-empty list of names")
+        parts.append(f"e.conversation_id IN ({', '.join('?' * len(names))})")
+        params.extend(names)
+    for key, value in (scopes or {}).items():
+        if key not in SCOPE_KEYS:
+            raise UsageError(f"unknown scope {key!r}: use {', '.join(SCOPE_KEYS)}")
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"scope {key} must be a non-empty string, got {value!r}")
+        parts.append(f"e.{key} = ?")
+        params.append(value)
+    return " AND ".join(parts), params
+
+
+def and_where(*parts: tuple[str, list]) -> tuple[str, list]:
+    """Several (sql, params) pairs joined by AND, in order."""
+    sqls = [sql for sql, _ in parts if sql != "1"]
+    params = [p for _, ps in parts for p in ps]
+    return (" AND ".join(f"({s})" for s in sqls) or "1"), params
+
+
+def _node(expr: Any, params: list, depth: int) -> str:
+    if depth > MAX_DEPTH:
+        raise UsageError(f"filter is nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(expr, dict):
+        raise UsageError(f"a filter must be a dict of conditions, got {type(expr).__name__}")
+    clauses = []
+    for key, value in expr.items():
+        if not isinstance(key, str):
+            raise UsageError(f"filter key must be a string, got {key!r}")
+        word = key.lower().lstrip("$")
+        if word in LOGICAL:
+            clauses.append(_logical(word, value, params, depth))
+        else:
+            clauses.append(_field(key, value, params))
+    if not clauses:
+        return "1"
+    return clauses[0] if len(clauses) == 1 else "(" + " AND ".join(clauses) + ")"
+
+
+def _logical(word: str, value: Any, params: list, depth: int) -> str:
+    if word == "not" and isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise UsageError(f"{word.upper()} needs a non-empty list of conditions")
+    parts = [_node(item, params, depth + 1) for item in value]
+    if word == "and":
+        return "(" + " AND ".join(parts) + ")"
+    either = "(" + " OR ".join(parts) + ")"
+    if word == "or":
+        return either
+    # An absent field makes a comparison NULL, and NOT NULL is NULL: count it as "did not match".
+    return f"(NOT COALESCE({either}, 0))"
+
+
+def _field(key: str, value: Any, params: list) -> str:
+    target = _Target(key)
+    if isinstance(value, dict):
+        if not value:
+            raise UsageError(f"filter on {key!r} has no operator")
+        parts = []
+        for op, operand in value.items():
+            name = op.lower().lstrip("$") if isinstance(op, str) else op
+            if name not in OPERATORS:
+                raise UsageError(f"unknown filter operator {op!r} on {key!r}: use {', '.join(OPERATORS)}")
+            parts.append(_operator(target, name, operand, params))
+        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+    if isinstance(value, list):
+        return _operator(target, "in", value, params)
+    if value == "*":
+        return target.present(params)
+    return _operator(target, "eq", value, params)
+
+
+def _operator(target: _Target, op: str, operand: Any, params: list) -> str:
+    if op in ("in", "nin"):
+        if not isinstance(operand, (list, tuple)):
+            raise UsageError(f"'{op}' on {target.key!r} needs a list, got {operand!r}")
+        if any(v is None for v in operand):
+            raise UsageError(f"'{op}' on {target.key!r}: null cannot be in the list (use eq/ne null)")
+        values = [target.value(v, op) for v in operand]
+        if not values:
+            return "0" if op == "in" else "1"
+        column = target.expr(params)
+        params.extend(values)
+        marks = ", ".join("?" * len(values))
+        if op == "in":
+            return f"({column} IN ({marks}))"
+        # An entry without the field is "not in" the list.
+        return f"COALESCE({column} NOT IN ({marks}), 1)"
+    if op in ("contains", "icontains"):
+        return target.contains(operand, op == "icontains", params)
+    value = target.value(operand, op)
+    if value is None and op not in ("eq", "ne"):
+        raise UsageError(f"'{op}' on {target.key!r} cannot compare with null")
+    column = target.expr(params)
+    params.append(value)
+    if op == "eq":
+        return f"({column} IS ?)"
+    if op == "ne" or target.kind != "metadata":
+        return f"({column} {COMPARISONS[op]} ?)"
+    # SQLite ranks every string above every number: without this "abc" would be > 2.
+    types = "'text'" if isinstance(value, str) else "'integer', 'real'"
+    return f"({column} {COMPARISONS[op]} ? AND typeof({target.expr(params)}) IN ({types}))"
+
+
+class _Target:
+    """A filterable field: a column of `entries e` or a key of its metadata JSON."""
+
+    def __init__(self, key: str):
+        self.key = key
+        if key in TEXT_COLUMNS or key in TIME_COLUMNS:
+            self.kind = "time" if key in TIME_COLUMNS else "column"
+            self.path = None
+        else:
+            if not key or len(key) > MAX_KEY or UNSAFE_KEY.search(key) or key.startswith("$"):
+                raise UsageError(f"invalid filter key {key!r}")
+            self.kind = "metadata"
+            self.path = f'$."{key}"'
+
+    def expr(self, params: list) -> str:
+        """The SQL expression for the field; appends its own parameters (the JSON path)."""
+        if self.path is None:
+            return f"e.{self.key}"
+        params.append(self.path)
+        return "json_extract(e.metadata, ?)"
+
+    def value(self, value: Any, op: str) -> Any:
+        """A filter value as SQLite should compare it."""
+        if self.kind == "time" and value is not None:
+            return to_epoch(value, self.key)
+        if isinstance(value, bool):
+            return int(value)
+        if value is None or isinstance(value, (str, int, float)):
+            return value
+        raise UsageError(f"'{op}' on {self.key!r}: unsupported value {value!r}")
+
+    def present(self, params: list) -> str:
+        if self.kind == "metadata":
+            params.append(self.path)
+            return "(COALESCE(json_type(e.metadata, ?), 'null') <> 'null')"
+        if self.kind == "time":
+            return f"(e.{self.key} IS NOT NULL)"
+        return f"(COALESCE(e.{self.key}, '') <> '')"
+
+    def contains(self, needle: Any, fold: bool, params: list) -> str:
+        op = "icontains" if fold else "contains"
+        if self.kind == "time":
+            raise UsageError(f"'{op}' does not apply to the time {self.key!r}")
+        if isinstance(needle, bool) or not isinstance(needle, (str, int, float)):
+            raise UsageError(f"'{op}' on {self.key!r} needs a string, got {needle!r}")
+        element, needle = needle, str(needle)
+        norm = "lower({})" if fold else "{}"
+        substring = f"(instr({norm.format('{col}')}, {norm.format('?')}) > 0)"
+        if self.kind == "column":
+            params.append(needle)
+            return substring.format(col=f"e.{self.key}")
+        # A metadata list "contains" an element; a metadata string contains a substring.
+        params.extend([self.path, self.path, element, self.path, needle])
+        return (
+            "(CASE json_type(e.metadata, ?) WHEN 'array' THEN EXISTS ("
+            f"SELECT 1 FROM json_each(e.metadata, ?) WHERE {norm.format('value')} = {norm.format('?')}) "
+            f"ELSE {substring.format(col='json_extract(e.metadata, ?)')} END)"
+        )
+
+
+def to_epoch(value: Any, key: str = "time") -> float:
+    """Seconds since the epoch for an ISO 8601 string, a date, a datetime or a number."""
+    if isinstance(value, bool):
+        raise UsageError(f"{key}: not a time: {value!r}")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise UsageError(f"{key}: not a time: {value!r}")
+        return float(value)
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):
+        moment = datetime.combine(value, time(0))
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise UsageError(f"{key}: not an ISO 8601 time: {value!r}") from None
+    else:
+        raise UsageError(f"{key}: not a time: {value!r}")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()

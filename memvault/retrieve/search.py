@@ -1,0 +1,238 @@
+"""Search: DESIGN s6 steps 1-7 glued to the index (candidates → fusion → rerank → threshold → recency → MMR).
+
+Scopes ("per scope" in DESIGN): every conversation searched gets its own dense and lexical lanes of
+`top_k * candidate_multiplier` candidates, so a large `global` cannot crowd the conversation out;
+all lanes are then fused by one weighted RRF (a conversation's first hit ties with global's first).
+`conversations` is taken literally; `conversations_for(name)` gives the usual [name, "global"].
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memvault.errors import EmbeddingError, UsageError
+from memvault.retrieve.filters import and_where, compile_filter, scope_where
+from memvault.retrieve.fusion import rrf, rrf_ceiling
+from memvault.retrieve.mmr import mmr_steps
+from memvault.retrieve.scoring import (
+    FALLBACK_NAME,
+    combine,
+    fallback_relevance,
+    recency,
+    threshold_for,
+)
+from memvault.settings import RetrievalSettings
+from memvault.vault.layout import GLOBAL
+
+DAY = 86400.0
+
+
+@dataclass
+class Hit:
+    """One retrieved memory with every score that placed it; `explain` keeps each stage's numbers."""
+
+    id: str
+    rowid: int
+    text: str
+    role: str
+    conversation_id: str
+    created_at: datetime
+    updated_at: datetime
+    metadata: dict[str, Any]
+    user_id: str | None
+    agent_id: str | None
+    run_id: str | None
+    dense: float  # cosine of the query and the memory (computed for every candidate)
+    lexical: float | None  # BM25, higher better; None when the lexical lane did not find it
+    fused: float  # weighted RRF score
+    relevance: float  # cross-encoder probability, or the fallback without one
+    recency: float
+    total: float  # (1 - w) * relevance + w * recency: what the threshold-passing order and MMR use
+    rank: int  # 1-based position in the final list
+    explain: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        """The score surfaces show (mem0's `score`)."""
+        return self.total
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: times as ISO 8601."""
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        data["updated_at"] = self.updated_at.isoformat()
+        return data
+
+
+def conversations_for(conversation: str | None) -> list[str] | None:
+    """The conversations one search looks in: the one asked for and `global`; None means all."""
+    if conversation is None:
+        return None
+    return [conversation] if conversation == GLOBAL else [conversation, GLOBAL]
+
+
+def search(
+    index: Any,
+    embedder: Any,
+    reranker: Any,
+    query: str,
+    settings: RetrievalSettings,
+    conversations: list[str] | None,
+    scopes: dict | None = None,
+    filters: dict | None = None,
+    now: datetime | None = None,
+) -> list[Hit]:
+    """The best `settings.top_k` memories for `query`, best first.
+
+    `conversations` None searches all; `scopes` (user_id / agent_id / run_id) must all match;
+    `filters` is a mem0 filter expression applied inside the SQL. `reranker` may be None.
+    """
+    import numpy as np
+
+    if not isinstance(query, str) or not query.strip():
+        raise UsageError("search query is empty")
+    if settings.top_k < 1 or settings.candidate_multiplier < 1:
+        raise UsageError("top_k and candidate_multiplier must be at least 1")
+    query = query.strip()
+    where, params = and_where(scope_where(conversations, scopes), compile_filter(filters))
+    qvec = np.asarray(embedder.embed([query], kind="query"), dtype=np.float32).reshape(-1)
+
+    lanes = _lanes(index, qvec, query, settings, conversations, where, params)
+    fused = rrf([(lane.rowids, lane.weight) for lane in lanes], settings.rrf_k)
+    rows = index.rows([rowid for rowid, _ in fused]) if fused else {}
+    fused = [(rowid, score) for rowid, score in fused if rowid in rows]  # a row deleted meanwhile
+    if not fused:
+        return []
+    rowids = [rowid for rowid, _ in fused]
+    vectors = index.vectors(rowids)
+    dims = qvec.shape[0]
+    matrix = np.stack([_unit(vectors.get(rowid), dims) for rowid in rowids])
+    cosines = matrix @ _unit(qvec, dims)
+
+    explain = {rowid: _lane_explain(lanes, rowid) for rowid in rowids}
+    relevances, source = _relevance(reranker, query, [rows[r]["text"] for r in rowids], fused, settings)
+    threshold = threshold_for(settings.score_threshold, RetrievalSettings().score_threshold, reranker is not None)
+    now_epoch = (now or datetime.now(UTC)).timestamp()
+
+    kept: list[_Candidate] = []
+    for position, ((rowid, fused_score), relevance) in enumerate(zip(fused, relevances, strict=True)):
+        if relevance < threshold:
+            continue
+        age = (now_epoch - _freshest(rows[rowid])) / DAY
+        fresh = recency(age, settings.recency_days)
+        total = combine(relevance, fresh, settings.recency_weight)
+        explain[rowid].update(
+            fused_rank=position + 1, fused=fused_score, relevance_source=source, relevance=relevance,
+            threshold=threshold, age_days=age, recency=fresh, recency_weight=settings.recency_weight, total=total,
+        )
+        kept.append(_Candidate(rowid, position, fused_score, relevance, fresh, total))
+    kept.sort(key=lambda c: -c.total)  # stable: the fused order breaks ties
+
+    hits = []
+    picks = mmr_steps([c.total for c in kept], matrix[[c.position for c in kept]], settings.mmr_lambda, settings.top_k)
+    for rank, (pick, value, max_sim) in enumerate(picks, start=1):
+        chosen = kept[pick]
+        info = explain[chosen.rowid]
+        info.update(mmr_lambda=settings.mmr_lambda, mmr_max_similarity=max_sim, mmr=value, rank=rank)
+        hits.append(_hit(rows[chosen.rowid], chosen, float(cosines[chosen.position]), rank, info))
+    return hits
+
+
+@dataclass
+class _Candidate:
+    rowid: int
+    position: int  # in the fused list, which indexes `matrix` and `cosines`
+    fused: float
+    relevance: float
+    recency: float
+    total: float
+
+
+@dataclass
+class _Lane:
+    kind: str  # "dense" or "lexical"
+    scope: str  # a conversation name, or "*" when searching all
+    weight: float
+    rowids: list[int]
+    scores: list[float]
+
+
+def _lanes(index, qvec, query, settings, conversations, where, params) -> list[_Lane]:
+    """Dense and lexical candidates, once per conversation searched (or once over all)."""
+    n = settings.top_k * settings.candidate_multiplier
+    scopes = [("*", where, params)] if conversations is None else [
+        (name, f"({where}) AND e.conversation_id = ?", [*params, name]) for name in dict.fromkeys(conversations)
+    ]
+    lanes = []
+    for scope, scope_sql, scope_params in scopes:
+        for kind, weight, lookup, probe in (
+            ("dense", settings.dense_weight, index.dense, qvec),
+            ("lexical", settings.lexical_weight, index.lexical, query),
+        ):
+            if weight <= 0:  # a lane switched off is not queried at all
+                continue
+            found = lookup(probe, n, scope_sql, tuple(scope_params))
+            lanes.append(_Lane(kind, scope, weight, [r for r, _ in found], [float(s) for _, s in found]))
+    return lanes
+
+
+def _lane_explain(lanes: list[_Lane], rowid: int) -> dict[str, Any]:
+    info: dict[str, Any] = {"dense_rank": None, "dense": None, "lexical_rank": None, "lexical": None}
+    for lane in lanes:
+        if rowid in lane.rowids:
+            position = lane.rowids.index(rowid)
+            info.update({"scope": lane.scope, f"{lane.kind}_rank": position + 1, lane.kind: lane.scores[position]})
+    return info
+
+
+def _relevance(reranker, query, texts, fused, settings) -> tuple[list[float], str]:
+    """Cross-encoder probabilities when one is configured, else the fused-rank fallback."""
+    if reranker is None:
+        ceiling = rrf_ceiling([settings.dense_weight, settings.lexical_weight], settings.rrf_k)
+        return [fallback_relevance(score, ceiling) for _, score in fused], FALLBACK_NAME
+    scores = [float(s) for s in reranker.score(query, texts)]
+    if len(scores) != len(texts) or not all(0.0 <= s <= 1.0 for s in scores):
+        raise EmbeddingError(f"reranker gave {len(scores)} scores for {len(texts)} texts, or scores outside [0, 1]")
+    return scores, "cross-encoder"
+
+
+def _unit(vector, dims: int):
+    import numpy as np
+
+    if vector is None:  # no stored vector: a zero vector has no similarity and no MMR penalty
+        return np.zeros(dims, dtype=np.float32)
+    vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def _freshest(row: dict) -> float:
+    """The time a memory was last written: an edit makes it fresh again."""
+    return max(float(row.get("created_at") or 0.0), float(row.get("updated_at") or 0.0))
+
+
+def _moment(epoch: Any) -> datetime:
+    return datetime.fromtimestamp(float(epoch or 0.0), UTC)
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    try:
+        data = json.loads(value) if value else {}
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _hit(row: dict, chosen: _Candidate, dense: float, rank: int, info: dict) -> Hit:
+    return Hit(
+        id=row["id"], rowid=chosen.rowid, text=row["text"], role=row["role"], conversation_id=row["conversation_id"],
+        created_at=_moment(row.get("created_at")), updated_at=_moment(row.get("updated_at") or row.get("created_at")),
+        metadata=_metadata(row.get("metadata")), user_id=row.get("user_id"), agent_id=row.get("agent_id"),
+        run_id=row.get("run_id"), dense=dense, lexical=info.get("lexical"), fused=chosen.fused,
+        relevance=chosen.relevance, recency=chosen.recency, total=chosen.total, rank=rank, explain=info,
+    )

@@ -1,0 +1,61 @@
+"""Weighted reciprocal rank fusion, and the scores that follow it (fallback relevance, recency, threshold)."""
+
+import math
+
+import pytest
+
+from memvault.retrieve.fusion import rrf, rrf_ceiling
+from memvault.retrieve.scoring import (
+    NO_RERANKER_THRESHOLD,
+    combine,
+    fallback_relevance,
+    recency,
+    threshold_for,
+)
+
+
+def test_rrf_sums_weight_over_k_plus_rank():
+    fused = dict(rrf([([1, 2, 3], 1.0), ([3, 1], 1.0)], k=60))
+    assert fused[1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[2] == pytest.approx(1 / 62)
+    assert fused[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert [rowid for rowid, _ in rrf([([1, 2, 3], 1.0), ([3, 1], 1.0)], k=60)] == [1, 3, 2]
+
+
+def test_rrf_weight_changes_the_winner():
+    dense, lexical = [10, 20], [20, 10]
+    assert rrf([(dense, 1.0), (lexical, 1.0)], k=0)[0][1] == pytest.approx(1.5)
+    assert rrf([(dense, 1.0), (lexical, 2.0)], k=60)[0][0] == 20
+    assert rrf([(dense, 2.0), (lexical, 1.0)], k=60)[0][0] == 10
+
+
+def test_rrf_ties_keep_first_seen_order_and_empty_lists_are_fine():
+    assert [r for r, _ in rrf([([5, 6], 1.0), ([6, 5], 1.0)])] == [5, 6]
+    assert rrf([([], 1.0)]) == []
+    assert rrf([]) == []
+
+
+def test_fallback_relevance_is_fused_over_ceiling():
+    ceiling = rrf_ceiling([1.0, 1.0], k=60)
+    assert ceiling == pytest.approx(2 / 61)
+    top = rrf([([7], 1.0), ([7], 1.0)], k=60)[0][1]
+    assert fallback_relevance(top, ceiling) == pytest.approx(1.0)
+    one_lane = rrf([([7], 1.0), ([8], 1.0)], k=60)[0][1]
+    assert fallback_relevance(one_lane, ceiling) == pytest.approx(0.5)
+    assert fallback_relevance(1.0, 0.0) == 0.0
+    assert rrf_ceiling([1.0, 0.0], k=0) == 1.0  # a lane switched off does not lower every score
+
+
+def test_recency_and_combine():
+    assert recency(0) == 1.0
+    assert recency(30, 30) == pytest.approx(math.exp(-1))
+    assert recency(-5) == 1.0  # a time in the future counts as now
+    assert recency(10, 0) == 0.0
+    assert combine(0.8, 0.5, 0.2) == pytest.approx(0.8 * 0.8 + 0.2 * 0.5)
+    assert combine(0.8, 0.5, 0.0) == 0.8
+
+
+def test_threshold_for_without_a_reranker():
+    assert threshold_for(0.35, 0.35, has_reranker=True) == 0.35
+    assert threshold_for(0.35, 0.35, has_reranker=False) == NO_RERANKER_THRESHOLD
+    assert threshold_for(0.6, 0.35, has_reranker=False) == 0.6  # an explicit choice is honoured
