@@ -20,3 +20,9 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     yield home
+
+
+from tests.support.local_llm import local_llm_fixture  # noqa: E402
+
+# One real local OpenAI-compatible model server (SmolLM2 via xllamacpp) shared by the end-to-end tests.
+local_llm = local_llm_fixture(scope="session")

@@ -179,23 +179,27 @@ class Vault:
 
     # -- reading -------------------------------------------------------------------------------
     def entry_files(self, include_deleted: bool = False, conversation: str | None = None) -> Iterator[PurePosixPath]:
-        """Relative paths of entry files, sorted; live ones only unless asked."""
+        """Relative paths of entry files, sorted; live ones only unless asked.
+
+        Uses os.scandir (no extra stat per file): reindex and completion walk 100k files with it."""
         base = self.root / layout.ENTRIES
         conversations = [layout.check_conversation(conversation)] if conversation else sorted(
             d.name for d in scandir_dirs(base))
         for conv in conversations:
-            roots = [PurePosixPath(layout.ENTRIES, conv)]
+            roots = [f"{layout.ENTRIES}/{conv}"]
             if include_deleted:
-                roots.append(PurePosixPath(layout.ENTRIES, conv, "deleted"))
+                roots.append(f"{layout.ENTRIES}/{conv}/deleted")
             for root in roots:
                 for kind in layout.KIND_DIRS.values():
-                    folder = self.root / root / kind
-                    if not folder.is_dir():
+                    folder = f"{root}/{kind}"
+                    try:
+                        with os.scandir(self.root / folder) as found:
+                            names = sorted(e.name for e in found
+                                           if e.name.endswith(".md") and e.name[0] != "." and e.is_file())
+                    except (FileNotFoundError, NotADirectoryError):
                         continue
-                    for name in sorted(os.listdir(folder)):
-                        rel = root / kind / name
-                        if layout.is_entry_path(rel) and (folder / name).is_file():
-                            yield rel
+                    for name in names:
+                        yield PurePosixPath(f"{folder}/{name}")
 
     def read(self, rel: PurePosixPath) -> Entry:
         """The entry in a file; fields a hand-written file leaves out come from its place and time."""
