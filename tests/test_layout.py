@@ -44,3 +44,4 @@ def test_scope_folders_are_readable_and_safe():
     assert layout.scope_conversation("alice", None, None) == "user-alice"
     assert layout.scope_conversation("a/../b", "bot", "r1") == "user-a_.._b+agent-bot+run-r1"
     layout.check_conversation(layout.scope_conversation("../../x", None, None))
+    assert layout.check_conversation(layout.scope_conversation("alice", "bot", "r1")) == "user-alice+agent-bot+run-r1"

@@ -17,8 +17,9 @@ SUMMARY_FILE = "summary.md"
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
 UUID_SHAPE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-# Letters and digits of any script, and . _ - (no separators, no spaces, no control characters).
-NAME_CHARS = re.compile(r"^[\w.\-]+$", re.UNICODE)
+# Letters and digits of any script, and . _ - + (no separators, no spaces, no control characters);
+# '+' joins the parts of a scope folder such as user-alice+agent-bot.
+NAME_CHARS = re.compile(r"^[\w.\-+]+$", re.UNICODE)
 WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 
