@@ -165,10 +165,51 @@ class VaultGit:
         out = self.repo.git.diff_tree("--no-commit-id", "--name-only", "-r", "--root", sha)
         return [self.vault_path(line) for line in out.splitlines() if line]
 
+    def remote_name(self, remote: str | None) -> str:
+        names = [r.name for r in self.repo.remotes]
+        if remote:
+            if remote not in names:
+                raise VaultError(f"no git remote named {remote!r} "
+                                 f"(add one: git -C {self.root} remote add {remote} URL)")
+            return remote
+        if not names:
+            raise VaultError(f"the vault has no git remote: git -C {self.root} remote add origin URL")
+        return "origin" if "origin" in names else names[0]
+
+    def push(self, remote: str | None = None) -> str:
+        import git
+
+        name = self.remote_name(remote)
+        branch = self.repo.active_branch.name
+        try:
+            self.repo.git.push(name, f"HEAD:refs/heads/{branch}", env=self.env)
+        except git.GitCommandError as exc:
+            raise VaultError(f"git push to {name} failed: {last_line(exc)}") from None
+        return name
+
+    def pull(self, remote: str | None = None) -> str:
+        """Fetch and rebase local commits on the remote's (memvault's commits touch distinct files)."""
+        import git
+
+        self.check_state()
+        name = self.remote_name(remote)
+        branch = self.repo.active_branch.name
+        try:
+            self.repo.git.pull("--rebase", "--autostash", name, branch, env=self.env)
+        except git.GitCommandError as exc:
+            raise VaultError(f"git pull from {name} stopped: {last_line(exc)} (resolve it with git, then "
+                             "run `memvault reindex`)") from None
+        return name
+
     def uncommitted(self) -> list[str]:
         """Vault files that differ from HEAD or are untracked (what a crash or a hand edit leaves)."""
         out = self.repo.git.status("--porcelain", "--untracked-files=all", "--", self.repo_path("."))
         return [self.vault_path(line[3:].strip('"')) for line in out.splitlines() if line]
+
+
+def last_line(exc) -> str:
+    lines = [line for line in f"{exc.stdout or ''}\n{exc.stderr or ''}".splitlines() if line.strip()]
+    return lines[-1].strip() if lines else str(exc)
 
 
 def parse_trailers(message: str) -> dict[str, list[str]]:

@@ -1,0 +1,32 @@
+"""`memvault push` / `memvault pull`: a vault moves between machines with git."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.app import command, open_memvault
+from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
+from memvault.cli.output import print_json, say
+
+RemoteArg = Annotated[Optional[str], typer.Argument(help="Git remote [default: vault.git_remote, else origin].",
+                                                    show_default=False)]
+
+
+@command("push")
+def push(remote: RemoteArg = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
+    """Push the vault's commits to a git remote."""
+    name = open_memvault(vault, config).push(remote)
+    print_json({"pushed": name}) if json else say(f"Pushed to {name}.")
+
+
+@command("pull")
+def pull(remote: RemoteArg = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
+    """Pull commits from a git remote (rebasing local ones) and update the index."""
+    memvault = open_memvault(vault, config)
+    report = memvault.pull(remote)
+    if json:
+        print_json(report.to_dict())
+    else:
+        say(f"Pulled: {report.added} added, {report.updated} updated, {report.removed} removed.")
