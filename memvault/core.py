@@ -395,8 +395,41 @@ class Memvault:
         rel, entry = self.get(memory_id)
         return memory_events(self.vault.git, entry.id)
 
+    def push(self, remote: str | None = None) -> str:
+        with self.vault.lock():
+            return self.vault.git.push(remote or self.settings.vault.git_remote or None)
+
+    def pull(self, remote: str | None = None):
+        """Pull others' commits, then bring the index in step with the files that arrived."""
+        with self.vault.lock():
+            self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+        return self.reindex()
+
     def log(self, limit: int = 20) -> list:
         return self.vault.git.log(limit=limit)
+
+    # -- listing by filter and reset (for the mem0-style Python API, memvault.api) -------------------
+    def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
+               limit: int | None = None) -> list[dict[str, Any]]:
+        """Index rows of live entries whose given scopes all match and that pass a mem0 filter
+        expression, newest first; nothing is embedded. Summaries are never listed (as in search)."""
+        from memvault.retrieve.filters import and_where, compile_filter, scope_where
+
+        where, params = and_where(scope_where(None, check_scopes(scopes)), compile_filter(filters),
+                                  ("e.role = ?", [role]) if role else ("1", []))
+        with self._index_lock:
+            return self.index().select(where, params, limit)
+
+    def reset(self) -> int:
+        """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
+        from the files. Files with broken front matter are left alone. Returns how many were deleted."""
+        with self.vault.transaction("reset", "memvault reset: soft-deleted every entry") as tx:
+            # Listed under the vault lock, so an entry another process writes meanwhile is included.
+            for entry in [item for _, item in self.vault.iter_entries() if isinstance(item, Entry)]:
+                tx.soft_delete(entry)
+        self.after_change(tx.changes)
+        self.reindex(full=True)
+        return len(tx.events)
 
 
 def short(text: str, width: int = 50) -> str:

@@ -1,0 +1,19 @@
+"""mem0-style Python API: `Memory`, `AsyncMemory` and their errors (see memvault.api.memory)."""
+
+from memvault.api.aio import AsyncMemory
+from memvault.api.errors import (
+    ConfigurationError,
+    EmbeddingError,
+    LLMError,
+    MemoryError,
+    NotFoundError,
+    ScopeError,
+    ValidationError,
+    VectorStoreError,
+)
+from memvault.api.memory import Memory
+
+__all__ = [
+    "AsyncMemory", "ConfigurationError", "EmbeddingError", "LLMError", "Memory", "MemoryError",
+    "NotFoundError", "ScopeError", "ValidationError", "VectorStoreError",
+]
