@@ -10,7 +10,7 @@ import pytest
 from memvault.index.store import FILE_NAME, MAX_PARTITION_QUERIES, IndexRow, IndexStore
 from memvault.index.text import fts_query, normalise
 from memvault.vault.entry import Entry
-from tests.test_sync import WordEmbedder
+from tests.support.fakes import WordEmbedder
 
 DIMS = 32
 

@@ -6,58 +6,21 @@ the count is what proves a sync did, or did not, re-embed.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
-import re
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import PurePosixPath
 
-import numpy as np
 import pytest
 
 from memvault.index import sync as sync_module
 from memvault.index.store import FILE_NAME, IndexStore
 from memvault.index.sync import hash_file, index_entries, plan, sync, unindex
 from memvault.vault import layout
-from memvault.vault.entry import Entry, render
+from memvault.vault.entry import Entry
 from memvault.vault.store import Vault
-
-DIMS = 384
-WORD = re.compile(r"\w+")
-
-
-class WordEmbedder:
-    """Hashed bag of words into `dims`, L2-normalised; counts what it embeds."""
-
-    def __init__(self, name: str = "words", dims: int = DIMS, batch_size: int = 4):
-        self.name, self.dims, self.batch_size = name, dims, batch_size
-        self.embedded = 0
-        self.calls = 0
-
-    @property
-    def identity(self) -> str:
-        return f"{self.name}:{self.dims}"
-
-    def embed(self, texts, kind="passage"):
-        self.calls += 1
-        self.embedded += len(texts)
-        out = np.zeros((len(texts), self.dims), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in WORD.findall(text.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dims] += 1.0
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.where(norms == 0, 1, norms)
-
-
-def put(vault: Vault, entry: Entry) -> PurePosixPath:
-    """Write an entry's file by hand, as a person (or another program) would."""
-    rel = layout.relative_path(entry)
-    path = vault.root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(entry), encoding="utf-8")
-    return rel
+from tests.support.fakes import DIMS, WordEmbedder, put  # noqa: E402,F401
 
 
 def age(vault: Vault, rel: PurePosixPath, seconds: float = 3600) -> None:

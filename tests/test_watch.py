@@ -12,7 +12,7 @@ from memvault.index.store import IndexStore
 from memvault.index.watch import is_ignored, watch, watch_and_sync
 from memvault.vault.entry import Entry
 from memvault.vault.store import Vault
-from tests.test_sync import WordEmbedder, put
+from tests.support.fakes import WordEmbedder, put
 
 
 @pytest.mark.parametrize("path, ignored", [
