@@ -62,18 +62,27 @@ def reindex(
 
 def follow(memvault, quiet: bool) -> None:
     """Re-sync after each burst of edits until Ctrl-C."""
+    import threading
+
     from memvault.index.watch import watch
 
-    if not quiet:
-        say(f"Watching {memvault.vault.root} (Ctrl-C to stop)")
-
-    def resync(_paths) -> None:
+    def resync(_paths=None) -> None:
         report = memvault.reindex()
         if not quiet and (report.added or report.updated or report.removed or report.moved):
             say(describe(report))
 
+    ready = threading.Event()
+
+    def announce() -> None:
+        # Edits made while the observer was starting raised no event: one more sync covers them.
+        ready.wait()
+        resync()
+        if not quiet:
+            say(f"Watching {memvault.vault.root} (Ctrl-C to stop)")
+
+    threading.Thread(target=announce, daemon=True).start()
     try:
-        watch(memvault.vault, resync)
+        watch(memvault.vault, resync, ready=ready)
     except KeyboardInterrupt:
         if not quiet:
             say("Stopped.")
