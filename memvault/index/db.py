@@ -98,17 +98,24 @@ def m002_fts(conn: Any) -> None:
     create_fts_table(conn)
 
 
+def m003_timeline(conn: Any) -> None:
+    # A turn's neighbours in its conversation (its lexical context, see text.CONTEXT_TURNS) are
+    # found by time: without this index each lookup would sort the whole conversation.
+    conn.execute("CREATE INDEX IF NOT EXISTS entries_timeline ON entries (conversation_id, created_at)")
+
+
 def create_fts_table(conn: Any) -> None:
-    """(Re)create the FTS5 table. Contentless: the normalised text lives only in the FTS index
-    (entries.text keeps the original); contentless_delete lets a row be deleted by rowid alone."""
+    """(Re)create the FTS5 table: `body` is the entry's own text, `context` its neighbouring turns'.
+    Contentless: the normalised text lives only in the FTS index (entries.text keeps the original);
+    contentless_delete lets a row be deleted by rowid alone."""
     conn.execute("DROP TABLE IF EXISTS entries_fts")
     conn.execute(
-        f"CREATE VIRTUAL TABLE entries_fts USING fts5(body, content='', contentless_delete=1, "
+        f"CREATE VIRTUAL TABLE entries_fts USING fts5(body, context, content='', contentless_delete=1, "
         f"tokenize='{FTS_TOKENIZER}')"
     )
 
 
-MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts)
+MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import SearchIndexError
 from memvault.index import db
-from memvault.index.text import FTS_TOKENIZER, LEXICAL_VERSION, fts_query, normalise
+from memvault.index.text import (
+    CONTEXT_TURNS,
+    CONTEXT_WEIGHT,
+    FTS_TOKENIZER,
+    LEXICAL_VERSION,
+    TURN_ROLES,
+    fts_query,
+    normalise,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -188,10 +196,9 @@ class IndexStore:
                 db.set_meta(conn, "embedder", self.identity)
                 db.set_meta(conn, "dims", str(self.dims))
             if db.get_meta(conn, "lexical") != lexical:
-                # The tokenizer or normalisation changed: refill the FTS table from the stored text.
+                # The tokenizer, normalisation or context changed: refill the FTS table from the stored text.
                 db.create_fts_table(conn)
-                for rowid, text in conn.execute("SELECT rowid, text FROM entries").fetchall():
-                    conn.execute("INSERT INTO entries_fts (rowid, body) VALUES (?, ?)", (rowid, normalise(text)))
+                write_fts(conn, [r[0] for r in conn.execute("SELECT rowid FROM entries")], fresh=True)
                 db.set_meta(conn, "lexical", lexical)
 
     @_guarded
@@ -223,10 +230,13 @@ class IndexStore:
         if len(rows) != len(vectors):
             raise SearchIndexError("upsert needs one vector (or None) per row")
         blobs = [None if v is None else self._blob(v) for v in vectors]
+        stale: set[int] = set()  # rows whose lexical text (own or context) must be rewritten
         with db.immediate(self.conn):
-            return [self._upsert_one(row, blob) for row, blob in zip(rows, blobs, strict=True)]
+            rowids = [self._upsert_one(row, blob, stale) for row, blob in zip(rows, blobs, strict=True)]
+            write_fts(self.conn, stale)
+        return rowids
 
-    def _upsert_one(self, row: IndexRow, blob: bytes | None) -> int | None:
+    def _upsert_one(self, row: IndexRow, blob: bytes | None, stale: set[int]) -> int | None:
         conn = self.conn
         existing = conn.execute("SELECT rowid FROM entries WHERE id = ?", (row.id,)).fetchone()
         if blob is None:
@@ -237,14 +247,14 @@ class IndexStore:
             blob = kept[0]
         occupant = conn.execute("SELECT rowid FROM entries WHERE path = ? AND id != ?", (row.path, row.id)).fetchone()
         if occupant:  # another entry's file was replaced by this one
-            self._delete_rowids([occupant[0]])
+            stale |= self._delete_rowids([occupant[0]])
         values = astuple(row)
         if existing:
             rowid = existing[0]
+            stale.update(turn_neighbours(conn, rowid))  # its old place in time: they lose its text
             assignments = ", ".join(f"{column} = ?" for column in db.ENTRY_COLUMNS)
             conn.execute(f"UPDATE entries SET {assignments} WHERE rowid = ?", (*values, rowid))
             conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
-            conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
         else:
             placeholders = ", ".join("?" for _ in db.ENTRY_COLUMNS)
             conn.execute(f"INSERT INTO entries ({', '.join(db.ENTRY_COLUMNS)}) VALUES ({placeholders})", values)
@@ -252,14 +262,19 @@ class IndexStore:
         # vec0 partition keys cannot be updated in place: the vector is written afresh every time.
         conn.execute("INSERT INTO entries_vec (rowid, embedding, conversation_id) VALUES (?, ?, ?)",
                      (rowid, blob, row.conversation_id))
-        conn.execute("INSERT INTO entries_fts (rowid, body) VALUES (?, ?)", (rowid, normalise(row.text)))
+        stale.add(rowid)
+        stale.update(turn_neighbours(self.conn, rowid))  # its new place in time: they gain its text
         return rowid
 
-    def _delete_rowids(self, rowids: Sequence[int]) -> None:
+    def _delete_rowids(self, rowids: Sequence[int]) -> set[int]:
+        """Delete rows; returns the surviving turns whose lexical context held their text."""
+        stale: set[int] = set()
         for rowid in rowids:
+            stale.update(turn_neighbours(self.conn, rowid))
             self.conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
             self.conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
             self.conn.execute("DELETE FROM entries WHERE rowid = ?", (rowid,))
+        return stale - set(rowids)
 
     @_guarded
     def remove(self, ids: Iterable[str]) -> int:
@@ -270,7 +285,7 @@ class IndexStore:
         with db.immediate(self.conn):
             rowids = [r[0] for r in self.conn.execute(
                 "SELECT rowid FROM entries WHERE id IN (SELECT value FROM json_each(?))", (_ids_json(ids),))]
-            self._delete_rowids(rowids)
+            write_fts(self.conn, self._delete_rowids(rowids))
         return len(rowids)
 
     @_guarded
@@ -331,8 +346,9 @@ class IndexStore:
         if match is None or k <= 0:
             return []
         # The filter comes first in the SQL text so its `?` placeholders keep their positions.
-        sql = ("SELECT e.rowid, -bm25(entries_fts) FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
-               f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY bm25(entries_fts), e.rowid LIMIT ?")
+        rank = f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g})"  # a turn's context counts less than its words
+        sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
+               f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
         return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
 
     @_guarded
@@ -398,6 +414,47 @@ class IndexStore:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [_row_dict(row[0], row[1:]) for row in self.conn.execute(sql, tuple(params))]
+
+
+# -- the lexical rows: an entry's own words, and for a turn its neighbouring turns' (text.CONTEXT_TURNS)
+_TURN = f"role IN ({', '.join(repr(r) for r in TURN_ROLES)})"
+_BEFORE = (f"SELECT rowid, text FROM entries WHERE conversation_id = ? AND {_TURN} AND (created_at, rowid) < (?, ?) "
+           "ORDER BY created_at DESC, rowid DESC LIMIT ?")
+_AFTER = (f"SELECT rowid, text FROM entries WHERE conversation_id = ? AND {_TURN} AND (created_at, rowid) > (?, ?) "
+          "ORDER BY created_at, rowid LIMIT ?")
+
+
+def _around(conn: Any, rowid: int) -> tuple[str, list[tuple[int, str]]] | None:
+    """(the entry's text, [(rowid, text) of the turns around it in time order]); None if it is gone.
+    Only a turn has (and is) context: other roles get an empty list."""
+    row = conn.execute("SELECT text, role, conversation_id, created_at FROM entries WHERE rowid = ?",
+                       (rowid,)).fetchone()
+    if row is None:
+        return None
+    text, role, conversation, created_at = row
+    if role not in TURN_ROLES or CONTEXT_TURNS <= 0:
+        return text, []
+    key = (conversation, created_at, rowid, CONTEXT_TURNS)
+    before = conn.execute(_BEFORE, key).fetchall()
+    return text, [*reversed(before), *conn.execute(_AFTER, key).fetchall()]
+
+
+def turn_neighbours(conn: Any, rowid: int) -> list[int]:
+    """The turns whose lexical context includes this entry (the same turns as its own context)."""
+    found = _around(conn, rowid)
+    return [r for r, _ in found[1]] if found else []
+
+
+def write_fts(conn: Any, rowids: Iterable[int], fresh: bool = False) -> None:
+    """(Re)write the FTS rows of these entries from the entries table (`fresh`: the table is empty)."""
+    for rowid in sorted(set(rowids)):
+        if not fresh:
+            conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
+        found = _around(conn, rowid)
+        if found is not None:
+            text, context = found
+            conn.execute("INSERT INTO entries_fts (rowid, body, context) VALUES (?, ?, ?)",
+                         (rowid, normalise(text), normalise(" ".join(t for _, t in context))))
 
 
 def _row_dict(rowid: int, values: Sequence[Any]) -> dict[str, Any]:

@@ -10,10 +10,23 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Bumped whenever normalise() or the tokenizer changes: the index rebuilds its FTS table on a mismatch.
-LEXICAL_VERSION = "1"
+# Bumped whenever normalise(), the tokenizer or the turn context changes: the index rebuilds its
+# FTS table on a mismatch.
+LEXICAL_VERSION = "2"
 # porter stems English words ("hiking" finds "hike"); it leaves words of other scripts alone.
+# Measured on LoCoMo (BM25 alone, recall@10): 0.683 without it, 0.714 with it.
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+# A conversation turn is often meaningless alone ("Yes! It was so fulfilling.") and a question names
+# what the exchange was about, not the words of the one turn that answers it. So each turn is indexed
+# with the text of up to CONTEXT_TURNS turns before and after it in its conversation (by time), in a
+# second column that BM25 weighs at CONTEXT_WEIGHT of the turn's own words. Facts and summaries stand
+# alone (no context). Measured on LoCoMo, BM25 alone, recall@10: no context 0.605; 1 turn each side at
+# weight 0.3: 0.692; 2 turns: 0.714 (0.2: 0.707, 0.5: 0.716); 3 turns: 0.710. The lexical side only:
+# a vector of the turn plus context would have to be re-embedded whenever a neighbour arrives.
+TURN_ROLES = ("user", "assistant")
+CONTEXT_TURNS = 2
+CONTEXT_WEIGHT = 0.3
 MAX_QUERY_TOKENS = 64
 
 # Ideographs, kana and Hangul syllables: one token per character, since these scripts do not
