@@ -1,0 +1,46 @@
+"""`memvault serve`: the OpenAI-compatible memory proxy and the REST memory API, until Ctrl-C."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.app import command
+from memvault.cli.options import ConfigOpt, VaultOpt
+from memvault.cli.output import say
+
+
+@command("serve")
+def serve(
+    host: Annotated[Optional[str], typer.Option("--host", help="Address to bind (default 127.0.0.1; any other "
+                                                "needs server.api_key / MEMVAULT_API_KEY).",
+                                                show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option("--port", "-p", min=0, max=65535, help="Port (default 8765; 0: "
+                                                "any free port).", show_default=False)] = None,
+    allow_reset: Annotated[bool, typer.Option("--allow-reset", help="Allow POST /v1/reset/ (soft-deletes "
+                                              "everything).")] = False,
+    vault: VaultOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Serve the OpenAI-compatible memory proxy and the REST memory API until Ctrl-C.
+
+    Point an OpenAI client's base_url at http://HOST:PORT/v1; the memory API is under /v1/memories/.
+
+    Without server.api_key, the client's bearer token is passed on to the LLM as its API key.
+
+    With server.api_key, clients must send it (Bearer or X-API-Key): it is never passed on.
+
+    The LLM key then comes from an X-Upstream-Authorization header, llm.api_key, or the provider's variable.
+    """
+    from memvault import settings as settings_module
+    from memvault.server.run import serve as run_server
+
+    flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port,
+             "server.allow_reset": True if allow_reset else None}
+    settings = settings_module.load(config, flags)
+    say(f"vault: {settings.vault.path}")
+    try:
+        run_server(settings, on_listening=lambda url: say(f"listening on {url}/v1 (Ctrl-C to stop)"))
+    except KeyboardInterrupt:
+        pass  # uvicorn has already shut down cleanly; a second Ctrl-C lands here
+    say("memvault: server stopped")

@@ -1,0 +1,165 @@
+"""The mem0-style REST API: /v1/memories/... and /v1/reset/, each a thin call to the server's `Memory`.
+
+Answers are the shapes `memvault.api.Memory` returns (mem0's). Errors: 400 for a missing scope or a
+malformed argument, 404 for an unknown id, 403 for a reset the server does not allow, 422 for a
+request that does not validate, 502 when the LLM failed. Memory calls block (embedding, git), so
+each runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import AliasChoices, BaseModel, Field
+
+from memvault.errors import NotFoundError, UsageError
+from memvault.server.app import server_state
+
+router = APIRouter(prefix="/v1", tags=["memories"])
+PREFIXES = ("/v1/memories", "/v1/reset")
+
+
+class Message(BaseModel):
+    role: str = "user"
+    content: str
+
+
+class Scopes(BaseModel):
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+
+
+class AddRequest(Scopes):
+    messages: list[Message] | str = Field(description="A string, or chat messages {role, content}.")
+    metadata: dict[str, Any] | None = None
+    infer: bool = Field(True, description="Extract and reconcile facts with the LLM; false: store as given.")
+    prompt: str | None = Field(None, description="Custom fact-extraction prompt for this call.")
+
+
+class SearchRequest(Scopes):
+    query: str = Field(min_length=1)
+    limit: int = Field(100, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
+    threshold: float | None = Field(None, ge=0, le=1)
+    filters: dict[str, Any] | None = Field(None, description="mem0 filter expression (eq, in, contains, AND...).")
+
+
+class SearchQuery(Scopes):
+    query: str = Field(min_length=1)
+    limit: int = Field(100, ge=1, le=1000)
+    threshold: float | None = Field(None, ge=0, le=1)
+    filters: str | None = Field(None, description="mem0 filter expression as JSON.")
+
+
+class ListQuery(Scopes):
+    limit: int = Field(100, ge=1, le=10000)
+    filters: str | None = Field(None, description="mem0 filter expression as JSON.")
+
+
+class UpdateRequest(BaseModel):
+    text: str = Field(min_length=1, validation_alias=AliasChoices("text", "data", "memory"),
+                      description="The new text (also accepted as `data` or `memory`).")
+    metadata: dict[str, Any] | None = None
+
+
+async def call(request: Request, method: str, *args: Any, **kwargs: Any) -> Any:
+    """`Memory.<method>(...)` in a worker thread."""
+    memory = server_state(request).memory
+    return await asyncio.to_thread(getattr(memory, method), *args, **kwargs)
+
+
+def parsed_filters(text: str | None) -> dict | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"filters is not valid JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise UsageError("filters must be a JSON object")
+    return value
+
+
+@router.post("/memories/", summary="Add memories (curated by the LLM unless infer=false)")
+async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
+    messages = body.messages if isinstance(body.messages, str) else [m.model_dump() for m in body.messages]
+    return await call(request, "add", messages, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id,
+                      metadata=body.metadata, infer=body.infer, prompt=body.prompt)
+
+
+@router.get("/memories/search/", summary="Search memories (query parameters)")
+async def search_memories(params: Annotated[SearchQuery, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "search", params.query, user_id=params.user_id, agent_id=params.agent_id,
+                      run_id=params.run_id, limit=params.limit, threshold=params.threshold,
+                      filters=parsed_filters(params.filters))
+
+
+@router.post("/memories/search/", summary="Search memories (JSON body, as mem0's server takes it)")
+async def search_memories_post(body: SearchRequest, request: Request) -> dict[str, Any]:
+    return await call(request, "search", body.query, user_id=body.user_id, agent_id=body.agent_id,
+                      run_id=body.run_id, limit=body.limit, threshold=body.threshold, filters=body.filters)
+
+
+@router.get("/memories/", summary="List the memories of a scope")
+async def list_memories(params: Annotated[ListQuery, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "get_all", user_id=params.user_id, agent_id=params.agent_id, run_id=params.run_id,
+                      limit=params.limit, filters=parsed_filters(params.filters))
+
+
+@router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them)")
+async def delete_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "delete_all", user_id=params.user_id, agent_id=params.agent_id, run_id=params.run_id)
+
+
+@router.get("/memories/{memory_id}/", summary="Get one memory")
+async def get_memory(memory_id: str, request: Request) -> dict[str, Any]:
+    found = await call(request, "get", memory_id)
+    if found is None:
+        raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
+    return found
+
+
+@router.put("/memories/{memory_id}/", summary="Rewrite a memory's text in place (same id)")
+async def update_memory(memory_id: str, body: UpdateRequest, request: Request) -> dict[str, Any]:
+    return await call(request, "update", memory_id, body.text, metadata=body.metadata)
+
+
+@router.delete("/memories/{memory_id}/", summary="Delete one memory (soft: git keeps it)")
+async def delete_memory(memory_id: str, request: Request) -> dict[str, Any]:
+    return await call(request, "delete", memory_id)
+
+
+@router.get("/memories/{memory_id}/history/", summary="A memory's ADD / UPDATE / DELETE events, from git")
+async def memory_history(memory_id: str, request: Request) -> list[dict[str, Any]]:
+    events = await call(request, "history", memory_id)
+    if not events:  # every memory that exists, or existed, has at least its ADD
+        raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
+    return events
+
+
+@router.post("/reset/", summary="Soft-delete everything (only with server.allow_reset)")
+async def reset(request: Request) -> dict[str, Any]:
+    from memvault.server.errors import error_response
+
+    if not server_state(request).settings.server.allow_reset:
+        return error_response(403, "reset is disabled on this server: start it with --allow-reset "
+                                   "(server.allow_reset)", code="reset_disabled")
+    await call(request, "reset")
+    return {"message": "Memories reset successfully!"}
+
+
+class TrailingSlash:
+    """`/v1/memories` and `/v1/memories/ID` are served as `/v1/memories/` and `/v1/memories/ID/`
+    (rewritten, not redirected: the /v1/* passthrough would otherwise take them to the upstream)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] == "http" and path.startswith(PREFIXES) and not path.endswith("/"):
+            scope = {**scope, "path": path + "/", "raw_path": (scope.get("raw_path") or path.encode()) + b"/"}
+        await self.app(scope, receive, send)

@@ -1,0 +1,87 @@
+"""Running the server: bind a socket (one-line errors for refused binds), then uvicorn.
+
+    serve(settings)                       # blocks until Ctrl-C (`memvault serve`)
+    with running(settings) as base_url:   # in a background thread, for tests and benchmarks
+        ...
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from memvault.errors import ConfigError, MemvaultError
+from memvault.server.auth import check_bind
+from memvault.settings import Settings
+
+START_TIMEOUT = 600.0  # start-up reconciles the index with the files: a first index of a big vault takes long
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (port 0: a free one), or a one-line ConfigError."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def uvicorn_server(settings: Settings, sock: socket.socket, log_level: str = "info"):
+    import uvicorn
+
+    from memvault.server.app import create_app
+
+    # host and port only label the log line ("running on ..."): uvicorn serves the socket given to run().
+    config = uvicorn.Config(create_app(settings), host=settings.server.host, port=sock.getsockname()[1],
+                            log_level=log_level, timeout_graceful_shutdown=10, lifespan="on")
+    return uvicorn.Server(config)
+
+
+def base_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+
+def serve(settings: Settings, log_level: str = "info", on_listening=None) -> None:
+    """Serve until interrupted. Refuses a non-loopback address without an API key.
+    `on_listening(url)` is told the address once the socket listens (port 0: the port chosen)."""
+    check_bind(settings.server.host, settings.server.api_key)
+    sock = listen(settings.server.host, settings.server.port)
+    if on_listening:
+        on_listening(base_url(sock))
+    server = uvicorn_server(settings, sock, log_level)
+    server.run(sockets=[sock])
+    if not server.started:  # start-up failed (the vault, the index): uvicorn has logged why
+        raise MemvaultError("the server did not start (see the log above)")
+
+
+@contextmanager
+def running(settings: Settings, log_level: str = "warning") -> Iterator[str]:
+    """The server in a background thread on settings.server.host (port 0: a free port); yields its
+    base URL ("http://127.0.0.1:PORT") once it answers, stops it (lifespan shutdown) on exit."""
+    check_bind(settings.server.host, settings.server.api_key)
+    sock = listen(settings.server.host, settings.server.port)
+    server = uvicorn_server(settings, sock, log_level)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="memvault-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            sock.close()
+            raise MemvaultError("the server did not start")
+        time.sleep(0.05)
+    try:
+        yield base_url(sock)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        sock.close()

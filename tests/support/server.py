@@ -1,0 +1,48 @@
+"""Settings and environment for tests that share one memvault server across a module.
+
+conftest's isolation (HOME, XDG, no git identity) is per test, but a module-scoped server starts
+before the first test's isolation and its vault remembers the git identity it saw first. So
+module-scoped servers are started inside `isolated_env`, the same isolation for the whole module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from memvault.settings import Settings
+
+
+@contextmanager
+def isolated_env(home: Path) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HOME", str(home))
+        for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
+                         ("XDG_CACHE_HOME", ".cache")):
+            mp.setenv(var, str(home / sub))
+        for var in list(os.environ):
+            if var.startswith("MEMVAULT_") or var.startswith("GIT_"):
+                mp.delenv(var, raising=False)
+        mp.setenv("GIT_CONFIG_GLOBAL", str(home / "no-gitconfig"))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        mp.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        yield
+
+
+def server_settings(vault: Path, api_base: str = "", model: str = "", api_key: str = "", llm_key: str = "",
+                    allow_reset: bool = False) -> Settings:
+    """Settings for a test server on a free loopback port (no file, no environment)."""
+    settings = Settings()
+    settings.vault.path = str(vault)
+    settings.llm.api_base = api_base
+    settings.llm.model = model
+    settings.llm.api_key = llm_key
+    settings.server.port = 0
+    settings.server.api_key = api_key
+    settings.server.allow_reset = allow_reset
+    return settings

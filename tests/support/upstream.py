@@ -1,0 +1,121 @@
+"""A small OpenAI-shaped upstream on loopback that records what it receives.
+
+    upstream = Upstream(forward_to=local_llm)      # relay to a real model server (streams too)
+    upstream = Upstream(fail=(429, "slow down"))   # answer every request with an OpenAI error
+    upstream = Upstream()                          # answer at once: "ok" (for benchmarks)
+    with serving(upstream.app()) as root:          # "http://127.0.0.1:PORT"
+        ... settings.llm.api_base = root + "/v1"; upstream.requests[-1]["json"] ...
+
+Used between memvault's proxy and the model server, so tests can assert what the LLM was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+INSTANT_TEXT = "ok"
+
+
+class Upstream:
+    def __init__(self, forward_to: str | None = None, fail: tuple[int, str] | None = None) -> None:
+        self.forward_to = forward_to.rstrip("/") if forward_to else None  # ".../v1" of the real server
+        self.fail = fail
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r["json"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def app(self):
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse, Response, StreamingResponse
+        from starlette.routing import Route
+
+        async def handle(request):
+            raw = await request.body()
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            with self.lock:
+                self.requests.append({"method": request.method, "path": request.url.path, "json": body,
+                                      "headers": dict(request.headers)})
+            if self.fail:
+                status, message = self.fail
+                return JSONResponse({"error": {"message": message, "type": "upstream_error", "code": str(status)}},
+                                    status_code=status)
+            if self.forward_to:
+                return await self.relay(request, raw, Response, StreamingResponse)
+            if request.url.path.endswith("/models"):
+                return JSONResponse({"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "me"}]})
+            if isinstance(body, dict) and body.get("stream"):
+                return StreamingResponse(instant_stream(), media_type="text/event-stream")
+            return JSONResponse(instant_completion())
+
+        return Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST", "PUT", "DELETE"])])
+
+    async def relay(self, request, raw: bytes, Response, StreamingResponse):
+        import httpx
+
+        client = httpx.AsyncClient(timeout=300)
+        path = request.url.path.removeprefix("/v1")
+        headers = {k: v for k, v in request.headers.items() if k in ("content-type", "authorization", "accept")}
+        reply = await client.send(client.build_request(request.method, self.forward_to + path, content=raw,
+                                                       headers=headers), stream=True)
+
+        async def body():
+            try:
+                async for piece in reply.aiter_raw():
+                    yield piece
+            finally:
+                await reply.aclose()
+                await client.aclose()
+
+        return StreamingResponse(body(), status_code=reply.status_code,
+                                 media_type=reply.headers.get("content-type"))
+
+
+def instant_completion() -> dict[str, Any]:
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": INSTANT_TEXT},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+async def instant_stream():
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake"}
+    for delta, finish in (({"role": "assistant", "content": INSTANT_TEXT}, None), ({}, "stop")):
+        chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        yield f"data: {json.dumps(chunk)}\n\n".encode()
+    yield b"data: [DONE]\n\n"
+
+
+@contextmanager
+def serving(app, timeout: float = 30.0) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn in a thread on a free loopback port; yields "http://127.0.0.1:PORT"."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the fake upstream did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

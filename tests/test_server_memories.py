@@ -1,0 +1,178 @@
+"""The REST memory API through a real uvicorn server: happy paths, every error status, trailing
+slashes, hand edits picked up by the watcher, and an OpenAPI document that lists every route."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from memvault.server.run import running
+from memvault.settings import Settings
+from tests.support.server import isolated_env, server_settings
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def rest_settings(vault: Path, allow_reset: bool = False) -> Settings:
+    settings = server_settings(vault, allow_reset=allow_reset)  # no llm.model: `add` stores what it is given
+    settings.retrieval.score_threshold = 0.0  # no cross-encoder here: keep every candidate
+    return settings
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    base = tmp_path_factory.mktemp("rest")
+    settings = rest_settings(base / "vault")
+    with isolated_env(base / "home"), running(settings) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield SimpleNamespace(client=client, settings=settings, vault=Path(settings.vault.path))
+
+
+def add(api, text: str, **scopes) -> str:
+    reply = api.client.post("/v1/memories/", json={"messages": [{"role": "user", "content": text}],
+                                                   "infer": False, **scopes})
+    assert reply.status_code == 200, reply.text
+    (event,) = reply.json()["results"]
+    assert event["event"] == "ADD" and event["memory"] == text
+    return event["id"]
+
+
+def error_of(reply, status: int) -> str:
+    assert reply.status_code == status, reply.text
+    message = reply.json()["error"]["message"]
+    assert message and "\n" not in message
+    return message
+
+
+def test_add_get_list_search_update_history_delete(api):
+    memory_id = add(api, "Priya is learning the violin.", user_id="priya", metadata={"source": "test"})
+    add(api, "Bob fixed the garden fence.", user_id="bob")
+
+    got = api.client.get(f"/v1/memories/{memory_id}/").json()
+    assert got["memory"] == "Priya is learning the violin." and got["user_id"] == "priya"
+    assert got["metadata"]["source"] == "test"
+
+    listed = api.client.get("/v1/memories/", params={"user_id": "priya"}).json()["results"]
+    assert [m["id"] for m in listed] == [memory_id]
+
+    by_query = api.client.get("/v1/memories/search/", params={"query": "violin lessons", "user_id": "priya"})
+    assert by_query.status_code == 200
+    assert by_query.json()["results"][0]["id"] == memory_id
+    by_body = api.client.post("/v1/memories/search/", json={"query": "violin", "user_id": "priya", "limit": 5,
+                                                            "filters": {"source": "test"}})
+    assert [m["id"] for m in by_body.json()["results"]] == [memory_id]
+
+    updated = api.client.put(f"/v1/memories/{memory_id}/", json={"text": "Priya plays the violin well."})
+    assert updated.status_code == 200
+    assert api.client.get(f"/v1/memories/{memory_id}/").json()["memory"] == "Priya plays the violin well."
+
+    history = api.client.get(f"/v1/memories/{memory_id}/history/").json()
+    assert [h["event"] for h in history] == ["ADD", "UPDATE"]
+    assert history[1]["old_memory"] == "Priya is learning the violin."
+
+    assert api.client.delete(f"/v1/memories/{memory_id}/").status_code == 200
+    error_of(api.client.get(f"/v1/memories/{memory_id}/"), 404)
+    assert api.client.get("/v1/memories/", params={"user_id": "priya"}).json()["results"] == []
+    assert [h["event"] for h in api.client.get(f"/v1/memories/{memory_id}/history/").json()][-1] == "DELETE"
+
+
+def test_delete_all_of_a_scope_leaves_other_scopes(api):
+    add(api, "Noor likes green tea.", user_id="noor")
+    add(api, "Noor visited Kyoto.", user_id="noor")
+    kept = add(api, "Chen bought a vintage camera.", user_id="chen")
+    assert api.client.delete("/v1/memories/", params={"user_id": "noor"}).status_code == 200
+    assert api.client.get("/v1/memories/", params={"user_id": "noor"}).json()["results"] == []
+    assert [m["id"] for m in api.client.get("/v1/memories/", params={"user_id": "chen"}).json()["results"]] == [kept]
+
+
+def test_paths_without_trailing_slash_are_served_too(api):
+    memory_id = add(api, "Olek reads about Rust.", run_id="r1")
+    assert api.client.get(f"/v1/memories/{memory_id}").json()["id"] == memory_id
+    assert api.client.get("/v1/memories", params={"run_id": "r1"}).json()["results"][0]["id"] == memory_id
+
+
+def test_errors_have_their_status_and_one_line(api):
+    assert "user_id" in error_of(api.client.post("/v1/memories/", json={"messages": "no scope", "infer": False}), 400)
+    error_of(api.client.get("/v1/memories/"), 400)  # listing needs a scope
+    error_of(api.client.delete("/v1/memories/"), 400)
+    error_of(api.client.get("/v1/memories/search/", params={"query": "x", "user_id": "u", "filters": "{bad"}), 400)
+    error_of(api.client.get("/v1/memories/00000000-0000-4000-8000-000000000000/"), 404)
+    error_of(api.client.put("/v1/memories/00000000-0000-4000-8000-000000000000/", json={"text": "x"}), 404)
+    error_of(api.client.delete("/v1/memories/00000000-0000-4000-8000-000000000000/"), 404)
+    error_of(api.client.get("/v1/memories/00000000-0000-4000-8000-000000000000/history/"), 404)
+    assert "messages" in error_of(api.client.post("/v1/memories/", json={"user_id": "u"}), 422)
+    error_of(api.client.get("/v1/memories/search/", params={"user_id": "u"}), 422)  # no query
+    error_of(api.client.get("/v1/memories/search/", params={"query": "x", "user_id": "u", "limit": 0}), 422)
+    assert "allow-reset" in error_of(api.client.post("/v1/reset/"), 403)
+
+
+def test_llm_failures_map_to_502():
+    from memvault.api import LLMError, NotFoundError, ScopeError
+    from memvault.server.errors import status_of_memvault_error
+
+    assert status_of_memvault_error(LLMError("down")) == 502
+    assert status_of_memvault_error(ScopeError("no scope")) == 400
+    assert status_of_memvault_error(NotFoundError("gone")) == 404
+
+
+def test_hand_edits_are_searchable_while_serving(api):
+    from memvault.vault import layout
+    from memvault.vault.entry import Entry, render
+
+    entry = Entry("Grandma bakes sourdough bread on Sundays.", conversation_id="user-hand", user_id="hand")
+    target = api.vault / layout.relative_path(entry)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render(entry), encoding="utf-8")  # as a person would, with no commit and no journal
+    deadline = time.monotonic() + 30
+    found = []
+    while not found and time.monotonic() < deadline:
+        time.sleep(0.3)
+        found = api.client.get("/v1/memories/search/", params={"query": "sourdough", "user_id": "hand"}
+                               ).json()["results"]
+    assert [m["id"] for m in found] == [entry.id]
+
+
+def test_reset_when_allowed(tmp_path):
+    with running(rest_settings(tmp_path / "vault", allow_reset=True)) as url, httpx.Client(base_url=url,
+                                                                                            timeout=120) as client:
+        client.post("/v1/memories/", json={"messages": "Tomás hates tomatoes.", "user_id": "t", "infer": False})
+        assert client.post("/v1/reset/").status_code == 200
+        assert client.get("/v1/memories/", params={"user_id": "t"}).json()["results"] == []
+
+
+def test_openapi_lists_every_route_with_its_parameters(api):
+    from fastapi.routing import APIRoute
+
+    from memvault.server.app import create_app
+
+    doc = api.client.get("/openapi.json").json()
+    def api_routes(routes):  # included routers are nested (FastAPI keeps them as their own objects)
+        for route in routes:
+            if isinstance(route, APIRoute):
+                yield route
+            inner = getattr(route, "original_router", None)
+            if inner is not None:
+                yield from api_routes(inner.routes)
+
+    routes = [r for r in api_routes(create_app(api.settings).routes) if r.include_in_schema]
+    assert routes
+    for route in routes:
+        assert route.path in doc["paths"], route.path
+        for method in route.methods:
+            operation = doc["paths"][route.path][method.lower()]
+            documented = {p["name"] for p in operation.get("parameters", [])}
+            expected = {p.alias for p in route.dependant.path_params + route.dependant.query_params}
+            # Query models (Annotated[Model, Query()]) are flattened into one parameter per field.
+            for param in route.dependant.query_params:
+                fields = getattr(param.field_info.annotation, "model_fields", None)
+                if fields:
+                    expected.discard(param.alias)
+                    expected |= set(fields)
+            assert documented == expected, (route.path, method)
+            assert bool(route.dependant.body_params) == ("requestBody" in operation), (route.path, method)
+    assert set(doc["paths"]) == {r.path for r in routes}
+    search = {p["name"] for p in doc["paths"]["/v1/memories/search/"]["get"]["parameters"]}
+    assert {"query", "user_id", "agent_id", "run_id", "limit", "threshold", "filters"} == search
