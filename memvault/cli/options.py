@@ -1,4 +1,4 @@
-"""Options shared by several commands, defined once."""
+"""Options and arguments shared by several commands, defined once (with their shell completion)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from memvault.cli.completion import complete_conversation, complete_live_memory_id, complete_memory_id
 
 VaultOpt = Annotated[Optional[Path], typer.Option(
     "--vault", help="Vault folder [env: MEMVAULT_VAULT; default: ~/.local/share/memvault/vault].",
@@ -15,7 +17,17 @@ ConfigOpt = Annotated[Optional[Path], typer.Option(
     show_default=False, rich_help_panel="Common")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for programs.", rich_help_panel="Common")]
 ConversationOpt = Annotated[Optional[str], typer.Option(
-    "--conversation", "-c", help="Conversation name.", show_default=False)]
+    "--conversation", "-c", help="Conversation name.", show_default=False, autocompletion=complete_conversation)]
 UserOpt = Annotated[Optional[str], typer.Option("--user", help="user_id scope.", show_default=False)]
 AgentOpt = Annotated[Optional[str], typer.Option("--agent", help="agent_id scope.", show_default=False)]
 RunOpt = Annotated[Optional[str], typer.Option("--run", help="run_id scope.", show_default=False)]
+
+# Memory ids: `show` and `history` take deleted memories too; `edit` and `rm` only live ones.
+IdArg = Annotated[str, typer.Argument(help="Memory id, or a unique prefix of one.", show_default=False,
+                                      autocompletion=complete_memory_id)]
+LiveIdArg = Annotated[str, typer.Argument(help="Memory id, or a unique prefix of one.", show_default=False,
+                                          autocompletion=complete_live_memory_id)]
+LiveIdsArg = Annotated[list[str], typer.Argument(help="Memory ids or unique prefixes.", show_default=False,
+                                                 autocompletion=complete_live_memory_id)]
+HistoryIdArg = Annotated[Optional[str], typer.Argument(
+    help="Memory id or prefix; without it, the vault's log.", show_default=False, autocompletion=complete_memory_id)]

@@ -1,3 +1,15 @@
 """CLI commands, one small module per group; importing this package registers them all."""
 
-from memvault.cli.commands import chat, config, entries, history, index, init, maintenance, search  # noqa: F401
+from memvault.cli.commands import (  # noqa: F401
+    chat,
+    config,
+    doctor,
+    entries,
+    history,
+    index,
+    init,
+    maintenance,
+    remote,
+    search,
+    serve,
+)

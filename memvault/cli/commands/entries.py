@@ -12,11 +12,20 @@ from typing import Annotated, Optional
 import typer
 
 from memvault.cli.app import command, open_memvault, read_text_argument
-from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt
+from memvault.cli.options import (
+    AgentOpt,
+    ConfigOpt,
+    ConversationOpt,
+    IdArg,
+    JsonOpt,
+    LiveIdArg,
+    LiveIdsArg,
+    RunOpt,
+    UserOpt,
+    VaultOpt,
+)
 from memvault.cli.output import age, print_json, say, table, warn
 from memvault.errors import EntryFormatError, UsageError
-
-IdArg = Annotated[str, typer.Argument(help="Memory id, or a unique prefix of one.", show_default=False)]
 
 
 def parse_meta(pairs: list[str] | None) -> dict[str, str]:
@@ -120,7 +129,7 @@ def run_editor(path: Path) -> None:
 
 @command("edit")
 def edit(
-    memory_id: IdArg,
+    memory_id: LiveIdArg,
     text: Annotated[Optional[str], typer.Option("--text", "-m", help="New text, without opening an editor "
                                                 "('-' reads standard input).", show_default=False)] = None,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
@@ -159,7 +168,7 @@ def edit(
 
 @command("rm")
 def rm(
-    memory_ids: Annotated[list[str], typer.Argument(help="Memory ids or unique prefixes.", show_default=False)],
+    memory_ids: LiveIdsArg,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Delete memories (soft: each moves to deleted/ and stays in git history)."""

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from memvault.cli.app import command, open_memvault
-from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
+from memvault.cli.options import ConfigOpt, HistoryIdArg, JsonOpt, VaultOpt
 from memvault.cli.output import age, print_json, table
 
 
 @command("history")
 def history(
-    memory_id: Annotated[Optional[str], typer.Argument(help="Memory id or prefix; without it, the vault's log.",
-                                                       show_default=False)] = None,
+    memory_id: HistoryIdArg = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Commits to show without an id.")] = 20,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:

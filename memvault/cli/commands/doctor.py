@@ -1,0 +1,63 @@
+"""`memvault doctor`: is the vault, its index and the models in order? `--fix` repairs what is safe."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from memvault.cli.app import command
+from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
+from memvault.cli.output import print_json, say, table
+
+STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
+
+
+def show(diagnosis, title: str | None = None) -> None:
+    table(["check", "status", "detail", "fix"],
+          [[c.name, f"[{STATUS_STYLE[c.status]}]{c.status}[/]", c.detail, c.fix] for c in diagnosis.checks],
+          title=title)
+
+
+@command("doctor")
+def doctor(
+    fix: Annotated[bool, typer.Option("--fix", help="Apply the safe fixes: reindex or rebuild the index, commit "
+                                      "entry files left uncommitted that parse. Never rewrites a file.")] = False,
+    no_llm_check: Annotated[bool, typer.Option("--no-llm-check", help="Skip the call to the configured LLM "
+                                               "(offline).")] = False,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Check the vault (git state, files that fail to parse, tombstones), the index and the models.
+
+    Exit code 0 when nothing fails (warnings allowed), 1 when a check fails."""
+    from memvault import doctor as checks
+    from memvault.cli.commands.index import progress_bar
+
+    settings, loaded = checks.load_settings(config, {"vault.path": str(vault) if vault else None})
+    if settings is None:
+        diagnosis = checks.Diagnosis([loaded])
+    else:
+        diagnosis = checks.diagnose(settings, llm_check=not no_llm_check)
+        diagnosis.checks.insert(0, loaded)
+    fixed: list[str] = []
+    if fix and settings is not None and diagnosis.repairs():
+        if not json:
+            show(diagnosis, title="before --fix")
+        if not json and sys.stderr.isatty():
+            callback, bar = progress_bar()
+            with bar:
+                fixed = checks.repair(settings, diagnosis, on_progress=callback)
+        else:
+            fixed = checks.repair(settings, diagnosis)
+        diagnosis = checks.recheck(settings, diagnosis)
+    if json:
+        print_json({**diagnosis.to_dict(), "fixed": fixed})
+    else:
+        for line in fixed:
+            say(f"fixed: {line}")
+        show(diagnosis, title="after --fix" if fixed else None)
+        if not fix and diagnosis.repairs():
+            say("Run `memvault doctor --fix` to apply the fixes marked as safe.")
+    if diagnosis.failed:
+        raise typer.Exit(1)

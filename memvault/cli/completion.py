@@ -1,0 +1,119 @@
+"""Dynamic shell completion: memory ids and conversation names, from the vault's file names.
+
+The shell re-runs memvault on every TAB, so these callbacks stay cheap: they list folders with
+os.scandir and read nothing else (no index, no model, no git, no YAML). Entry files are named
+`<timestamp>__<id>.md`, which is all an id completion needs. The vault is the one the command
+would use: --vault, else MEMVAULT_VAULT or the config file, else the default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import datetime
+
+from memvault.vault import layout
+
+# More matches than this and the shell gets the distinct next characters instead of full ids:
+# they keep bash's common-prefix insertion correct and never flood the terminal.
+MAX_CANDIDATES = 100
+KIND_LABEL = {"facts": "fact", "turns/user": "user turn", "turns/assistant": "assistant turn", "summaries": "summary"}
+
+
+def vault_root(ctx) -> str | None:
+    """The vault folder the command being completed would open, or None if settings are broken."""
+    from memvault import settings as settings_module
+    from memvault.errors import MemvaultError
+
+    params = getattr(ctx, "params", None) or {}
+    vault = params.get("vault")
+    try:
+        settings = settings_module.load(params.get("config"), {"vault.path": str(vault) if vault else None})
+    except (MemvaultError, OSError):
+        return None  # a TAB must never print a traceback into the command line
+    return os.path.expanduser(settings.vault.path)
+
+
+def _subdirs(path: str) -> Iterator[os.DirEntry]:
+    try:
+        with os.scandir(path) as found:
+            yield from (d for d in found if not d.name.startswith(".") and d.is_dir())
+    except OSError:
+        return
+
+
+def _names(path: str) -> list[str]:
+    try:
+        with os.scandir(path) as found:
+            return [f.name for f in found if f.name.endswith(".md") and not f.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def conversation_names(root: str) -> list[str]:
+    """Conversation folders under entries/, sorted."""
+    return sorted(d.name for d in _subdirs(os.path.join(root, layout.ENTRIES)))
+
+
+def memory_files(root: str, include_deleted: bool) -> dict[str, str]:
+    """id -> a short description ('conversation, kind, date') for each entry file named by id."""
+    found: dict[str, str] = {}
+    for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
+        homes = [(conversation.path, "")]
+        if include_deleted:
+            homes.append((os.path.join(conversation.path, "deleted"), ", deleted"))
+        for home, note in homes:
+            for kind in layout.KIND_DIRS.values():
+                for name in _names(os.path.join(home, kind)):
+                    memory_id = layout.id_from_filename(name)
+                    if memory_id and (memory_id not in found or not note):  # a live file wins
+                        found[memory_id] = f"{conversation.name}, {KIND_LABEL[kind]}{note}, {stamp_date(name)}"
+    return found
+
+
+def stamp_date(name: str) -> str:
+    """'2024-01-01 12:00' from a file name '20240101T120000123Z__<id>.md' (empty if not that shape)."""
+    try:
+        return datetime.strptime(name[:15], "%Y%m%dT%H%M%S").strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return ""
+
+
+def narrow(values: list[str], incomplete: str) -> list[str]:
+    """The values starting with `incomplete`; above MAX_CANDIDATES, their distinct prefixes at the
+    longest length that still gives at most MAX_CANDIDATES (at least one character more)."""
+    matches = sorted(v for v in values if v.startswith(incomplete))
+    if len(matches) <= MAX_CANDIDATES:
+        return matches
+    width = len(incomplete) + 1
+    groups = sorted({m[:width] for m in matches})
+    while True:
+        wider = sorted({m[: width + 1] for m in matches})
+        if len(wider) > MAX_CANDIDATES:
+            return groups
+        width, groups = width + 1, wider
+
+
+def complete_ids(ctx, incomplete: str, include_deleted: bool) -> list[tuple[str, str] | str]:
+    root = vault_root(ctx)
+    if root is None:
+        return []
+    described = memory_files(root, include_deleted)
+    shown = narrow(list(described), (incomplete or "").lower())
+    return [(value, described[value]) if value in described else value for value in shown]
+
+
+def complete_memory_id(ctx, incomplete: str) -> list[tuple[str, str] | str]:
+    """Ids of live and deleted memories (show, history)."""
+    return complete_ids(ctx, incomplete, include_deleted=True)
+
+
+def complete_live_memory_id(ctx, incomplete: str) -> list[tuple[str, str] | str]:
+    """Ids of live memories only (edit, rm)."""
+    return complete_ids(ctx, incomplete, include_deleted=False)
+
+
+def complete_conversation(ctx, incomplete: str) -> list[str]:
+    """Conversation names in the vault."""
+    root = vault_root(ctx)
+    return [] if root is None else [name for name in conversation_names(root) if name.startswith(incomplete or "")]
