@@ -27,16 +27,16 @@ def llm(monkeypatch):
 def cli(tmp_path):
     cli = Cli(tmp_path / "vault")
     cli.ok("init")
-    cli.ok("add", "The user hates cold weather")
+    cli.ok("add", "The user hates the cold weather in Oslo")
     return cli
 
 
 def test_interactive_chat_streams_persists_and_learns(cli, llm):
     result = cli.ok("chat", "--show-memories", input="I'm planning a trip to Oslo\n\n/exit\n")
     assert "Bring a warm coat for Oslo." in result.stdout
-    assert "The user hates cold weather" in result.stdout  # --show-memories table
+    assert "The user hates the cold weather in Oslo" in result.stdout  # --show-memories table
     sent = [c for c in llm.calls if c.method == "stream"][0].messages[-1]["content"]
-    assert "[memory] The user hates cold weather" in sent and sent.endswith("I'm planning a trip to Oslo")
+    assert "[memory] The user hates the cold weather in Oslo" in sent and sent.endswith("I'm planning a trip to Oslo")
     assert [r["text"] for r in cli.ok("list", "--role", "user", "--json").json()] == ["I'm planning a trip to Oslo"]
     assert [r["text"] for r in cli.ok("list", "--role", "assistant", "--json").json()] == [
         "Bring a warm coat for Oslo."]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from memvault.retrieve.fusion import rrf, rrf_ceiling
+from memvault.retrieve.fusion import rrf
 from memvault.retrieve.scoring import (
     NO_RERANKER_THRESHOLD,
     combine,
@@ -35,15 +35,13 @@ def test_rrf_ties_keep_first_seen_order_and_empty_lists_are_fine():
     assert rrf([]) == []
 
 
-def test_fallback_relevance_is_fused_over_ceiling():
-    ceiling = rrf_ceiling([1.0, 1.0], k=60)
-    assert ceiling == pytest.approx(2 / 61)
-    top = rrf([([7], 1.0), ([7], 1.0)], k=60)[0][1]
-    assert fallback_relevance(top, ceiling) == pytest.approx(1.0)
-    one_lane = rrf([([7], 1.0), ([8], 1.0)], k=60)[0][1]
-    assert fallback_relevance(one_lane, ceiling) == pytest.approx(0.5)
-    assert fallback_relevance(1.0, 0.0) == 0.0
-    assert rrf_ceiling([1.0, 0.0], k=0) == 1.0  # a lane switched off does not lower every score
+def test_fallback_relevance_rises_with_cosine_and_lexical_share():
+    assert 0.0 < fallback_relevance(-1.0, 0.0) < fallback_relevance(0.2, 0.0) < fallback_relevance(0.2, 0.5)
+    assert fallback_relevance(0.2, 0.5) < fallback_relevance(0.6, 0.5) < fallback_relevance(1.0, 1.0) < 1.0
+    assert fallback_relevance(0.5, 1.0) > 0.8  # the query's best lexical hit, fairly similar: clearly relevant
+    assert fallback_relevance(0.15, 0.0) < NO_RERANKER_THRESHOLD  # no shared word, barely similar: junk
+    assert fallback_relevance(0.3, 0.0) > NO_RERANKER_THRESHOLD  # a paraphrase is not cut
+    assert fallback_relevance(0.5, 7.0) == fallback_relevance(0.5, 1.0)  # the share is clamped to [0, 1]
 
 
 def test_recency_and_combine():

@@ -17,7 +17,3 @@ def rrf(lists: list[tuple[list[int], float]], k: int = 60) -> list[tuple[int, fl
             scores[rowid] = scores.get(rowid, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda item: -item[1])
 
-
-def rrf_ceiling(weights: list[float], k: int = 60) -> float:
-    """The highest score rrf can give: first in every list. Divides a fused score into [0, 1]."""
-    return sum(w for w in weights if w > 0) / (k + 1)

@@ -1,18 +1,34 @@
 """Scores that turn candidates into an order: relevance without a cross-encoder, recency, their mix.
 
 Relevance with a cross-encoder is sigmoid(logit), a calibrated probability, so DESIGN's threshold of
-0.35 means something. Without one, relevance comes from `fallback_relevance` below; its scale is not
-a probability, so the threshold that applies by default is `NO_RERANKER_THRESHOLD` instead.
+0.35 means something. Without one, relevance comes from `fallback_relevance` below, whose scale
+differs: the threshold that applies by default is then `NO_RERANKER_THRESHOLD`.
 """
 
 from __future__ import annotations
 
 import math
 
-# With no cross-encoder the untouched default threshold (0.35, meant for sigmoid scores) would drop
-# good hits; this one keeps every fused candidate. An explicit, different threshold is honoured.
-NO_RERANKER_THRESHOLD = 0.0
-FALLBACK_NAME = "fused-rank"
+# Without a cross-encoder: relevance = sigmoid(DENSE_SLOPE * cosine + LEXICAL_SLOPE * lexical share
+# + BIAS), where the lexical share is the candidate's BM25 over the best BM25 of this query (0 when
+# the lexical lane did not find it). The slopes are a logistic fit of "is this candidate evidence" on
+# half of LoCoMo (5 of 10 conversations); the other half scores the same (recall@10 0.711 there
+# against 0.665 for the fused rank that was used before). The bias is raised from the fit's -8.2 to
+# -5 so that relevance spreads over [0, 1] as a cross-encoder's does: at -8.2 good hits sit near
+# 0.1-0.3 and recency (w 0.2) and MMR swamp them (LoCoMo recall@10 0.531); at -5: 0.730.
+# So: the best lexical hit with cosine 0.5 scores 0.87; no shared word and cosine 0.2, 0.02.
+# The cosine scale is all-MiniLM-L6-v2's (the default model); other embedders work, less calibrated.
+DENSE_SLOPE = 4.5
+LEXICAL_SLOPE = 4.7
+BIAS = -5.0
+FALLBACK_NAME = "cosine+bm25"
+# With the fallback, this threshold drops clear junk only. A paraphrase that shares no word with the
+# query scores 0.02-0.05 ("any pets?" / "Bob has two cats": cosine 0.26, 0.021; "favourite food" /
+# "enjoys spicy Thai curry": 0.40, 0.040), an unrelated memory 0.005-0.008 (cosine -0.06-0.04).
+# 0.05 would cut the paraphrases; 0.015 keeps them (cosine >= 0.18 or any shared word passes).
+# DESIGN's 0.35 is for sigmoid(cross-encoder logit), so it applies only with a cross-encoder; an
+# explicit, different threshold is always honoured.
+NO_RERANKER_THRESHOLD = 0.015
 
 
 def recency(age_days: float, days: float = 30.0) -> float:
@@ -27,19 +43,11 @@ def combine(relevance: float, recency_score: float, w: float) -> float:
     return (1.0 - w) * relevance + w * recency_score
 
 
-def fallback_relevance(fused: float, ceiling: float) -> float:
-    """Relevance in [0, 1] when no cross-encoder is configured: the fused RRF score over its ceiling.
-
-    1.0 is first in every lane; first in one of two equally weighted lanes is 0.5. It keeps the fused
-    order (which on LoCoMo beats each lane alone) and needs no per-model calibration of cosines or
-    BM25 scores, which have no common scale. Measured on LoCoMo (3 of 10 conversations, 383
-    questions, MMR off): evidence recall@5 0.524 against 0.386 for the dense cosine and 0.464 for a
-    half-and-half blend of the two. Its spread is narrow (0.8-1.0 for hits in both lanes), so MMR at
-    λ 0.7 costs it about 0.05 recall@5 there: without a cross-encoder a λ near 1 suits it better.
-    """
-    if ceiling <= 0:
-        return 0.0
-    return min(max(fused / ceiling, 0.0), 1.0)
+def fallback_relevance(cosine: float, lexical_share: float) -> float:
+    """Relevance in (0, 1) without a cross-encoder, from the dense cosine and the lexical share
+    (this candidate's BM25 / the query's best BM25, 0 if the lexical lane missed it); see above."""
+    x = DENSE_SLOPE * cosine + LEXICAL_SLOPE * min(max(lexical_share, 0.0), 1.0) + BIAS
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 def threshold_for(configured: float, default: float, has_reranker: bool) -> float:

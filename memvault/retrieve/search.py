@@ -15,7 +15,7 @@ from typing import Any
 
 from memvault.errors import EmbeddingError, UsageError
 from memvault.retrieve.filters import and_where, compile_filter, scope_where
-from memvault.retrieve.fusion import rrf, rrf_ceiling
+from memvault.retrieve.fusion import rrf
 from memvault.retrieve.mmr import mmr_steps
 from memvault.retrieve.scoring import (
     FALLBACK_NAME,
@@ -113,7 +113,7 @@ def search(
     cosines = matrix @ _unit(qvec, dims)
 
     explain = {rowid: _lane_explain(lanes, rowid) for rowid in rowids}
-    relevances, source = _relevance(reranker, query, [rows[r]["text"] for r in rowids], fused, settings)
+    relevances, source = _relevance(reranker, query, [rows[r]["text"] for r in rowids], rowids, cosines, lanes)
     threshold = threshold_for(settings.score_threshold, RetrievalSettings().score_threshold, reranker is not None)
     now_epoch = (now or datetime.now(UTC)).timestamp()
 
@@ -188,11 +188,17 @@ def _lane_explain(lanes: list[_Lane], rowid: int) -> dict[str, Any]:
     return info
 
 
-def _relevance(reranker, query, texts, fused, settings) -> tuple[list[float], str]:
-    """Cross-encoder probabilities when one is configured, else the fused-rank fallback."""
+def _relevance(reranker, query, texts, rowids, cosines, lanes) -> tuple[list[float], str]:
+    """Cross-encoder probabilities when one is configured, else the cosine + BM25 fallback."""
     if reranker is None:
-        ceiling = rrf_ceiling([settings.dense_weight, settings.lexical_weight], settings.rrf_k)
-        return [fallback_relevance(score, ceiling) for _, score in fused], FALLBACK_NAME
+        bm25: dict[int, float] = {}
+        for lane in lanes:
+            if lane.kind == "lexical":  # one FTS table: scores of different scopes share a scale
+                for rowid, score in zip(lane.rowids, lane.scores, strict=True):
+                    bm25[rowid] = max(score, bm25.get(rowid, score))
+        best = max(bm25.values(), default=0.0)
+        return [fallback_relevance(float(cosine), bm25.get(rowid, 0.0) / best if best > 0 else 0.0)
+                for rowid, cosine in zip(rowids, cosines, strict=True)], FALLBACK_NAME
     scores = [float(s) for s in reranker.score(query, texts)]
     if len(scores) != len(texts) or not all(0.0 <= s <= 1.0 for s in scores):
         raise EmbeddingError(f"reranker gave {len(scores)} scores for {len(texts)} texts, or scores outside [0, 1]")
