@@ -365,9 +365,13 @@ class IndexStore:
         """rowid -> its stored unit vector."""
         import numpy as np
 
-        return {rowid: np.frombuffer(blob, dtype=np.float32).copy() for rowid, blob in self.conn.execute(
-            "SELECT rowid, embedding FROM entries_vec WHERE rowid IN (SELECT value FROM json_each(?))",
-            (_ids_json(rowids),))}
+        # One point lookup per row: vec0 answers `rowid = ?` directly but scans every chunk for `rowid IN (...)`.
+        found = {}
+        for rowid in dict.fromkeys(rowids):
+            row = self.conn.execute("SELECT embedding FROM entries_vec WHERE rowid = ?", (int(rowid),)).fetchone()
+            if row is not None:
+                found[rowid] = np.frombuffer(row[0], dtype=np.float32).copy()
+        return found
 
     @_guarded
     def by_id(self, memory_id: str) -> dict[str, Any] | None:
