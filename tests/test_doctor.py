@@ -107,6 +107,16 @@ def test_hand_edit_shows_stale_index_and_uncommitted_file_and_fix_commits_and_re
     assert hits[0]["text"] == "Alice drinks black coffee every morning"
 
 
+def test_uncommitted_file_with_a_non_ascii_path_is_named_as_it_is_and_committed_by_fix(indexed, vault):
+    folder = vault / "entries" / "café-журнал" / "facts"  # git quotes such paths unless asked not to
+    folder.mkdir(parents=True)
+    (folder / "note.md").write_text("Zoë bakes bread on Sundays\n")
+    code, checks, _ = doctor(vault)
+    assert checks["uncommitted files"]["paths"] == ["entries/café-журнал/facts/note.md"]
+    code, checks, _ = doctor(vault, "--fix")
+    assert status(checks)["uncommitted files"] == "ok" and git(vault, "status", "--porcelain") == ""
+
+
 def test_broken_file_fails_and_fix_leaves_it_alone(indexed, vault):
     broken = vault / "entries" / "c1" / "facts" / f"20240101T000000000Z__{uuid.uuid4()}.md"
     content = "---\nid: [unclosed\n---\nsomething\n"

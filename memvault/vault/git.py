@@ -203,8 +203,20 @@ class VaultGit:
 
     def uncommitted(self) -> list[str]:
         """Vault files that differ from HEAD or are untracked (what a crash or a hand edit leaves)."""
-        out = self.repo.git.status("--porcelain", "--untracked-files=all", "--", self.repo_path("."))
-        return [self.vault_path(line[3:].strip('"')) for line in out.splitlines() if line]
+        # -z: paths come raw (not quoted and escaped as non-ASCII names otherwise are), NUL-separated.
+        out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", self.repo_path("."))
+        fields = out.split("\0")
+        paths: list[str] = []
+        i = 0
+        while i < len(fields):
+            item = fields[i]
+            i += 1
+            if len(item) < 4:
+                continue
+            paths.append(self.vault_path(item[3:]))
+            if item[0] in "RC":
+                i += 1  # a rename or copy is followed by its old path
+        return paths
 
 
 def last_line(exc) -> str:
