@@ -52,6 +52,16 @@ def test_list_filters_by_conversation_role_and_scope(cli):
     assert "one" in cli.ok("list").stdout
 
 
+def test_list_into_a_pipe_is_tab_separated_and_on_a_terminal_a_table_that_shows_brackets_literally(cli):
+    cli.ok("add", "[/bold] is not markup\tnor is [red]this[/red]", "-c", "a")
+    header, row = cli.ok("list").stdout.splitlines()
+    assert header.split("\t") == ["id", "role", "conversation", "age", "text"]
+    assert row.split("\t")[1:3] == ["memory", "a"] and row.endswith("[/bold] is not markup nor is [red]this[/red]")
+    shown = cli.ok("list", env={"FORCE_COLOR": "1", "COLUMNS": "200"}).stdout
+    assert "│" in shown or "┃" in shown  # rich's table
+    assert "[/bold] is not markup" in shown and "[red]this[/red]" in shown
+
+
 def test_show_prints_the_file(cli):
     cli.ok("add", "a fact")
     memory_id = only_id(cli)

@@ -1,11 +1,9 @@
 """All CLI output goes through here: JSON for programs, rich tables for people, errors on stderr."""
 
-from __future__ import annotations
-
 import json
 import sys
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 _console = None
 _err_console = None
@@ -58,12 +56,43 @@ def age(moment: datetime | None, reference: datetime | None = None) -> str:
     return f"{int(seconds)}s"
 
 
+# Above this many rows a table is printed as plain lines: rich lays out 10k rows in tens of seconds.
+LARGE_TABLE = 500
+
+
+class Styled(NamedTuple):
+    """A table cell with a rich style; every other cell is literal text (a memory may contain '[b]')."""
+
+    text: str
+    style: str
+
+
 def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -> None:
+    """A rich table on a terminal; tab-separated lines (header first) into a pipe or when long."""
+    if len(rows) > LARGE_TABLE or not console().is_terminal:
+        plain_table(columns, rows)
+        return
     from rich.table import Table
+    from rich.text import Text
+
+    def cell(value: Any) -> Text:
+        if isinstance(value, Styled):
+            return Text(value.text, style=value.style)
+        return Text("" if value is None else str(value))
 
     grid = Table(title=title, show_lines=False, header_style="bold")
     for name in columns:
         grid.add_column(name, overflow="fold", no_wrap=name in ("id", "role", "age", "event"))
     for row in rows:
-        grid.add_row(*["" if v is None else str(v) for v in row])
+        grid.add_row(*[cell(v) for v in row])
     console().print(grid)
+
+
+def plain_table(columns: list[str], rows: list[list[Any]]) -> None:
+    def cell(value: Any) -> str:
+        text = value.text if isinstance(value, Styled) else "" if value is None else str(value)
+        return " ".join(text.split())  # one line, no tabs
+
+    lines = ["\t".join(columns), *("\t".join(cell(v) for v in row) for row in rows)]
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()

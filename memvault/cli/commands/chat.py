@@ -1,7 +1,5 @@
 """`memvault chat`: talk to the configured LLM with memory injected; one-shot with -m for pipes."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated, Optional
 
@@ -88,8 +86,9 @@ def one_shot(session, llm, text: str, show: bool) -> None:
 
 
 def with_stderr_table(hits) -> None:
-    for hit in hits:
-        err_console().print(f"[dim]memory {hit.rank}: [{hit.role}] {hit.text} ({hit.total:.2f})[/dim]")
+    for hit in hits:  # the memory's text is literal, never markup
+        err_console().print(f"memory {hit.rank}: [{hit.role}] {hit.text} ({hit.total:.2f})", style="dim",
+                            markup=False, highlight=False)
 
 
 def interactive(session, llm, show: bool) -> None:

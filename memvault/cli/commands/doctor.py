@@ -1,7 +1,6 @@
 """`memvault doctor`: is the vault, its index and the models in order? `--fix` repairs what is safe."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: typer would eval every annotation string on each start.
 import sys
 from typing import Annotated
 
@@ -9,14 +8,14 @@ import typer
 
 from memvault.cli.app import command
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
-from memvault.cli.output import print_json, say, table
+from memvault.cli.output import Styled, print_json, say, table
 
 STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 
 
 def show(diagnosis, title: str | None = None) -> None:
     table(["check", "status", "detail", "fix"],
-          [[c.name, f"[{STATUS_STYLE[c.status]}]{c.status}[/]", c.detail, c.fix] for c in diagnosis.checks],
+          [[c.name, Styled(c.status, STATUS_STYLE[c.status]), c.detail, c.fix] for c in diagnosis.checks],
           title=title)
 
 

@@ -1,7 +1,5 @@
 """`memvault search QUERY`: the retrieval pipeline, as a table or JSON, with `--explain`."""
 
-from __future__ import annotations
-
 import json as jsonlib
 from typing import Annotated, Optional
 
@@ -55,6 +53,8 @@ def search(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Search memories: dense + lexical candidates, rerank, threshold, recency, MMR."""
+    from rich.markup import escape
+
     from memvault.cli.app import read_text_argument
 
     query = read_text_argument(query)
@@ -71,4 +71,4 @@ def search(
     if explain:
         for hit in hits:
             stages = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in hit.explain.items())
-            console().print(f"[bold]#{hit.rank} {hit.id[:8]}[/bold] {stages}", soft_wrap=True, markup=True)
+            console().print(f"[bold]#{hit.rank} {hit.id[:8]}[/bold] {escape(stages)}", soft_wrap=True, markup=True)
