@@ -1,7 +1,5 @@
 """The typer application: commands are registered from small modules, errors are caught here once."""
 
-from __future__ import annotations
-
 import functools
 import os
 import sys

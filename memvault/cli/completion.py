@@ -6,8 +6,6 @@ os.scandir and read nothing else (no index, no model, no git, no YAML). Entry fi
 would use: --vault, else MEMVAULT_VAULT or the config file, else the default.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Iterator
 from datetime import datetime
@@ -55,9 +53,10 @@ def conversation_names(root: str) -> list[str]:
     return sorted(d.name for d in _subdirs(os.path.join(root, layout.ENTRIES)))
 
 
-def memory_files(root: str, include_deleted: bool) -> dict[str, str]:
-    """id -> a short description ('conversation, kind, date') for each entry file named by id."""
-    found: dict[str, str] = {}
+def memory_files(root: str, include_deleted: bool) -> dict[str, tuple[str, str, str]]:
+    """id -> (conversation, kind, file name) for each entry file named by id; a live file wins over
+    its tombstone (kind ends in ', deleted' for tombstones)."""
+    found: dict[str, tuple[str, str, str]] = {}
     for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
         homes = [(conversation.path, "")]
         if include_deleted:
@@ -66,17 +65,19 @@ def memory_files(root: str, include_deleted: bool) -> dict[str, str]:
             for kind in layout.KIND_DIRS.values():
                 for name in _names(os.path.join(home, kind)):
                     memory_id = layout.id_from_filename(name)
-                    if memory_id and (memory_id not in found or not note):  # a live file wins
-                        found[memory_id] = f"{conversation.name}, {KIND_LABEL[kind]}{note}, {stamp_date(name)}"
+                    if memory_id and (memory_id not in found or not note):
+                        found[memory_id] = (conversation.name, KIND_LABEL[kind] + note, name)
     return found
 
 
-def stamp_date(name: str) -> str:
-    """'2024-01-01 12:00' from a file name '20240101T120000123Z__<id>.md' (empty if not that shape)."""
+def describe(conversation: str, kind: str, name: str) -> str:
+    """'work, fact, 2024-01-01 12:00' from where a file is and its name '20240101T120000123Z__<id>.md'
+    (only for the few candidates shown: strptime is too slow for 10k names)."""
     try:
-        return datetime.strptime(name[:15], "%Y%m%dT%H%M%S").strftime("%Y-%m-%d %H:%M")
+        when = datetime.strptime(name[:15], "%Y%m%dT%H%M%S").strftime(", %Y-%m-%d %H:%M")
     except ValueError:
-        return ""
+        when = ""
+    return f"{conversation}, {kind}{when}"
 
 
 def narrow(values: list[str], incomplete: str) -> list[str]:
@@ -98,9 +99,9 @@ def complete_ids(ctx, incomplete: str, include_deleted: bool) -> list[tuple[str,
     root = vault_root(ctx)
     if root is None:
         return []
-    described = memory_files(root, include_deleted)
-    shown = narrow(list(described), (incomplete or "").lower())
-    return [(value, described[value]) if value in described else value for value in shown]
+    files = memory_files(root, include_deleted)
+    shown = narrow(list(files), (incomplete or "").lower())
+    return [(value, describe(*files[value])) if value in files else value for value in shown]
 
 
 def complete_memory_id(ctx, incomplete: str) -> list[tuple[str, str] | str]:

@@ -1,7 +1,5 @@
 """Options and arguments shared by several commands, defined once (with their shell completion)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

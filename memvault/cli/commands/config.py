@@ -1,7 +1,5 @@
 """`memvault config show|set|path`: the effective settings and where each came from."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`add`, `list`, `show`, `edit`, `rm`: one memory at a time, as files."""
 
-from __future__ import annotations
-
 import os
 import shlex
 import subprocess

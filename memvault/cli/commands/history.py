@@ -1,7 +1,5 @@
 """`memvault history [ID]`: a memory's events, or the vault's recent log, from git."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

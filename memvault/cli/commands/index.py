@@ -1,7 +1,5 @@
 """`memvault reindex`: bring the index in step with the files (from cron too), or `--watch` them."""
 
-from __future__ import annotations
-
 import sys
 from typing import Annotated
 

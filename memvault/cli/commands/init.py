@@ -1,7 +1,5 @@
 """`memvault init`: create a vault (idempotent)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

@@ -1,7 +1,5 @@
 """`memvault gc`: eviction, tombstone purge, git gc and index vacuum."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

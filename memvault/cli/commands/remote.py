@@ -1,7 +1,5 @@
 """`memvault push` / `memvault pull`: a vault moves between machines with git."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

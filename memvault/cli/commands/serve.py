@@ -1,7 +1,5 @@
 """`memvault serve`: the OpenAI-compatible memory proxy and the REST memory API, until Ctrl-C."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer
