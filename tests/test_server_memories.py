@@ -4,7 +4,7 @@ slashes, hand edits picked up by the watcher, and an OpenAPI document that lists
 from __future__ import annotations
 
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
 
 import httpx
@@ -118,21 +118,46 @@ def test_llm_failures_map_to_502():
     assert status_of_memvault_error(NotFoundError("gone")) == 404
 
 
+def search_until(api, query: str, user_id: str, expected: list[str], seconds: float = 30) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while True:
+        found = [m["id"] for m in api.client.get("/v1/memories/search/", params={"query": query, "user_id": user_id}
+                                                 ).json()["results"]]
+        if found == expected or time.monotonic() > deadline:
+            return found
+        time.sleep(0.3)
+
+
 def test_hand_edits_are_searchable_while_serving(api):
     from memvault.vault import layout
     from memvault.vault.entry import Entry, render
 
+    # As a person would: files written, edited and removed with no commit and no journal.
     entry = Entry("Grandma bakes sourdough bread on Sundays.", conversation_id="user-hand", user_id="hand")
     target = api.vault / layout.relative_path(entry)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(entry), encoding="utf-8")  # as a person would, with no commit and no journal
-    deadline = time.monotonic() + 30
-    found = []
-    while not found and time.monotonic() < deadline:
-        time.sleep(0.3)
-        found = api.client.get("/v1/memories/search/", params={"query": "sourdough", "user_id": "hand"}
-                               ).json()["results"]
-    assert [m["id"] for m in found] == [entry.id]
+    target.write_text(render(entry), encoding="utf-8")
+    assert search_until(api, "sourdough", "hand", [entry.id]) == [entry.id]
+    target.write_text(render(entry.replace(text="Grandma grows tomatoes in the garden.")), encoding="utf-8")
+    assert search_until(api, "tomatoes garden", "hand", [entry.id]) == [entry.id]
+    assert api.client.get(f"/v1/memories/{entry.id}/").json()["memory"] == "Grandma grows tomatoes in the garden."
+    target.unlink()
+    assert search_until(api, "tomatoes garden", "hand", []) == []
+
+
+def test_watcher_handles_bursts_by_path_and_falls_back_to_a_full_sync(tmp_path):
+    from memvault.server.watching import journal_items
+
+    memory_id = "0f3c2d8e-6a4b-4c1d-9e2f-123456789abc"
+    live = PurePosixPath(f"entries/c1/facts/20240101T000000000Z__{memory_id}.md")
+    (tmp_path / live).parent.mkdir(parents=True)
+    (tmp_path / live).write_text("x")
+    tomb = PurePosixPath(f"entries/c1/deleted/facts/20240101T000000000Z__{memory_id}.md")
+    assert journal_items(tmp_path, frozenset({live, tomb})) == [(memory_id, None), (memory_id, str(live))]
+    assert journal_items(tmp_path, frozenset({PurePosixPath("entries/c1/summaries/summary.md")})) == []
+    assert journal_items(tmp_path, frozenset({PurePosixPath("entries/c1/facts/my-note.md")})) is None
+    assert journal_items(tmp_path, frozenset({PurePosixPath("entries/c1/facts")})) is None  # a folder
+    assert journal_items(tmp_path, frozenset({PurePosixPath("README.md")})) == []
 
 
 def test_reset_when_allowed(tmp_path):

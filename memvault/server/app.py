@@ -18,11 +18,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 
 from memvault import __version__
-from memvault.errors import MemvaultError
 from memvault.settings import Settings
 
 log = logging.getLogger("memvault.server")
-WATCH_READY_TIMEOUT = 10.0
 DESCRIPTION = """A persistent memory for LLMs, over HTTP.
 
 * `POST /v1/chat/completions`: OpenAI-compatible; memories are retrieved and injected into the last
@@ -58,31 +56,14 @@ class ServerState:
     def start(self) -> None:
         """Open the vault (created if missing), catch the index up with the files, start watching."""
         from memvault.api import Memory
+        from memvault.server.watching import start_watcher
 
         self.memory = Memory(settings=self.settings)
         self.core.reindex()  # files edited while the server was down become searchable now
-        ready = threading.Event()
-        self.watcher = threading.Thread(target=self._watch, args=(ready,), name="memvault-watch", daemon=True)
-        self.watcher.start()
-        if not ready.wait(WATCH_READY_TIMEOUT):
-            log.warning("the vault watcher did not start; hand edits are indexed at the next search")
+        self.watcher = start_watcher(self.core, self.stop_watching)
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.
             threading.Thread(target=warm_litellm, name="memvault-litellm-import", daemon=True).start()
-
-    def _watch(self, ready: threading.Event) -> None:
-        from memvault.index.watch import watch
-
-        def resync(_paths) -> None:
-            try:
-                self.core.reindex()
-            except MemvaultError as exc:
-                log.warning("index sync after a file change failed: %s", exc)
-
-        try:
-            watch(self.core.vault, resync, stop_event=self.stop_watching, ready=ready)
-        except Exception:  # noqa: BLE001 - the server keeps serving; searches still sync the journal
-            log.exception("the vault watcher stopped")
 
     def stop(self) -> None:
         """Stop watching, let queued curations finish (they hold what was learned), close the vault."""

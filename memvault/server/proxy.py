@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,9 @@ def upstream_request(state: ServerState, body: ChatCompletionRequest, request: R
     if settings.llm.api_base:
         kwargs["api_base"] = settings.llm.api_base
     key = upstream_key(request.headers, settings.server.api_key, settings.llm.api_key)
+    if not key and settings.llm.api_base and kwargs["model"].startswith("openai/") \
+            and not os.environ.get("OPENAI_API_KEY"):
+        key = "none"  # local OpenAI-compatible servers want no key, but the OpenAI SDK insists on one
     if key:
         kwargs["api_key"] = key
     return kwargs

@@ -27,6 +27,7 @@ class Upstream:
         self.forward_to = forward_to.rstrip("/") if forward_to else None  # ".../v1" of the real server
         self.fail = fail
         self.requests: list[dict[str, Any]] = []
+        self.relay_ends: list[float] = []  # time.monotonic() when each relayed answer was fully sent
         self.lock = threading.Lock()
 
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -75,6 +76,7 @@ class Upstream:
                 async for piece in reply.aiter_raw():
                     yield piece
             finally:
+                self.relay_ends.append(time.monotonic())
                 await reply.aclose()
                 await client.aclose()
 
