@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import machine_noise
+
 from memvault import settings as settings_mod
 from memvault.core import Memvault
 from memvault.retrieve.filters import scope_where
@@ -216,7 +218,8 @@ def table(methods: dict[str, Scores], load_average: str) -> str:
                if scores.latencies else "- | -")
         lines.append(f"| {name} | {total['n']} | {total['r@5']:.3f} | {total['r@10']:.3f} | {total['hit@10']:.3f} | "
                      + " | ".join(f"{c:.3f}" for c in cats) + f" | {lat} |")
-    lines.append(f"\nload average during the run: {load_average}")
+    lines.append(f"\nload average during the run: {load_average}; machine noise (a fixed ~10 ms workload, "
+                 f"p50 / p95 / max): {machine_noise.probe()}")
     return "\n".join(lines)
 
 

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import machine_noise  # noqa: E402
 from synth_vault import OBJECTS, SUBJECTS, VERBS, make  # noqa: E402
 
 from memvault import settings  # noqa: E402
@@ -162,8 +163,9 @@ def search_latency(memvault: Memvault, texts: list[str], conversation: str | Non
 def cli_search(path: Path, repeat: int) -> tuple[str, str]:
     """Median and max wall seconds of a cold process, with its median CPU seconds."""
     cmd = [sys.executable, "-m", "memvault", "search", "green tea in Lisbon", "--vault", str(path), "-c", "c3"]
-    env = {**os.environ, **GIT_ENV}
-    subprocess.run(cmd, check=True, capture_output=True, env=env)  # once, so the OS file cache is warm
+    # Bytecode may be written, as an installed package has it (this machine sets PYTHONDONTWRITEBYTECODE).
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, **GIT_ENV}
+    subprocess.run(cmd, check=True, capture_output=True, env=env)  # once: bytecode and the OS file cache warm
     before = load()
     walls, cpus = [], []
     for _ in range(repeat):
@@ -208,6 +210,8 @@ def main() -> None:
             for label, conversation in (("one conversation + global", "c3"), ("all conversations", None)):
                 figures, when = search_latency(memvault, texts, conversation)
                 print(f"| {size} | search in-process, {label}, p50 / p95 | {figures} | {when} |", flush=True)
+            print(f"| {size} | machine noise: a fixed ~10 ms workload, p50 / p95 / max | {machine_noise.probe()} | "
+                  f"{load()} |", flush=True)
         memvault.close()
         if "cli" in only:
             figures, when = cli_search(path, args.cli_repeat)
