@@ -156,14 +156,17 @@ def test_search_by_meaning_with_a_limit(make):
     for text in ("The user is vegetarian and loves lentil curry.", "The user works as a nurse in Porto.",
                  "The user plays the violin.", "The user's car is a red Fiat.", "The user has two cats."):
         m.add(text, user_id="alice", infer=False)
-    result = m.search("What food should I cook for dinner?", user_id="alice", limit=2)
+    # threshold 0: every candidate may come back, so the limit is what cuts the list.
+    result = m.search("What food should I cook for dinner?", user_id="alice", limit=2, threshold=0.0)
     assert len(result["results"]) == 2
     top = result["results"][0]
     assert top["memory"] == "The user is vegetarian and loves lentil curry."
     assert set(top) == {"id", "memory", "hash", "metadata", "score", "created_at", "updated_at", "user_id"}
     assert result["results"][0]["score"] >= result["results"][1]["score"]
-    assert len(m.search("music instrument", user_id="alice")["results"]) == 5  # default limit 100
-    assert m.search("music instrument", user_id="alice")["results"][0]["memory"] == "The user plays the violin."
+    assert len(m.search("music instrument", user_id="alice", threshold=0.0)["results"]) == 5  # default limit 100
+    by_default = m.search("music instrument", user_id="alice")["results"]
+    assert by_default[0]["memory"] == "The user plays the violin."
+    assert "The user's car is a red Fiat." not in [i["memory"] for i in by_default]  # junk is cut
 
 
 def test_get_returns_the_memory_item_and_none_when_absent(make):
@@ -344,7 +347,7 @@ def test_scope_isolation_between_users(make):
     [bob] = m.add("I love pizza", user_id="bob")["results"]
     assert bob["event"] == "ADD" and bob["id"] != alice["id"] and reconcile_calls(llm) == []
     m.add("Alice's secret: the password hint is lighthouse", user_id="alice", infer=False)
-    bob_search = m.search("password hint lighthouse secret", user_id="bob")["results"]
+    bob_search = m.search("password hint lighthouse secret", user_id="bob", threshold=0.0)["results"]
     assert [i["id"] for i in bob_search] == [bob["id"]]
     assert {i["user_id"] for i in m.get_all(user_id="bob")["results"]} == {"bob"}
     assert len(m.get_all(user_id="alice")["results"]) == 2

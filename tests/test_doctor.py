@@ -75,7 +75,7 @@ def test_no_llm_check_skips_the_call(indexed, vault):
 @pytest.mark.slow  # imports litellm (seconds)
 def test_unreachable_llm_fails_with_one_clear_line(indexed, vault):
     env = {"MEMVAULT_LLM_MODEL": "openai/tiny", "MEMVAULT_LLM_API_BASE": "http://127.0.0.1:9/v1",
-           "MEMVAULT_LLM_API_KEY": "x"}
+           "MEMVAULT_LLM_API_KEY": "x", "MEMVAULT_LLM_MAX_RETRIES": "0"}
     code, checks, _ = doctor(vault, env=env)
     assert code == 1 and checks["llm"]["status"] == "fail"
     assert "openai/tiny" in checks["llm"]["detail"] and "\n" not in checks["llm"]["detail"]
