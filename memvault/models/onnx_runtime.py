@@ -21,14 +21,19 @@ def intra_op_threads() -> int:
 
 
 @functools.cache
-def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError) -> onnxruntime.InferenceSession:
-    """Open an ONNX model once per process: a session costs about a second to build.
+def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError,
+                 optimize: bool = True) -> onnxruntime.InferenceSession:
+    """Open an ONNX model once per process.
 
     `error` is the memvault error raised when the file cannot be loaded (embedder or reranker).
+    `optimize` False skips onnxruntime's graph optimisations, for a file already optimised when it was
+    exported: they are most of the cost of opening a session (about 1 s of CPU for MiniLM here).
     """
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
+    if not optimize:
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.intra_op_num_threads = intra_op_threads()
     options.inter_op_num_threads = 1
     # Idle workers spinning for work cost 2.5x in throughput (measured) when the cores are shared,

@@ -40,22 +40,46 @@ def find_repo(path: Path):
         return None
 
 
-class VaultGit:
-    """Git operations for one vault; paths given and returned are relative to the vault root."""
+def find_work_tree(path: Path) -> Path | None:
+    """The nearest folder at or above `path` holding `.git` (a folder, or a file for worktrees),
+    found without gitpython: importing it costs half a second that reads (search, list) never need."""
+    path = path.resolve()
+    for folder in (path, *path.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
 
-    def __init__(self, root: Path, repo) -> None:
+
+class VaultGit:
+    """Git operations for one vault; paths given and returned are relative to the vault root.
+
+    The gitpython repository is opened on first use: only writes, history and doctor need it."""
+
+    def __init__(self, root: Path, work_dir: Path, repo=None) -> None:
         self.root = root
-        self.repo = repo
-        self.work_dir = Path(repo.working_tree_dir).resolve()
-        self.git_dir = Path(repo.git_dir)
+        self.work_dir = work_dir.resolve()
+        self._repo = repo
         self._env: dict[str, str] | None = None
+
+    @property
+    def repo(self):
+        if self._repo is None:
+            repo = find_repo(self.work_dir)
+            if repo is None or repo.bare:
+                raise VaultError(f"{self.root} is not a git repository: run `memvault init --vault {self.root}`")
+            self._repo = repo
+        return self._repo
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self.repo.git_dir)
 
     @classmethod
     def open(cls, root: Path) -> VaultGit:
-        repo = find_repo(root)
-        if repo is None or repo.bare:
+        work_dir = find_work_tree(root)
+        if work_dir is None:
             raise VaultError(f"{root} is not a git repository: run `memvault init --vault {root}`")
-        return cls(root.resolve(), repo)
+        return cls(root.resolve(), work_dir)
 
     @classmethod
     def init(cls, root: Path) -> VaultGit:
@@ -65,7 +89,9 @@ class VaultGit:
         repo = find_repo(root)
         if repo is None:
             repo = git.Repo.init(root, initial_branch="main")
-        return cls(root.resolve(), repo)
+        if repo.bare:
+            raise VaultError(f"{root} is inside a bare git repository: choose another folder")
+        return cls(root.resolve(), Path(repo.working_tree_dir), repo)
 
     def repo_path(self, rel: str) -> str:
         return os.path.relpath(self.root / rel, self.work_dir)
