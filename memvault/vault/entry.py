@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import uuid
 from dataclasses import dataclass, field
@@ -119,6 +120,23 @@ def render(entry: Entry) -> str:
     return f"---\n{header}---\n\n{body}"
 
 
+@functools.cache
+def yaml_handler():
+    """python-frontmatter's YAML handler, reading with libyaml when PyYAML has it: listing 10k files
+    is then several times faster than with the pure-Python loader it uses by default."""
+    import yaml
+    from frontmatter.default_handlers import YAMLHandler
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Handler(YAMLHandler):
+        def load(self, fm: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("Loader", loader)
+            return yaml.load(fm, **kwargs)  # noqa: S506 - a safe loader, C or Python
+
+    return Handler()
+
+
 def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None = None) -> Entry:
     """An entry from its markdown. Raises EntryFormatError naming what is wrong, never guesses.
 
@@ -131,7 +149,7 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
     content = content.lstrip("\ufeff")
     if content.startswith("---"):
         try:
-            post = frontmatter.loads(content)
+            post = frontmatter.loads(content, handler=yaml_handler())
         except (yaml.YAMLError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EntryFormatError(where, f"broken front matter: {first}") from None
