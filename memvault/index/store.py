@@ -306,6 +306,12 @@ class IndexStore:
             "SELECT path, rowid, id, file_hash, text_hash, mtime_ns, size FROM entries")}
 
     @_guarded
+    def text_hashes(self, ids: Iterable[str]) -> dict[str, str]:
+        """id -> hash of the indexed text, for the given ids that are indexed."""
+        return dict(self.conn.execute("SELECT id, text_hash FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+                                      (_ids_json(ids),)))
+
+    @_guarded
     def dense(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
         """The k rows nearest to `query_vec` by cosine among `entries e WHERE <where>`:
         (rowid, cosine similarity), best first.

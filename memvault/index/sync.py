@@ -197,7 +197,8 @@ def write_entries(index: IndexStore, embedder: Embedder, items: Sequence[Pending
     """Upsert entries in batches, embedding only texts the index does not already hold for
     that id; returns how many texts were embedded."""
     batch_size = max(1, int(getattr(embedder, "batch_size", DEFAULT_BATCH_SIZE)))
-    stored_text = {f.id: f.text_hash for f in index.files().values()} if items else {}
+    # Only these ids: reading every row (10k+) on each write made every server turn pay for the vault's size.
+    stored_text = index.text_hashes([item.entry.id for item in items]) if items else {}
     embedded = 0
     for start in range(0, len(items), batch_size):
         batch = items[start:start + batch_size]
