@@ -168,11 +168,12 @@ def option_item(param, ctx) -> str:
     record = param.get_help_record(ctx)
     if record is None:
         return ""
-    spelled, help_text = record  # ("-c, --conversation <str>", "Conversation name.")
-    flags, sep, value = spelled.partition(" <")
-    head = ", ".join(bold(name.strip()) for name in flags.split(","))
-    if sep:
-        head += " " + italic("<" + value)
+    spelled, help_text = record  # ("-c, --conversation TEXT", "Conversation name."); newer click: "<str>"
+    names = [name.strip() for name in spelled.split(",")]
+    last, _, value = names[-1].partition(" ")  # the value's name follows the last spelling
+    head = ", ".join(bold(name) for name in [*names[:-1], last])
+    if value:
+        head += " " + italic(value)
     return f".TP\n{head}\n{para(help_text or '')}"
 
 
