@@ -17,20 +17,25 @@ import pytest
 from memvault.settings import Settings
 
 
+def isolate(mp: pytest.MonkeyPatch, home: Path) -> None:
+    """Point HOME and the XDG folders at `home`, drop MEMVAULT_* and GIT_* variables, and leave git
+    without a global identity (memvault must cope on its own); nothing reaches the network."""
+    mp.setenv("HOME", str(home))
+    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"), ("XDG_CACHE_HOME", ".cache")):
+        mp.setenv(var, str(home / sub))
+    for var in list(os.environ):
+        if var.startswith("MEMVAULT_") or var.startswith("GIT_"):
+            mp.delenv(var, raising=False)
+    mp.setenv("GIT_CONFIG_GLOBAL", str(home / "no-gitconfig"))
+    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    mp.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    mp.setenv("HF_HUB_OFFLINE", "1")
+
+
 @contextmanager
 def isolated_env(home: Path) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HOME", str(home))
-        for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_DATA_HOME", ".local/share"),
-                         ("XDG_CACHE_HOME", ".cache")):
-            mp.setenv(var, str(home / sub))
-        for var in list(os.environ):
-            if var.startswith("MEMVAULT_") or var.startswith("GIT_"):
-                mp.delenv(var, raising=False)
-        mp.setenv("GIT_CONFIG_GLOBAL", str(home / "no-gitconfig"))
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        mp.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        mp.setenv("HF_HUB_OFFLINE", "1")
+        isolate(mp, home)
         yield
 
 
