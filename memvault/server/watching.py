@@ -50,7 +50,7 @@ def resync(core, paths: frozenset[PurePosixPath]) -> None:
     from memvault.index.sync import hash_file
 
     # The vault caches id -> path between its own writes; files changed by hand invalidate it too.
-    core.vault._paths = None
+    core.vault.forget_paths()
     items = journal_items(core.vault.root, paths)
     if items is None:
         core.reindex()

@@ -165,7 +165,7 @@ class Vault:
         """Group file changes into one commit; on any error, put the files back as they were."""
         with self.lock():
             self.git.check_state()
-            self._paths = None  # another process may have written since we last looked
+            self.forget_paths()  # another process may have written since we last looked
             tx = Transaction(self, operation, conversation)
             try:
                 yield tx
@@ -175,7 +175,7 @@ class Vault:
                 tx.rollback()
                 raise
             finally:
-                self._paths = None
+                self.forget_paths()
 
     # -- reading -------------------------------------------------------------------------------
     def entry_files(self, include_deleted: bool = False, conversation: str | None = None) -> Iterator[PurePosixPath]:
@@ -235,6 +235,10 @@ class Vault:
                 yield rel, self.read(rel)
             except EntryFormatError as exc:
                 yield rel, exc
+
+    def forget_paths(self) -> None:
+        """Drop the cached id -> path map: files changed outside this process (by hand, or another writer)."""
+        self._paths = None
 
     def _id_paths(self) -> dict[str, PurePosixPath]:
         """id -> path for every entry file (live and deleted), from file names where they carry it."""
