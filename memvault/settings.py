@@ -49,6 +49,9 @@ class LLMSettings:
     temperature: float = 0.0
     timeout: float = 60.0
     max_retries: int = 3
+    # Longest answer of a curation call (extraction, reconciliation, summary): small models can loop
+    # on a JSON answer until their context is full. Chat answers are not bounded.
+    max_tokens: int = 1024
     extraction_prompt_file: str = ""
 
 

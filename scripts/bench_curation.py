@@ -63,7 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     with local_llm_server() as base_url, tempfile.TemporaryDirectory() as tmp:
         config = {"vault.path": f"{tmp}/vault", "llm.model": "openai/smollm2", "llm.api_base": base_url,
-                  "llm.api_key": "none", "llm.timeout": 300}
+                  "llm.api_key": "none", "llm.timeout": 300,
+                  "llm.max_tokens": 200}  # answer length is not what is measured here
         memvault = Memvault.open(settings.load(None, config), create=True)
         llm = TimedLLM(memvault.llm())
         memvault.add("warm-up: I like tea", llm=llm)  # loads the model, litellm and the index once

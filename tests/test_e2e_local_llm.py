@@ -20,7 +20,9 @@ def env(local_llm, tmp_path):
     vault = tmp_path / "vault"
     assert run_memvault("init", "--vault", str(vault)).returncode == 0
     return {"MEMVAULT_VAULT": str(vault), "MEMVAULT_LLM_MODEL": "openai/smollm2",
-            "MEMVAULT_LLM_API_BASE": local_llm, "MEMVAULT_LLM_API_KEY": "none", "MEMVAULT_LLM_TIMEOUT": "120"}
+            "MEMVAULT_LLM_API_BASE": local_llm, "MEMVAULT_LLM_API_KEY": "none", "MEMVAULT_LLM_TIMEOUT": "120",
+            # a tiny model can loop on a JSON answer: bounded, the plumbing is tested as well and sooner
+            "MEMVAULT_LLM_MAX_TOKENS": "200"}
 
 
 def git_log(vault, fmt="%s"):

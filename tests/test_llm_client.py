@@ -116,6 +116,7 @@ def test_complete_sends_the_configured_request(server):
     assert request["model"] == "scripted" and request["messages"] == MESSAGES
     assert request["temperature"] == 0.0
     assert request["response_format"]["json_schema"]["schema"] == {"type": "array"}
+    assert request["max_tokens"] == LLMSettings().max_tokens  # curation answers are bounded
     assert server.headers[0]["Authorization"] == "Bearer test-key"
 
 
@@ -123,6 +124,7 @@ def test_stream_yields_several_deltas(server):
     deltas = list(client(server.api_base).stream(MESSAGES))
     assert len(deltas) > 1 and "".join(deltas) == REPLY
     assert server.requests[0]["stream"] is True
+    assert "max_tokens" not in server.requests[0]  # a chat answer is as long as the model makes it
 
 
 def test_async_complete_and_stream(server):

@@ -64,8 +64,8 @@ class LLMClient:
 
     def complete(self, messages: list[dict], json_schema: dict | None = None) -> str:
         """The model's whole answer. `json_schema` is passed as a response format where the provider
-        takes one; the answer is still text, to be parsed leniently."""
-        kwargs = self.request(messages, json_schema)
+        takes one; the answer is still text, to be parsed leniently. At most `max_tokens` long."""
+        kwargs = self.request(messages, json_schema) | {"max_tokens": self.settings.max_tokens}
         litellm = import_litellm()
         attempt = 0
         while True:
@@ -78,7 +78,7 @@ class LLMClient:
 
     async def acomplete(self, messages: list[dict], json_schema: dict | None = None) -> str:
         """`complete` without blocking the event loop (litellm.acompletion)."""
-        kwargs = self.request(messages, json_schema)
+        kwargs = self.request(messages, json_schema) | {"max_tokens": self.settings.max_tokens}
         litellm = import_litellm()
         attempt = 0
         while True:
