@@ -60,7 +60,7 @@ async def load(url: str, body_for, clients: int, seconds: float, max_requests: i
                     reply = await http.post(url, json=body_for(n))
                 elapsed = time.perf_counter() - start
                 if reply.status_code == 200:
-                    latencies.append((elapsed, llm_seconds(reply.headers.get("server-timing"))))
+                    latencies.append((elapsed, server_timing(reply.headers.get("server-timing"))))
                 else:
                     failures.append(f"{reply.status_code}")
 
@@ -68,13 +68,14 @@ async def load(url: str, body_for, clients: int, seconds: float, max_requests: i
     return latencies, failures
 
 
-def llm_seconds(server_timing: str | None) -> float | None:
-    """The LLM's share of a proxied request, from the proxy's Server-Timing header."""
-    for part in (server_timing or "").split(","):
+def server_timing(header: str | None) -> dict[str, float]:
+    """Seconds per phase (retrieve, llm, store) of a proxied request, from its Server-Timing header."""
+    phases = {}
+    for part in (header or "").split(","):
         name, _, duration = part.strip().partition(";dur=")
-        if name == "llm":
-            return float(duration) / 1000
-    return None
+        if duration:
+            phases[name] = float(duration) / 1000
+    return phases
 
 
 def start_server(vault: Path, api_base: str) -> tuple[subprocess.Popen, str]:
@@ -164,7 +165,9 @@ def main() -> None:
         print(row(name, [latency for latency, _ in timed], seconds))
     # Non-streaming: minus the LLM time the proxy measured for that very request (Server-Timing).
     timed, seconds = results["proxy, non-streaming"]
-    print(row("overhead: non-streaming", [max(0.0, t - (llm or 0.0)) for t, llm in timed], seconds))
+    print(row("overhead: non-streaming", [max(0.0, t - phases.get("llm", 0.0)) for t, phases in timed], seconds))
+    for phase in ("retrieve", "store"):
+        print(row(f"  of which {phase} (Server-Timing)", [p[phase] for _, p in timed if phase in p], seconds))
     # Streaming: minus the median of the LLM streaming alone.
     stream_p50 = percentile([t for t, _ in results["LLM alone, streaming"][0]] or [0.0], 0.5)
     timed, seconds = results["proxy, streaming"]
