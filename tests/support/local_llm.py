@@ -61,8 +61,9 @@ def local_llm_server(
     """Start a GGUF model's HTTP server on 127.0.0.1 (a free port); yield its OpenAI base URL.
 
     `model` defaults to SmolLM2-135M-Instruct. One thread: on 2 shared vCPUs, a 135M model decodes 3x
-    faster alone (8 tokens/s) than with 2 threads synchronising at every layer (2.7 tokens/s). The server is stopped, and its process gone, when the
-    block exits (even on error). Raises LocalLLMUnavailable when it cannot start.
+    faster alone (8 tokens/s) than with 2 threads synchronising at every layer (2.7 tokens/s). The
+    server is stopped, and its process gone, when the block exits (even on error). Raises
+    LocalLLMUnavailable when it cannot start.
     """
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalLLMUnavailable("xllamacpp is not installed")
