@@ -90,16 +90,26 @@ class MemoryChat:
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
         """Store both turns in one commit."""
+        entries = self.turn_entries(turn, user_text, assistant_text)
+        if entries:
+            try:
+                self.memvault.add_entries(entries, f"memvault chat: turn in {self.conversation}", operation="chat")
+            except BaseException:
+                turn.user_turn = turn.assistant_turn = None  # not stored: nothing to curate
+                raise
+        return turn
+
+    def turn_entries(self, turn: ChatTurn, user_text: str, assistant_text: str) -> list[Entry]:
+        """The entries for what was said (none without memory or user text), noted on `turn`."""
         if not self.use_memory or not user_text.strip():
-            return turn
+            return []
         entries = [Entry(text=user_text.strip(), role="user", conversation_id=self.conversation, **self.scopes)]
         if assistant_text.strip():
             entries.append(Entry(text=assistant_text.strip(), role="assistant", conversation_id=self.conversation,
                                  source=entries[0].id, **self.scopes))
-        self.memvault.add_entries(entries, f"memvault chat: turn in {self.conversation}", operation="chat")
         turn.user_turn = entries[0]
         turn.assistant_turn = entries[1] if len(entries) > 1 else None
-        return turn
+        return entries
 
     def curate(self, turn: ChatTurn, context: list[dict], llm, background: bool = True) -> None:
         """Extract, reconcile and summarise what the user said (in a thread unless told otherwise)."""

@@ -40,6 +40,16 @@ def commit_subjects(vault: Path) -> list[str]:
                           check=True).stdout.splitlines()
 
 
+def committed_soon(vault: Path, subject: str, timeout: float = 60.0) -> bool:
+    """The answer comes before the turns' commit, which follows in the background."""
+    deadline = time.monotonic() + timeout
+    while subject not in commit_subjects(vault):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def stored_turns(settings: Settings, conversation: str) -> dict[str, list[str]]:
     """The turns in the vault's files, read by another Memvault (as another process would)."""
     core = Memvault.open(settings)
@@ -106,8 +116,8 @@ def test_memories_injected_hits_returned_and_turns_committed(proxy, recorder):
     assert sent["max_tokens"] == 12 and sent["model"] == MODEL_NAME  # the client's options go through
     # Without a server key, the client's bearer token is the LLM's key.
     assert recorder.requests[-1]["headers"]["authorization"] == "Bearer client-key"
-    assert commit_subjects(proxy.vault)[0] == "memvault chat: turn in pets"
-    turns = stored_turns(proxy.settings, "pets")
+    turns = stored_turns(proxy.settings, "pets")  # on disk when the answer comes
+    assert committed_soon(proxy.vault, "memvault chat: turn in pets")
     assert turns == {"user": [QUESTION], "assistant": [answer.strip()]}
 
 
@@ -126,8 +136,8 @@ def test_stream_is_relayed_chunk_by_chunk_and_persisted_at_the_end(proxy, record
     # Relayed as generated, not buffered: the first words reached the client before the model had finished.
     assert arrivals[0] < recorder.relay_ends[-1]
     assert recorder.chat_requests()[before]["stream"] is True
-    assert commit_subjects(proxy.vault)[0] == "memvault chat: turn in counting"
     assert stored_turns(proxy.settings, "counting")["assistant"] == ["".join(pieces).strip()]
+    assert committed_soon(proxy.vault, "memvault chat: turn in counting")
 
 
 @pytest.mark.parametrize(("status", "stream", "error_name"), [

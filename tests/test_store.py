@@ -32,6 +32,13 @@ def test_init_makes_a_repository_that_ignores_the_index(vault):
     assert len(git(vault, "log", "--oneline").splitlines()) == 1
 
 
+def test_opening_again_with_a_persons_untracked_file_is_no_error(vault):
+    (vault.root / "entries" / "draft.txt").write_text("not committed yet")
+    Vault.init(vault.root)  # git says "nothing added to commit but untracked files present": no change
+    assert len(git(vault, "log", "--oneline").splitlines()) == 1
+    assert git(vault, "status", "--porcelain", "--untracked-files=all").split() == ["??", "entries/draft.txt"]
+
+
 def test_a_write_is_one_commit_of_exactly_its_file(vault):
     entry = add(vault, "tea")
     files = git(vault, "show", "--name-only", "--format=", "HEAD").split()

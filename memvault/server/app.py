@@ -38,13 +38,15 @@ Without a server key, the bearer token is passed through to the LLM as its API k
 
 class ServerState:
     """What the routes share: settings, the Memory (and its Memvault), an HTTP client for passthrough,
-    the one curation worker (curations run one at a time, after the answer is out) and the watcher."""
+    the turn committer, the one curation worker (curations run one at a time, after the answer is
+    out) and the watcher."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.memory = None  # memvault.api.Memory, opened at start-up
         self.http = None  # httpx.AsyncClient
         self.curation = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memvault-curate")
+        self.turns = None  # memvault.server.turns.TurnCommitter, started with the server
         self.stop_watching = threading.Event()
         self.watcher: threading.Thread | None = None
 
@@ -56,20 +58,28 @@ class ServerState:
     def start(self) -> None:
         """Open the vault (created if missing), catch the index up with the files, start watching."""
         from memvault.api import Memory
+        from memvault.server.turns import TurnCommitter, commit_leftovers
         from memvault.server.watching import start_watcher
 
         self.memory = Memory(settings=self.settings)
+        left = commit_leftovers(self.core)
+        if left:
+            log.warning("committed %d turn file(s) written before the last stop", left)
         self.core.reindex()  # files edited while the server was down become searchable now
+        self.turns = TurnCommitter(self.core)
         self.watcher = start_watcher(self.core, self.stop_watching)
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.
             threading.Thread(target=warm_litellm, name="memvault-litellm-import", daemon=True).start()
 
     def stop(self) -> None:
-        """Stop watching, let queued curations finish (they hold what was learned), close the vault."""
+        """Stop watching, commit the last turns, let queued curations finish (they hold what was
+        learned), close the vault."""
         self.stop_watching.set()
         if self.watcher is not None:
             self.watcher.join(timeout=10)
+        if self.turns is not None:
+            self.turns.close()  # commits the last turns and queues their curation
         self.curation.shutdown(wait=True)
         if self.memory is not None:
             self.memory.close()

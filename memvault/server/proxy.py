@@ -1,8 +1,9 @@
 """The OpenAI-compatible proxy: chat completions with memory, and every other /v1/* path passed through.
 
 A chat completion: retrieve and inject (MemoryChat.prepare, in a worker thread), forward to the
-upstream through litellm's async client (the event loop never waits on the LLM), store both turns
-in one commit, then hand curation to the background worker. Streaming answers are relayed chunk by
+upstream through litellm's async client (the event loop never waits on the LLM), write both turns'
+files, and answer; the turns' commit (shared with concurrent requests) and then their curation
+follow in the background (turns.py). Streaming answers are relayed chunk by
 chunk as they arrive; the turns are stored when the stream ends, before its final `[DONE]`.
 
 The model: the request's `model`, else `llm.model`. A bare name (e.g. "llama3" from an OpenAI
@@ -116,18 +117,23 @@ def new_session(state: ServerState, body: ChatCompletionRequest) -> MemoryChat:
 
 def finish_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,
                 api_key: str | None) -> None:
-    """Store the turns (one commit), then queue their curation (blocking: run it in a thread)."""
+    """Write the turns now (blocking: run it in a thread); their commit, then their curation, follow
+    in the background (memvault.server.turns)."""
     from memvault.converse import last_user_text
 
-    session.persist(turn, last_user_text(messages), answer)
+    entries = session.turn_entries(turn, last_user_text(messages), answer)
     llm = curator(state, api_key)
+    then = None
     if llm is not None and turn.user_turn is not None:
         def curate() -> None:
             session.curate(turn, messages, llm, background=False)
             for problem in session.errors:
                 log.warning("memory_id %s: %s", session.conversation, problem)
 
-        state.submit_curation(curate)
+        def then() -> None:
+            state.submit_curation(curate)
+
+    state.turns.store(session.conversation, entries, then)
 
 
 def hit_dict(hit) -> dict[str, Any]:
@@ -191,13 +197,25 @@ async def relay(state: ServerState, session: MemoryChat, turn: ChatTurn, message
     except Exception as exc:  # noqa: BLE001 - the stream broke upstream: tell the client in-band
         status, message, code = upstream_error(exc)
         yield sse(json.dumps(error_body(status, message, code)))
-    except BaseException:  # the client went away (cancelled): still keep what was said, off the loop
-        state.submit_curation(lambda: finish_turn(state, session, turn, messages, "".join(pieces), api_key))
+    except BaseException:  # the client went away (cancelled): still keep what was said
+        keep_partial_turn(state, session, turn, messages, "".join(pieces), api_key)
         raise
     problem = await store_turn(state, session, turn, messages, "".join(pieces), api_key)
     if problem:
         yield f": {problem}\n\n".encode()  # an SSE comment: the answer is out, only its storage failed
     yield b"data: [DONE]\n\n"
+
+
+def keep_partial_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,
+                      api_key: str | None) -> None:
+    """finish_turn for a stream the client left: on the event loop (a cancelled task cannot await),
+    which costs the few milliseconds of writing two small files."""
+    from memvault.errors import MemvaultError
+
+    try:
+        finish_turn(state, session, turn, messages, answer, api_key)
+    except MemvaultError as exc:
+        log.error("memory_id %s: the turn was not stored: %s", session.conversation, exc)
 
 
 async def store_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,

@@ -140,7 +140,7 @@ class VaultGit:
             return self.repo.head.commit.hexsha
         except git.GitCommandError as exc:
             output = f"{exc.stdout or ''}\n{exc.stderr or ''}"
-            if "nothing to commit" in output or "no changes added" in output:
+            if any(phrase in output for phrase in ("nothing to commit", "no changes added", "nothing added")):
                 return None  # a rewrite with the same bytes: nothing to record
             detail = [line for line in output.strip().splitlines() if line.strip()]
             raise VaultError(f"git commit failed: {detail[-1] if detail else exc}") from None
@@ -229,20 +229,28 @@ class VaultGit:
 
     def uncommitted(self) -> list[str]:
         """Vault files that differ from HEAD or are untracked (what a crash or a hand edit leaves)."""
+        return [path for _, path in self.status()]
+
+    def untracked(self) -> list[str]:
+        """Vault files git does not know yet."""
+        return [path for code, path in self.status() if code == "??"]
+
+    def status(self) -> list[tuple[str, str]]:
+        """(two-letter status code, vault path) of each file that differs from HEAD or is untracked."""
         # -z: paths come raw (not quoted and escaped as non-ASCII names otherwise are), NUL-separated.
         out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", self.repo_path("."))
         fields = out.split("\0")
-        paths: list[str] = []
+        found: list[tuple[str, str]] = []
         i = 0
         while i < len(fields):
             item = fields[i]
             i += 1
             if len(item) < 4:
                 continue
-            paths.append(self.vault_path(item[3:]))
+            found.append((item[:2], self.vault_path(item[3:])))
             if item[0] in "RC":
                 i += 1  # a rename or copy is followed by its old path
-        return paths
+        return found
 
 
 def last_line(exc) -> str:

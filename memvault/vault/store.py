@@ -177,6 +177,37 @@ class Vault:
             finally:
                 self.forget_paths()
 
+    def write_new(self, entries: list[Entry]) -> list[Change]:
+        """Write new entries now and commit them later with `commit_written` (the proxy answers once its
+        turns are on disk, not after git). Without the lock: fresh ids make fresh file names, which no
+        other writer touches. On error nothing of this call is left behind."""
+        self.git.check_state()  # a repository mid-merge takes no new files, committed or not
+        changes: list[Change] = []
+        try:
+            for entry in entries:
+                rel = layout.relative_path(entry)
+                atomic_write(self.root / rel, render(entry).encode("utf-8"))
+                changes.append(Change(rel, None, entry))
+        except BaseException:
+            for change in changes:
+                (self.root / change.rel).unlink(missing_ok=True)
+            raise
+        finally:
+            self.forget_paths()
+        return changes
+
+    def commit_written(self, changes: list[Change], subject: str, operation: str,
+                       conversation: str | None = None) -> list[Change]:
+        """One commit of files `write_new` wrote (those still there: a person may have removed one)."""
+        with self.lock():
+            self.git.check_state()
+            present = [change for change in changes if (self.root / change.rel).exists()]
+            events = [("ADD", change.entry.id) for change in present if change.entry is not None]
+            self.git.commit([str(change.rel) for change in present],
+                            format_message(subject, operation, conversation, events))
+            self.forget_paths()
+        return present
+
     # -- reading -------------------------------------------------------------------------------
     def entry_files(self, include_deleted: bool = False, conversation: str | None = None) -> Iterator[PurePosixPath]:
         """Relative paths of entry files, sorted; live ones only unless asked.

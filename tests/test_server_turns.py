@@ -1,0 +1,122 @@
+"""Proxy turns: on disk before the answer, committed just after it, many turns to a commit, and
+committed at the next start if the server stopped in between. Real files, real git, a real server."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from memvault.converse import ChatTurn, MemoryChat
+from memvault.core import Memvault
+from memvault.server.run import running
+from memvault.server.turns import TurnCommitter
+from tests.support.server import server_settings
+from tests.support.upstream import INSTANT_TEXT, Upstream, serving
+
+
+def git(vault: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(vault), *args], capture_output=True, text=True, check=True).stdout
+
+
+def wait_until(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def turn_entries(core: Memvault, conversation: str, said: str):
+    return MemoryChat(core, conversation).turn_entries(ChatTurn(messages=[]), said, f"answer to {said}")
+
+
+def test_turns_written_meanwhile_share_one_commit_and_curation_follows_it(tmp_path):
+    core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
+    committer = TurnCommitter(core)
+    first_committed, release = threading.Event(), threading.Event()
+    followed: list[str] = []
+
+    def hold() -> None:  # runs after the first commit: the next turns pile up meanwhile
+        first_committed.set()
+        release.wait(30)
+
+    committer.store("a", turn_entries(core, "a", "one"), then=hold)
+    assert first_committed.wait(60)
+    for n, conversation in enumerate(["a", "b", "a"]):
+        entries = turn_entries(core, conversation, f"more {n}")
+        committer.store(conversation, entries, then=lambda n=n: followed.append(f"more {n}"))
+        assert all((core.vault.root / core.vault.path_of(e.id)).exists() for e in entries)  # on disk at once
+    assert "more" not in git(core.vault.root, "log", "-1", "--format=%s")
+    release.set()
+    committer.close()
+
+    subjects = git(core.vault.root, "log", "--format=%s").splitlines()
+    assert subjects[:2] == ["memvault chat: 3 turns in a, b", "memvault chat: turn in a"]
+    assert len(git(core.vault.root, "show", "--name-only", "--format=", "HEAD").split()) == 6  # 3 user + 3 assistant
+    assert git(core.vault.root, "log", "-1", "--format=%B").count("Memvault-Event: ADD") == 6
+    assert followed == ["more 0", "more 1", "more 2"]  # each turn handed on, after its commit
+    assert not git(core.vault.root, "status", "--porcelain")
+    assert {hit.text for hit in core.search("more 1", "b", score_threshold=0.0)} >= {"more 1"}  # indexed
+    core.close()
+
+
+def test_a_turn_removed_before_its_commit_is_skipped_not_an_error(tmp_path):
+    core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
+    entries = turn_entries(core, "a", "gone soon")
+    changes = core.vault.write_new(entries)
+    (core.vault.root / changes[1].rel).unlink()  # a person deleted the assistant's turn
+    committed = core.vault.commit_written(changes, "memvault chat: turn in a", "chat", "a")
+    assert [c.rel for c in committed] == [changes[0].rel]
+    assert git(core.vault.root, "show", "--name-only", "--format=", "HEAD").split() == [str(changes[0].rel)]
+    core.close()
+
+
+def test_turns_left_uncommitted_by_a_hard_stop_are_committed_at_the_next_start(tmp_path):
+    settings = server_settings(tmp_path / "vault")
+    core = Memvault.open(settings, create=True)
+    written = core.vault.write_new(turn_entries(core, "crash", "said before the crash"))
+    (core.vault.root / "entries" / "notes.txt").write_text("a person's own untracked file")
+    core.close()
+    assert len(git(tmp_path / "vault", "status", "--porcelain", "--untracked-files=all").splitlines()) == 3
+
+    with running(settings):
+        pass
+    assert git(tmp_path / "vault", "log", "-1", "--format=%s").startswith("memvault serve: 2 turn file(s)")
+    # Only the turn files: what a person left untracked is theirs to commit.
+    assert git(tmp_path / "vault", "status", "--porcelain", "--untracked-files=all").split() == ["??",
+                                                                                               "entries/notes.txt"]
+    tracked = git(tmp_path / "vault", "ls-files").split()
+    assert all(str(change.rel) in tracked for change in written)
+
+
+def test_the_answer_does_not_wait_for_the_commit_but_the_commit_comes(tmp_path):
+    upstream = Upstream()
+    with serving(upstream.app()) as root:
+        settings = server_settings(tmp_path / "vault", root + "/v1", llm_key="k")
+        with running(settings) as url:
+            import openai
+
+            client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=120)
+            replies = []
+
+            def ask(n: int) -> None:
+                replies.append(client.chat.completions.create(
+                    model="fake", messages=[{"role": "user", "content": f"question {n}"}],
+                    extra_body={"memory_id": f"c{n % 2}"}))
+
+            threads = [threading.Thread(target=ask, args=(n,)) for n in range(6)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(120)
+            assert [r.choices[0].message.content for r in replies] == [INSTANT_TEXT] * 6
+            vault = Path(settings.vault.path)
+            committed = wait_until(lambda: not git(vault, "status", "--porcelain", "--untracked-files=all"))
+            assert committed, "the turns were never committed"
+    user_turns = [p for p in git(vault, "ls-files").split() if "/turns/user/" in p]
+    assert len(user_turns) == 6
+    chat_commits = [s for s in git(vault, "log", "--format=%s").splitlines() if s.startswith("memvault chat:")]
+    assert 1 <= len(chat_commits) <= 6
