@@ -142,7 +142,9 @@ class Memvault:
                 journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
                 return sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
 
-    def flush_journal(self) -> None:
+    def flush_journal(self, embedder=None) -> None:
+        """Index the entries written since the index last caught up (`embedder`: the model, or one
+        that already holds some of their vectors)."""
         from memvault.index import journal
         from memvault.index.sync import hash_file, index_entries, unindex
 
@@ -161,7 +163,7 @@ class Memvault:
                 except (EntryFormatError, OSError):
                     gone.append(memory_id)  # edited away or broken since: reindex reports it
             unindex(self._index, gone)
-            index_entries(self._index, self.embedder(), items)
+            index_entries(self._index, embedder or self.embedder(), items)
 
     @classmethod
     def open(cls, settings: Settings, create: bool = False) -> Memvault:
@@ -365,9 +367,19 @@ class Memvault:
                 gone_id = layout.id_from_filename(change.rel.name)
                 if gone_id:
                     items.append((gone_id, None))
-        journal.record(self.vault.state_dir, items)
-        if self._index is not None:
-            self.flush_journal()
+        if self._index is None:
+            journal.record(self.vault.state_dir, items)  # the next command that searches embeds them
+            return
+        # A long-lived process (server, API): index now, but embed before journalling and before
+        # taking the index lock, so searches in other threads neither wait for the model nor run it.
+        from memvault.models.embedders import KnownVectors
+
+        try:
+            embedder = KnownVectors(self.embedder(), [c.entry.text for c in changes if c.entry is not None
+                                                      and not c.entry.deleted and c.entry.role != "summary"])
+        finally:
+            journal.record(self.vault.state_dir, items)
+        self.flush_journal(embedder)
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:

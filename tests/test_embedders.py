@@ -13,7 +13,7 @@ import pytest
 
 from memvault.errors import ConfigError, EmbeddingError, UsageError
 from memvault.models import load_embedder
-from memvault.models.embedders import LiteLLMEmbedder, OnnxMiniLM
+from memvault.models.embedders import KnownVectors, LiteLLMEmbedder, OnnxMiniLM
 from memvault.models.onnx_runtime import file_in_package
 
 MIXED_TEXTS = [
@@ -87,6 +87,26 @@ def test_bad_arguments_are_usage_errors(minilm):
         minilm.embed("one string")
     with pytest.raises(UsageError, match="query"):
         minilm.embed(["x"], kind="document")
+
+
+def test_known_vectors_answer_from_memory_and_ask_the_model_for_the_rest(minilm):
+    calls = []
+
+    class Counting:
+        identity, dims, batch_size = minilm.identity, minilm.dims, 64
+
+        def embed(self, texts, kind="passage"):
+            calls.append((list(texts), kind))
+            return minilm.embed(texts, kind)
+
+    known = KnownVectors(Counting(), ["a cat", "a dog", "a cat"])
+    assert calls == [(["a cat", "a dog"], "passage")]  # embedded once, beforehand
+    vectors = known.embed(["a dog", "a cat"])
+    assert len(calls) == 1 and np.allclose(vectors, minilm.embed(["a dog", "a cat"]), atol=1e-6)
+    known.embed(["a cat", "a bird"])  # one unknown text: the model answers the whole batch
+    known.embed(["a cat"], kind="query")  # queries are never taken from passages
+    assert [c[0] for c in calls[1:]] == [["a cat", "a bird"], ["a cat"]]
+    assert known.identity == minilm.identity and known.batch_size == 64
 
 
 def test_load_embedder_caches_per_spec():

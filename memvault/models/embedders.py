@@ -93,6 +93,35 @@ class BatchedEmbedder:
         raise NotImplementedError
 
 
+class KnownVectors:
+    """An embedder that answers passages embedded beforehand from memory and asks `inner` for the rest.
+
+    A writer embeds its new texts first, then takes the index lock only to store them: searches in
+    other threads are not held up by the model."""
+
+    def __init__(self, inner: Embedder, texts: list[str]) -> None:
+        self.inner = inner
+        self.batch_size = getattr(inner, "batch_size", DEFAULT_BATCH_SIZE)
+        texts = list(dict.fromkeys(texts))
+        self.known = dict(zip(texts, inner.embed(texts, kind="passage"), strict=True)) if texts else {}
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
+        import numpy as np
+
+        missing = [t for t in texts if kind != "passage" or t not in self.known]
+        if missing:
+            return self.inner.embed(texts, kind)
+        return np.stack([self.known[t] for t in texts]) if texts else self.inner.embed(texts, kind)
+
+
 class OnnxMiniLM(BatchedEmbedder):
     """The built-in default: all-MiniLM-L6-v2 quantised to int8, run with onnxruntime (no torch).
 
