@@ -48,6 +48,7 @@ def resync(core, paths: frozenset[PurePosixPath]) -> None:
     """Bring the index up to date after a burst of file changes."""
     from memvault.index import journal
     from memvault.index.sync import hash_file
+    from memvault.models.embedders import KnownVectors
 
     # The vault caches id -> path between its own writes; files changed by hand invalidate it too.
     core.vault.forget_paths()
@@ -69,9 +70,20 @@ def resync(core, paths: frozenset[PurePosixPath]) -> None:
             if rel is None and row is None:
                 continue
             pending.append((memory_id, rel))
-        if pending:
-            journal.record(core.vault.state_dir, pending)
-            core.flush_journal()
+    if pending:
+        embedder = KnownVectors(core.embedder(), live_texts(core.vault, [rel for _, rel in pending if rel]))
+        journal.record(core.vault.state_dir, pending)
+        core.flush_journal(embedder)  # the model ran above, outside the index lock
+
+
+def live_texts(vault, rels: list[str]) -> list[str]:
+    texts = []
+    for rel in rels:
+        try:
+            texts.append(vault.read(PurePosixPath(rel)).text)
+        except MemvaultError:
+            continue  # broken or gone: flush_journal reports it
+    return texts
 
 
 def start_watcher(core, stop: threading.Event, ready_timeout: float = 10.0) -> threading.Thread:
