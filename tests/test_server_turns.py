@@ -120,3 +120,17 @@ def test_the_answer_does_not_wait_for_the_commit_but_the_commit_comes(tmp_path):
     assert len(user_turns) == 6
     chat_commits = [s for s in git(vault, "log", "--format=%s").splitlines() if s.startswith("memvault chat:")]
     assert 1 <= len(chat_commits) <= 6
+
+
+def test_the_watcher_leaves_turns_in_flight_to_the_committer(tmp_path):
+    from memvault.server.watching import resync
+
+    core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
+    core.index()  # built before the turns exist, as in a running server
+    changes = core.vault.write_new(turn_entries(core, "a", "watch me"))
+    paths = frozenset(change.rel for change in changes)
+    resync(core, paths, own={str(p) for p in paths})
+    assert all(core.index().by_id(c.entry.id) is None for c in changes)  # not embedded a second time
+    resync(core, paths)
+    assert all(core.index().by_id(c.entry.id) is not None for c in changes)
+    core.close()

@@ -43,6 +43,9 @@ def import_litellm():
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stderr
+    # litellm tokenises every answer to price it; memvault uses neither count nor price, and in the
+    # proxy that tokenising ran on the event loop, the largest part of a request's own cost.
+    litellm.disable_token_counter = True
     return litellm
 
 

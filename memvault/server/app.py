@@ -67,7 +67,7 @@ class ServerState:
             log.warning("committed %d turn file(s) written before the last stop", left)
         self.core.reindex()  # files edited while the server was down become searchable now
         self.turns = TurnCommitter(self.core)
-        self.watcher = start_watcher(self.core, self.stop_watching)
+        self.watcher = start_watcher(self.core, self.stop_watching, own=self.turns.in_flight)
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.
             threading.Thread(target=warm_litellm, name="memvault-litellm-import", daemon=True).start()

@@ -39,6 +39,8 @@ class TurnCommitter:
     def __init__(self, core) -> None:
         self.core = core
         self.queue: queue.Queue = queue.Queue()
+        # Paths written and not yet indexed: the vault watcher leaves them to us (no second embedding).
+        self.in_flight: set[str] = set()
         self.thread = threading.Thread(target=self._run, name="memvault-commit-turns", daemon=True)
         self.thread.start()
 
@@ -46,7 +48,13 @@ class TurnCommitter:
         """Write the entries' files now (raises MemvaultError if that fails); commit them soon."""
         if not entries:
             return
-        changes = self.core.vault.write_new(entries)
+        paths = {str(layout.relative_path(entry)) for entry in entries}
+        self.in_flight |= paths  # before the files exist, so the watcher never sees them first
+        try:
+            changes = self.core.vault.write_new(entries)
+        except BaseException:
+            self.in_flight -= paths
+            raise
         self.queue.put(WrittenTurn(conversation, changes, then))
 
     def close(self, timeout: float = 60.0) -> None:
@@ -83,6 +91,8 @@ class TurnCommitter:
         except Exception:  # noqa: BLE001 - keep the committer alive for the next turns
             log.exception("committing %d turn(s) failed", len(turns))
             return
+        finally:
+            self.in_flight.difference_update(str(change.rel) for change in changes)
         for turn in turns:
             if turn.then is not None:
                 turn.then()

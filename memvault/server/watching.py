@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Collection
 from pathlib import PurePosixPath
 
 from memvault.errors import MemvaultError
@@ -44,15 +45,16 @@ def journal_items(root, paths: frozenset[PurePosixPath]) -> list[tuple[str, str 
     return gone + live
 
 
-def resync(core, paths: frozenset[PurePosixPath]) -> None:
-    """Bring the index up to date after a burst of file changes."""
+def resync(core, paths: frozenset[PurePosixPath], own: Collection[str] = ()) -> None:
+    """Bring the index up to date after a burst of file changes; `own`: paths the server wrote and
+    indexes itself (turns on their way to a commit), left to it."""
     from memvault.index import journal
     from memvault.index.sync import hash_file
     from memvault.models.embedders import KnownVectors
 
     # The vault caches id -> path between its own writes; files changed by hand invalidate it too.
     core.vault.forget_paths()
-    items = journal_items(core.vault.root, paths)
+    items = journal_items(core.vault.root, frozenset(p for p in paths if str(p) not in own))
     if items is None:
         core.reindex()
         return
@@ -86,13 +88,14 @@ def live_texts(vault, rels: list[str]) -> list[str]:
     return texts
 
 
-def start_watcher(core, stop: threading.Event, ready_timeout: float = 10.0) -> threading.Thread:
-    """Watch the vault in a daemon thread until `stop` is set."""
+def start_watcher(core, stop: threading.Event, own: Collection[str] = (),
+                  ready_timeout: float = 10.0) -> threading.Thread:
+    """Watch the vault in a daemon thread until `stop` is set (`own`: see resync)."""
     from memvault.index.watch import watch
 
     def on_change(paths: frozenset[PurePosixPath]) -> None:
         try:
-            resync(core, paths)
+            resync(core, paths, own)
         except MemvaultError as exc:
             log.warning("index sync after a file change failed: %s", exc)
 
