@@ -338,20 +338,24 @@ class Memvault:
         None); `overrides` replace retrieval settings for this call."""
         import dataclasses
 
+        from memvault.retrieve.search import embed_query
+
         if conversation is not None:
             layout.check_conversation(conversation)
         retrieval = dataclasses.replace(self.settings.retrieval,
                                         **{k: v for k, v in overrides.items() if v is not None})
+        # The model runs outside the index lock: it is most of a search's time, and threads can share it.
+        query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
         with self._index_lock:
-            return self._search(query, conversation, scopes, filters, include_global, retrieval)
+            return self._search(query, conversation, scopes, filters, include_global, retrieval, query_vector)
 
-    def _search(self, query, conversation, scopes, filters, include_global, retrieval) -> list:
+    def _search(self, query, conversation, scopes, filters, include_global, retrieval, query_vector) -> list:
         from memvault.retrieve.search import conversations_for, search
 
         index = self.index()
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         return search(index, self.embedder(), self.reranker(), query, retrieval, conversations,
-                      check_scopes(scopes), filters)
+                      check_scopes(scopes), filters, query_vector=query_vector)
 
     def after_change(self, changes: list[Change]) -> None:
         """Tell the index what a committed change touched: indexed now if it is open, else journalled."""
@@ -377,9 +381,12 @@ class Memvault:
         try:
             embedder = KnownVectors(self.embedder(), [c.entry.text for c in changes if c.entry is not None
                                                       and not c.entry.deleted and c.entry.role != "summary"])
-        finally:
+        except BaseException:
             journal.record(self.vault.state_dir, items)
-        self.flush_journal(embedder)
+            raise
+        with self._index_lock:  # journalled and flushed at once: a search meanwhile would embed them again
+            journal.record(self.vault.state_dir, items)
+            self.flush_journal(embedder)
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:

@@ -74,6 +74,13 @@ def conversations_for(conversation: str | None) -> list[str] | None:
     return [conversation] if conversation == GLOBAL else [conversation, GLOBAL]
 
 
+def embed_query(embedder: Any, query: str) -> Any:
+    """The query's vector, as a flat float32 array."""
+    import numpy as np
+
+    return np.asarray(embedder.embed([query.strip()], kind="query"), dtype=np.float32).reshape(-1)
+
+
 def search(
     index: Any,
     embedder: Any,
@@ -84,11 +91,13 @@ def search(
     scopes: dict | None = None,
     filters: dict | None = None,
     now: datetime | None = None,
+    query_vector: Any = None,
 ) -> list[Hit]:
     """The best `settings.top_k` memories for `query`, best first.
 
     `conversations` None searches all; `scopes` (user_id / agent_id / run_id) must all match;
     `filters` is a mem0 filter expression applied inside the SQL. `reranker` may be None.
+    `query_vector`: the query already embedded (by `embed_query`), else it is embedded here.
     """
     import numpy as np
 
@@ -98,7 +107,7 @@ def search(
         raise UsageError("top_k and candidate_multiplier must be at least 1")
     query = query.strip()
     where, params = and_where(scope_where(conversations, scopes), compile_filter(filters))
-    qvec = np.asarray(embedder.embed([query], kind="query"), dtype=np.float32).reshape(-1)
+    qvec = embed_query(embedder, query) if query_vector is None else query_vector
 
     lanes = _lanes(index, qvec, query, settings, conversations, where, params)
     fused = rrf([(lane.rowids, lane.weight) for lane in lanes], settings.rrf_k)

@@ -74,8 +74,9 @@ def resync(core, paths: frozenset[PurePosixPath], own: Collection[str] = ()) -> 
             pending.append((memory_id, rel))
     if pending:
         embedder = KnownVectors(core.embedder(), live_texts(core.vault, [rel for _, rel in pending if rel]))
-        journal.record(core.vault.state_dir, pending)
-        core.flush_journal(embedder)  # the model ran above, outside the index lock
+        with core._index_lock:  # the model ran above; journalled and flushed at once, so no search embeds them
+            journal.record(core.vault.state_dir, pending)
+            core.flush_journal(embedder)
 
 
 def live_texts(vault, rels: list[str]) -> list[str]:
