@@ -399,7 +399,11 @@ class Memvault:
         return rel, entry
 
     def list(self, conversation: str | None = None, role: str | None = None, scopes: dict[str, Any] | None = None,
-             include_deleted: bool = False) -> Listing:
+             include_deleted: bool = False, limit: int = 0) -> Listing:
+        """Entries oldest first; `limit` > 0: only the newest `limit`, reading as few files as it can
+        (files that fail to parse are then reported only among those read)."""
+        if limit > 0:
+            return self._newest(conversation, role, check_scopes(scopes), include_deleted, limit)
         scopes = check_scopes(scopes)
         listing = Listing()
         for rel, item in self.vault.iter_entries(include_deleted, conversation):
@@ -408,6 +412,28 @@ class Memvault:
             elif matches(item, None, role, scopes):
                 listing.entries.append((rel, item))
         listing.entries.sort(key=lambda pair: pair[1].created_at)
+        return listing
+
+    def _newest(self, conversation, role, scopes, include_deleted, limit) -> Listing:
+        import heapq
+
+        listing = Listing()
+        newest: list[float] = []  # a min-heap of the `limit` newest creation times found so far
+        for rel, created in self.vault.newest_entry_files(include_deleted, conversation):
+            if created is not None and len(newest) >= limit and created + 0.001 <= newest[0]:
+                break  # every file left was created before the ones found (names are to the millisecond)
+            try:
+                entry = self.vault.read(rel)
+            except EntryFormatError as exc:
+                listing.broken.append(exc)
+                continue
+            if matches(entry, None, role, scopes):
+                listing.entries.append((rel, entry))
+                heapq.heappush(newest, entry.created_at.timestamp())
+                if len(newest) > limit:
+                    heapq.heappop(newest)
+        listing.entries.sort(key=lambda pair: pair[1].created_at)
+        listing.entries = listing.entries[-limit:]
         return listing
 
     def history(self, memory_id: str) -> list[Event]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
 from memvault.errors import UnsafePathError
@@ -16,6 +17,7 @@ KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assist
 SUMMARY_FILE = "summary.md"
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
+STAMPED_NAME = re.compile(r"^\d{8}T\d{9}Z__")  # '<created>__<id>.md', as file_stamp names files
 UUID_SHAPE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # Letters and digits of any script, and . _ - + (no separators, no spaces, no control characters);
 # '+' joins the parts of a scope folder such as user-alice+agent-bot.
@@ -84,6 +86,19 @@ def relative_path(entry: Entry) -> PurePosixPath:
     if entry.role == "summary" and not entry.deleted:
         return base / kind / SUMMARY_FILE
     return base / kind / f"{file_stamp(entry)}__{entry.id}.md"
+
+
+def time_from_filename(name: str) -> float | None:
+    """The creation time (epoch seconds, to the millisecond) in '<stamp>__<id>.md', or None."""
+    stamp = name.split("__", 1)[0]
+    if len(stamp) != 19 or stamp[8] != "T" or stamp[-1] != "Z" or not (stamp[:8] + stamp[9:18]).isdigit():
+        return None
+    try:
+        moment = datetime(int(stamp[0:4]), int(stamp[4:6]), int(stamp[6:8]), int(stamp[9:11]), int(stamp[11:13]),
+                          int(stamp[13:15]), int(stamp[15:18]) * 1000, tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    return moment.timestamp()
 
 
 def id_from_filename(name: str) -> str | None:

@@ -213,6 +213,12 @@ class Vault:
         """Relative paths of entry files, sorted; live ones only unless asked.
 
         Uses os.scandir (no extra stat per file): reindex and completion walk 100k files with it."""
+        for folder, name in self.entry_names(include_deleted, conversation):
+            yield PurePosixPath(f"{folder}/{name}")
+
+    def entry_names(self, include_deleted: bool = False, conversation: str | None = None
+                    ) -> Iterator[tuple[str, str]]:
+        """(folder, file name) of each entry file, as `entry_files` orders them, as plain strings."""
         base = self.root / layout.ENTRIES
         conversations = [layout.check_conversation(conversation)] if conversation else sorted(
             d.name for d in scandir_dirs(base))
@@ -230,7 +236,7 @@ class Vault:
                     except (FileNotFoundError, NotADirectoryError):
                         continue
                     for name in names:
-                        yield PurePosixPath(f"{folder}/{name}")
+                        yield folder, name
 
     def read(self, rel: PurePosixPath) -> Entry:
         """The entry in a file; fields a hand-written file leaves out come from its place and time."""
@@ -257,6 +263,21 @@ class Vault:
         except OSError:
             pass
         return defaults
+
+    def newest_entry_files(self, include_deleted: bool = False, conversation: str | None = None
+                           ) -> Iterator[tuple[PurePosixPath, float | None]]:
+        """Entry files with their creation time, newest first, from their names alone (memvault names
+        a file '<created>__<id>.md' and keeps the name). A file whose name carries no time comes
+        first, with None: only reading it tells."""
+        stamped: list[tuple[str, str]] = []
+        for folder, name in self.entry_names(include_deleted, conversation):
+            if not layout.STAMPED_NAME.match(name):
+                yield PurePosixPath(f"{folder}/{name}"), None
+            else:
+                stamped.append((name, folder))
+        stamped.sort(reverse=True)  # the stamps are fixed-width UTC times: text order is time order
+        for name, folder in stamped:
+            yield PurePosixPath(f"{folder}/{name}"), layout.time_from_filename(name)
 
     def iter_entries(self, include_deleted: bool = False, conversation: str | None = None
                      ) -> Iterator[tuple[PurePosixPath, Entry | EntryFormatError]]:

@@ -83,7 +83,8 @@ def list_(
                                                 show_default=False)] = None,
     user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
     deleted: Annotated[bool, typer.Option("--deleted", help="Include soft-deleted entries.")] = False,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N (newest), 0 for all.")] = 0,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Show at most N (newest), 0 for all; picks the files "
+                                       "by the creation time in their names, so it reads only those.")] = 0,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """List memories, turns and summaries, oldest first (files that fail to parse are reported)."""
@@ -92,10 +93,10 @@ def list_(
     if role and role not in ROLES:
         raise UsageError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     memvault = open_memvault(vault, config)
-    listing = memvault.list(conversation, role, scopes_of(user, agent, run), include_deleted=deleted)
+    listing = memvault.list(conversation, role, scopes_of(user, agent, run), include_deleted=deleted, limit=limit)
     for problem in listing.broken:
         warn(f"skipped {problem}")
-    entries = listing.entries[-limit:] if limit > 0 else listing.entries
+    entries = listing.entries
     if json:
         print_json([{**entry.to_dict(), "path": str(rel)} for rel, entry in entries])
         return
