@@ -1,4 +1,4 @@
-"""Watching the vault folder: each burst of file changes, once quiet, triggers a callback (a sync).
+"""Watching the vault's entries: each burst of file changes, once quiet, triggers a callback (a sync).
 
 The watchdog thread only records what changed; the callback runs in the caller's thread, so the
 index connection is never shared across threads. Editors' temporary files and memvault's own
@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+from memvault.vault.layout import ENTRIES
 
 if TYPE_CHECKING:
     from memvault.index.store import IndexStore
@@ -87,7 +89,9 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
     root = Path(vault.root).resolve()
     collector = _Collector(root)
     observer = Observer()
-    observer.schedule(collector, str(root), recursive=True)
+    # Only entries/ is indexed; watching the root would also read every event of each git commit in .git/.
+    (root / ENTRIES).mkdir(exist_ok=True)
+    observer.schedule(collector, str(root / ENTRIES), recursive=True)
     stop_event = stop_event or threading.Event()
     observer.start()
     try:
