@@ -3,8 +3,8 @@
 A chat completion: retrieve and inject (MemoryChat.prepare, in a worker thread), forward to the
 upstream through litellm's async client (the event loop never waits on the LLM), write both turns'
 files, and answer; the turns' commit (shared with concurrent requests) and then their curation
-follow in the background (turns.py). Streaming answers are relayed chunk by
-chunk as they arrive; the turns are stored when the stream ends, before its final `[DONE]`.
+follow in the background (turns.py). Streaming answers are relayed chunk by chunk as they arrive;
+the turns are written when the stream ends, before its final `[DONE]`.
 
 The model: the request's `model`, else `llm.model`. A bare name (e.g. "llama3" from an OpenAI
 client) is sent to `llm.api_base` as an OpenAI-compatible model. The API key: see memvault.server.auth.
