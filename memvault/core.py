@@ -374,15 +374,21 @@ class Memvault:
         if self._index is None:
             journal.record(self.vault.state_dir, items)  # the next command that searches embeds them
             return
-        # A long-lived process (server, API): index now, but embed before journalling and before
-        # taking the index lock, so searches in other threads neither wait for the model nor run it.
+        self.index_now(items, [c.entry.text for c in changes
+                               if c.entry is not None and not c.entry.deleted and c.entry.role != "summary"])
+
+    def index_now(self, items: list[tuple[str, str | None]], texts: list[str]) -> None:
+        """Index (id, live path or None) items at once, in a long-lived process (server, API).
+
+        `texts`, theirs, are embedded before the items are journalled and before the index lock is
+        taken, so searches in other threads neither wait for the model nor run it on these items."""
+        from memvault.index import journal
         from memvault.models.embedders import KnownVectors
 
         try:
-            embedder = KnownVectors(self.embedder(), [c.entry.text for c in changes if c.entry is not None
-                                                      and not c.entry.deleted and c.entry.role != "summary"])
+            embedder = KnownVectors(self.embedder(), texts)
         except BaseException:
-            journal.record(self.vault.state_dir, items)
+            journal.record(self.vault.state_dir, items)  # not lost: the next search embeds them
             raise
         with self._index_lock:  # journalled and flushed at once: a search meanwhile would embed them again
             journal.record(self.vault.state_dir, items)

@@ -48,9 +48,7 @@ def journal_items(root, paths: frozenset[PurePosixPath]) -> list[tuple[str, str 
 def resync(core, paths: frozenset[PurePosixPath], own: Collection[str] = ()) -> None:
     """Bring the index up to date after a burst of file changes; `own`: paths the server wrote and
     indexes itself (turns on their way to a commit), left to it."""
-    from memvault.index import journal
     from memvault.index.sync import hash_file
-    from memvault.models.embedders import KnownVectors
 
     # The vault caches id -> path between its own writes; files changed by hand invalidate it too.
     core.vault.forget_paths()
@@ -73,10 +71,7 @@ def resync(core, paths: frozenset[PurePosixPath], own: Collection[str] = ()) -> 
                 continue
             pending.append((memory_id, rel))
     if pending:
-        embedder = KnownVectors(core.embedder(), live_texts(core.vault, [rel for _, rel in pending if rel]))
-        with core._index_lock:  # the model ran above; journalled and flushed at once, so no search embeds them
-            journal.record(core.vault.state_dir, pending)
-            core.flush_journal(embedder)
+        core.index_now(pending, live_texts(core.vault, [rel for _, rel in pending if rel]))
 
 
 def live_texts(vault, rels: list[str]) -> list[str]:
