@@ -408,9 +408,9 @@ class Memvault:
              include_deleted: bool = False, limit: int = 0) -> Listing:
         """Entries oldest first; `limit` > 0: only the newest `limit`, reading as few files as it can
         (files that fail to parse are then reported only among those read)."""
-        if limit > 0:
-            return self._newest(conversation, role, check_scopes(scopes), include_deleted, limit)
         scopes = check_scopes(scopes)
+        if limit > 0:
+            return self._newest(conversation, role, scopes, include_deleted, limit)
         listing = Listing()
         for rel, item in self.vault.iter_entries(include_deleted, conversation):
             if isinstance(item, EntryFormatError):

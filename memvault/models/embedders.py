@@ -116,10 +116,9 @@ class KnownVectors:
     def embed(self, texts: list[str], kind: str = "passage") -> np.ndarray:
         import numpy as np
 
-        missing = [t for t in texts if kind != "passage" or t not in self.known]
-        if missing:
+        if not texts or kind != "passage" or any(t not in self.known for t in texts):
             return self.inner.embed(texts, kind)
-        return np.stack([self.known[t] for t in texts]) if texts else self.inner.embed(texts, kind)
+        return np.stack([self.known[t] for t in texts])
 
 
 class OnnxMiniLM(BatchedEmbedder):

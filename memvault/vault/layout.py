@@ -90,9 +90,9 @@ def relative_path(entry: Entry) -> PurePosixPath:
 
 def time_from_filename(name: str) -> float | None:
     """The creation time (epoch seconds, to the millisecond) in '<stamp>__<id>.md', or None."""
-    stamp = name.split("__", 1)[0]
-    if len(stamp) != 19 or stamp[8] != "T" or stamp[-1] != "Z" or not (stamp[:8] + stamp[9:18]).isdigit():
+    if not STAMPED_NAME.match(name):
         return None
+    stamp = name[:19]
     try:
         moment = datetime(int(stamp[0:4]), int(stamp[4:6]), int(stamp[6:8]), int(stamp[9:11]), int(stamp[11:13]),
                           int(stamp[13:15]), int(stamp[15:18]) * 1000, tzinfo=timezone.utc)
