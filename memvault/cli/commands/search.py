@@ -19,6 +19,8 @@ def parse_filter(text: str | None) -> dict | None:
         value = jsonlib.loads(text)
     except ValueError as exc:
         raise UsageError(f"--filter is not valid JSON: {exc}") from None
+    except RecursionError:  # json.loads recurses once per level
+        raise UsageError("--filter is nested too deeply") from None
     if not isinstance(value, dict):
         raise UsageError("--filter must be a JSON object, such as '{\"topic\": \"food\"}'")
     return value
