@@ -64,6 +64,7 @@ class Transaction:
         path = self.vault.root / rel
         before = path.read_bytes() if path.exists() else None
         if entry is not None:
+            self.vault.check_new_folder(rel)
             atomic_write(path, render(entry).encode("utf-8"))
         else:
             path.unlink(missing_ok=True)
@@ -190,6 +191,7 @@ class Vault:
         try:
             for entry in entries:
                 rel = layout.relative_path(entry)
+                self.check_new_folder(rel)
                 atomic_write(self.root / rel, render(entry).encode("utf-8"))
                 changes.append(Change(rel, None, entry))
         except BaseException:
@@ -341,6 +343,10 @@ class Vault:
 
     def conversations(self) -> list[str]:
         return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES))
+
+    def check_new_folder(self, rel: PurePosixPath) -> None:
+        """Before writing `rel`: a conversation folder it would create must be portable."""
+        layout.check_new_conversation(rel.parts[1], self.conversations())
 
 
 def too_large(limit: int) -> str:
