@@ -30,6 +30,7 @@ MAX_METADATA_VALUES = 10_000
 MAX_FLOW_NESTING = 4 * MAX_METADATA_DEPTH
 # Half of a UTF-16 pair on its own: Python strings may hold one, UTF-8 files (and git, YAML) cannot.
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+YAML_BREAKS = re.compile("[\x85\u2028\u2029]")  # what YAML also reads as a line break
 
 
 def now() -> datetime:
@@ -145,11 +146,8 @@ def parse_time(value: Any, key: str, where: str) -> datetime | None:
             raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r:.60}") from None
     if moment.tzinfo is None:  # a person may write a naive time: read it as UTC
         moment = moment.replace(tzinfo=timezone.utc)
-    try:
-        moment.timestamp()  # the index keeps epoch seconds: year 1 at +14:00 has none
-    except (OverflowError, ValueError):
-        raise EntryFormatError(where, f"'{key}' is out of range: {value!r:.60}") from None
-    return moment
+    # To the millisecond, as files keep times: what is read equals what it is written back as.
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def format_time(moment: datetime | None) -> str | None:
@@ -177,6 +175,9 @@ class Entry:
     def __post_init__(self) -> None:
         if self.updated_at is None:
             self.updated_at = self.created_at
+        # Files are read with "\n" line ends (python-frontmatter converts "\r\n"): the text held
+        # here, and its hash, must be what reading the file back gives.
+        self.text = self.text.replace("\r\n", "\n")
 
     @property
     def hash(self) -> str:
@@ -219,9 +220,26 @@ def render(entry: Entry) -> str:
         if isinstance(value, str):
             check_text(value, f"'{key}'")
         meta[key] = value
-    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    header = yaml.dump(meta, Dumper=yaml_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False)
     body = entry.text if entry.text.endswith("\n") else entry.text + "\n"
     return f"---\n{header}---\n\n{body}"
+
+
+@functools.cache
+def yaml_dumper():
+    """PyYAML's safe dumper, except that strings holding a character YAML reads as a line break
+    (NEL, LS, PS) are double-quoted: written plain or single-quoted, they came back as spaces."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = '"' if YAML_BREAKS.search(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, represent_str)
+    return Dumper
 
 
 @functools.cache
@@ -248,16 +266,20 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
     folder, name and time); a file with no front matter at all is then plain text with those fields.
     """
     import frontmatter
-    import yaml
 
-    content = content.lstrip("\ufeff")
+    # Windows line ends read as "\n" with or without front matter (python-frontmatter converts them).
+    content = content.lstrip("\ufeff").replace("\r\n", "\n")
     if content.startswith("---"):
         if front_matter_too_nested(content):
             raise EntryFormatError(where, f"broken front matter: nested deeper than {MAX_FLOW_NESTING} levels")
         try:
             post = frontmatter.loads(content, handler=yaml_handler())
-        except (yaml.YAMLError, ValueError, RecursionError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        except TypeError:  # python-frontmatter passes the keys as keyword arguments
+            raise EntryFormatError(where, "front matter has a key that is not a string") from None
+        except Exception as exc:  # noqa: BLE001 - besides YAMLError, PyYAML's constructors raise ValueError,
+            # OverflowError, RecursionError and even IndexError (an empty `!!float`) on odd documents
+            text = str(exc).strip()
+            first = text.splitlines()[0] if text else type(exc).__name__
             raise EntryFormatError(where, f"broken front matter: {first}") from None
         meta, body = post.metadata, post.content
         if not isinstance(meta, dict):
@@ -292,7 +314,7 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
 
     created = parse_time(meta["created_at"], "created_at", where)
     return Entry(
-        text=body.strip("\n"),
+        text=body.strip(),  # as python-frontmatter strips a body after front matter, and clean_text a new text
         role=role,
         conversation_id=field_text("conversation_id", meta["conversation_id"]),
         id=field_text("id", meta["id"]),
