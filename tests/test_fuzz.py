@@ -22,8 +22,9 @@ from memvault.index.store import IndexRow, IndexStore
 from memvault.retrieve.filters import compile_filter
 from memvault.vault.entry import ROLES, Entry, parse, render
 
-FUZZ = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                       HealthCheck.too_slow])
+# No example database: CI runs are independent, and nothing is written into the work tree.
+FUZZ = settings(max_examples=300, deadline=2000, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 DEFAULTS = {"id": "11111111-1111-4111-8111-111111111111", "role": "memory", "conversation_id": "notes",
             "created_at": "2024-01-01T00:00:00+00:00"}
 
@@ -167,7 +168,7 @@ def index(tmp_path_factory):
     store.close()
 
 
-@settings(max_examples=400, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=2000, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expr=st.one_of(filters(), filter_scalar))
 def test_any_filter_compiles_to_sql_that_runs_or_is_a_usage_error(index, expr):
     try:
