@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.vault.entry import Entry
+from memvault.vault.entry import Entry, check_text
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
@@ -80,7 +80,11 @@ class MemoryChat:
         self.errors: list[str] = []
 
     def prepare(self, messages: list[dict]) -> ChatTurn:
-        """The messages to send: memories and summary injected into the last user message."""
+        """The messages to send: memories and summary injected into the last user message.
+        Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
+        limit = self.memvault.settings.limits.max_text_chars
+        for message in messages:
+            check_text(text_of(message), f"a {message.get('role') or 'chat'} message", limit)
         if not self.use_memory:
             return ChatTurn(messages=list(messages))
         query = last_user_text(messages)

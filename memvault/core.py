@@ -15,7 +15,7 @@ from typing import Any
 from memvault.errors import EntryFormatError, NotFoundError, UsageError
 from memvault.settings import Settings
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry, now
+from memvault.vault.entry import SCOPE_KEYS, Entry, check_text, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
@@ -52,13 +52,13 @@ class Listing:
     broken: list[EntryFormatError] = field(default_factory=list)
 
 
-def clean_text(text: str) -> str:
+def clean_text(text: str, max_chars: int | None = None) -> str:
     text = (text or "").strip()
     if not text:
         raise UsageError("the memory text is empty")
     if "\x00" in text:
         raise UsageError("the memory text contains a NUL character")
-    return text
+    return check_text(text, max_chars=max_chars)  # no lone surrogates, at most limits.max_text_chars
 
 
 def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
@@ -169,6 +169,7 @@ class Memvault:
     def open(cls, settings: Settings, create: bool = False) -> Memvault:
         path = settings.vault.path
         vault = Vault.init(path) if create else Vault.open(path)
+        vault.max_file_bytes = settings.limits.max_file_bytes
         return cls(settings, vault)
 
     # -- writing -------------------------------------------------------------------------------
@@ -184,11 +185,14 @@ class Memvault:
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
         """Store the text as given, as one fact (or turn), in one commit."""
-        text = clean_text(text)
+        text = self.clean_text(text)
         entry = Entry(text=text, role=role, conversation_id=layout.check_conversation(conversation),
                       metadata=dict(metadata or {}), **check_scopes(scopes))
         self.add_entries([entry], f"memvault add: {short(text)} [{entry.id[:8]}]")
         return entry
+
+    def clean_text(self, text: str) -> str:
+        return clean_text(text, self.settings.limits.max_text_chars)
 
     def llm(self):
         """The configured LLM client, or None when no model is configured."""
@@ -215,7 +219,7 @@ class Memvault:
             raise UsageError("the memory text is empty")
         llm = llm or (self.llm() if infer else None)
         if llm is None:
-            entries = [Entry(text=clean_text(str(m["content"])), conversation_id=conversation,
+            entries = [Entry(text=self.clean_text(str(m["content"])), conversation_id=conversation,
                              metadata={**(metadata or {}), **({"role": m["role"]} if len(chat) > 1 else {})},
                              **scopes) for m in chat]
             subject = (f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]" if len(entries) == 1
@@ -232,7 +236,7 @@ class Memvault:
 
         latest = latest_user_text(chat)
         if turn is None and latest.strip():
-            turn = Entry(text=clean_text(latest), role="user", conversation_id=conversation, **scopes)
+            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
         seen_hashes: set[str] = set()
 
         def neighbours_of(fact: str) -> list[tuple[str, str]]:
@@ -274,10 +278,10 @@ class Memvault:
                 raise UsageError("a memory cannot be moved to another conversation by editing it")
             if replacement.role != entry.role:
                 raise UsageError("the role of a memory cannot be changed by editing it")
-            updated = replacement.replace(text=clean_text(replacement.text), updated_at=now(),
+            updated = replacement.replace(text=self.clean_text(replacement.text), updated_at=now(),
                                           created_at=entry.created_at)
         else:
-            updated = entry.replace(text=clean_text(text) if text is not None else entry.text,
+            updated = entry.replace(text=self.clean_text(text) if text is not None else entry.text,
                                     metadata={**entry.metadata, **(metadata or {})}, updated_at=now())
         with self.vault.transaction("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                                     entry.conversation_id) as tx:
@@ -337,11 +341,15 @@ class Memvault:
         """The retrieval pipeline (DESIGN.md s6) over `conversation` and `global` (all conversations when
         None); `overrides` replace retrieval settings for this call."""
         import dataclasses
+        import math
 
         from memvault.retrieve.search import embed_query
 
         if conversation is not None:
             layout.check_conversation(conversation)
+        for name, value in overrides.items():  # nan passes every range check (all comparisons are false)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise UsageError(f"{name} must be a finite number, got {value!r}")
         retrieval = dataclasses.replace(self.settings.retrieval,
                                         **{k: v for k, v in overrides.items() if v is not None})
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.

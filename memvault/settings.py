@@ -6,6 +6,7 @@ Built once at the edge (CLI, server, Python API) and passed down; each layer rea
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,12 +65,22 @@ class ServerSettings:
 
 
 @dataclass
+class LimitsSettings:
+    """Size caps: what one request, text or file may cost (memory and time grow with them)."""
+
+    max_text_chars: int = 100_000  # one memory or chat message (about 25k tokens)
+    max_file_bytes: int = 1_048_576  # one entry file: a larger one is reported as broken, never read whole
+    max_request_bytes: int = 10_485_760  # one HTTP request body (413 beyond)
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -97,8 +108,26 @@ def split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
+# Keys a person pastes: surrounding whitespace (a copied newline) is trimmed, since no HTTP header can
+# carry it; a key of only whitespace is refused, since trimming it would silently mean "no key".
+SECRET_KEYS = ("llm.api_key", "server.api_key")
+
+
 def coerce(key: str, value: Any, kind: type, source: str) -> Any:
     """A value of the setting's type; strings from the environment or flags are converted."""
+    typed = convert(key, value, kind, source)
+    if isinstance(typed, float) and not math.isfinite(typed):
+        raise ConfigError(f"{source}: {key} must be a finite number, got {value!r}")
+    if isinstance(typed, int) and not isinstance(typed, bool) and key.startswith("limits.") and typed < 1:
+        raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
+    if key in SECRET_KEYS and typed != typed.strip():
+        if not typed.strip():
+            raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")
+        typed = typed.strip()
+    return typed
+
+
+def convert(key: str, value: Any, kind: type, source: str) -> Any:
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -144,8 +173,9 @@ def load(config_file: str | Path | None = None, flags: dict[str, Any] | None = N
     for key in settings.keys():
         settings.sources[key] = "default"
     path = config_path(config_file)
-    if config_file and not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+    if not path.is_file() and (config_file or os.environ.get("MEMVAULT_CONFIG")):
+        named_by = "" if config_file else " (named by MEMVAULT_CONFIG)"
+        raise ConfigError(f"config file not found: {path}{named_by}")
     if path.is_file():
         apply_file(settings, path)
     for key in settings.keys():

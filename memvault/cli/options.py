@@ -1,5 +1,6 @@
 """Options and arguments shared by several commands, defined once (with their shell completion)."""
 
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -29,3 +30,10 @@ LiveIdsArg = Annotated[list[str], typer.Argument(help="Memory ids or unique pref
                                                  autocompletion=complete_live_memory_id)]
 HistoryIdArg = Annotated[Optional[str], typer.Argument(
     help="Memory id or prefix; without it, the vault's log.", show_default=False, autocompletion=complete_memory_id)]
+
+
+def finite(value: Optional[float]) -> Optional[float]:
+    """Callback for float options: nan passes every min/max check (its comparisons are all false)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value

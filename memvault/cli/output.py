@@ -1,12 +1,31 @@
 """All CLI output goes through here: JSON for programs, rich tables for people, errors on stderr."""
 
 import json
+import re
 import sys
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 _console = None
 _err_console = None
+# What stored text must not send to a terminal: control characters (ESC starts the escape sequences
+# that recolour, move the cursor, retitle the window or write the clipboard; CR overwrites a line)
+# and the bidirectional overrides and isolates that make text read in another order than it runs.
+# Tab and newline stay. JSON output and the files keep the text as it is.
+UNSAFE_FOR_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# `say` shortens longer lines: `add` used to echo a 1 MB memory whole.
+MAX_SAID = 500
+
+
+def for_terminal(text: str) -> str:
+    """`text` with every control and bidi character shown as its escape (ESC as \\x1b, RLO as \\u202e)."""
+    return UNSAFE_FOR_TERMINAL.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def shortened(text: str, limit: int = MAX_SAID) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit:,} more characters)"
 
 
 def console():
@@ -33,16 +52,22 @@ def print_json(data: Any) -> None:
 
 
 def say(message: str) -> None:
-    """A line for the person at the terminal (on stderr, so stdout stays clean for pipes)."""
-    err_console().print(message, markup=False)
+    """A line for the person at the terminal (on stderr, so stdout stays clean for pipes); a long
+    one is shortened, control characters are shown escaped."""
+    err_console().print(for_terminal(shortened(message)), markup=False)
 
 
 def warn(message: str) -> None:
-    sys.stderr.write(f"memvault: warning: {message}\n")
+    sys.stderr.write(f"memvault: warning: {for_terminal(message)}\n")
 
 
 def error(message: str) -> None:
-    sys.stderr.write(f"memvault: error: {message}\n")
+    sys.stderr.write(f"memvault: error: {for_terminal(message)}\n")
+
+
+def print_text(text: str) -> None:
+    """Text as it is into a pipe or file; on a terminal with its control characters escaped."""
+    sys.stdout.write(for_terminal(text) if sys.stdout.isatty() else text)
 
 
 def age(moment: datetime | None, reference: datetime | None = None) -> str:
@@ -77,8 +102,8 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
 
     def cell(value: Any) -> Text:
         if isinstance(value, Styled):
-            return Text(value.text, style=value.style)
-        return Text("" if value is None else str(value))
+            return Text(for_terminal(value.text), style=value.style)
+        return Text(for_terminal("" if value is None else str(value)))
 
     grid = Table(title=title, show_lines=False, header_style="bold")
     for name in columns:
@@ -91,7 +116,7 @@ def table(columns: list[str], rows: list[list[Any]], title: str | None = None) -
 def plain_table(columns: list[str], rows: list[list[Any]]) -> None:
     def cell(value: Any) -> str:
         text = value.text if isinstance(value, Styled) else "" if value is None else str(value)
-        return " ".join(text.split())  # one line, no tabs
+        return for_terminal(" ".join(text.split()))  # one line, no tabs, no escape sequences
 
     lines = ["\t".join(columns), *("\t".join(cell(v) for v in row) for row in rows)]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -37,6 +37,19 @@ class LLM(Protocol):
     def astream(self, messages: list[dict]) -> AsyncIterator[str]: ...
 
 
+def upstream_api_key(model: str, api_base: str, key: str | None) -> str:
+    """The API key to send with a request to `model`: `key` when there is one; else, for an
+    OpenAI-compatible server at `api_base` (a local llama.cpp, vLLM, LM Studio...) and no
+    OPENAI_API_KEY in the environment, the placeholder "none": such servers want no key, but the
+    OpenAI SDK refuses to send a request without one ("Missing credentials"). Every path to an LLM
+    (curation, chat, doctor, the proxy) goes through here, so all of them reach the same servers."""
+    if key:
+        return key
+    if api_base and model.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+        return "none"
+    return ""
+
+
 def import_litellm():
     # Without this litellm fetches its price list from GitHub at import: slow, and no network here.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -152,8 +165,9 @@ class LLMClient:
         }
         if s.api_base:
             kwargs["api_base"] = s.api_base
-        if s.api_key:
-            kwargs["api_key"] = s.api_key
+        key = upstream_api_key(s.model, s.api_base, s.api_key)
+        if key:
+            kwargs["api_key"] = key
         if json_schema is not None:
             kwargs["response_format"] = {
                 "type": "json_schema",

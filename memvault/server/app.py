@@ -150,6 +150,7 @@ def create_app(settings: Settings) -> FastAPI:
     from memvault.server import memories, proxy
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
+    from memvault.server.limits import BodyLimit
 
     app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan)
     app.state.server = ServerState(settings)
@@ -163,5 +164,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(proxy.router)
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
+    app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key)  # outermost: checked first
     return app

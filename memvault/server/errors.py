@@ -9,7 +9,8 @@ from typing import Any
 from memvault.errors import LLMError, MemvaultError, NotFoundError, UsageError
 
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-         404: "not_found_error", 409: "conflict_error", 422: "invalid_request_error", 429: "rate_limit_error"}
+         404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error", 422: "invalid_request_error",
+         429: "rate_limit_error"}
 LITELLM_PREFIX = re.compile(r"^litellm\.(\w+):\s*(?:\1:\s*)?(?:\w+Exception\s*-\s*)?")
 
 
@@ -81,3 +82,8 @@ def install_handlers(app) -> None:
     @app.exception_handler(HTTPException)
     async def http_error(_request, exc: HTTPException):
         return error_response(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RecursionError)
+    async def too_deep(_request, _exc: RecursionError):
+        # json.loads recurses once per level: a query-string filter nested 3,000 deep ends here.
+        return error_response(400, "invalid request: JSON nested too deeply")

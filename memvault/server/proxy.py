@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.curate.llm import upstream_api_key
 from memvault.errors import UsageError
 from memvault.server.app import ServerState, server_state
 from memvault.server.auth import upstream_key
@@ -82,10 +82,8 @@ def upstream_request(state: ServerState, body: ChatCompletionRequest, request: R
                               "max_retries": 0}  # the client decides whether to retry, not the proxy
     if settings.llm.api_base:
         kwargs["api_base"] = settings.llm.api_base
-    key = upstream_key(request.headers, settings.server.api_key, settings.llm.api_key)
-    if not key and settings.llm.api_base and kwargs["model"].startswith("openai/") \
-            and not os.environ.get("OPENAI_API_KEY"):
-        key = "none"  # local OpenAI-compatible servers want no key, but the OpenAI SDK insists on one
+    key = upstream_api_key(kwargs["model"], settings.llm.api_base,
+                           upstream_key(request.headers, settings.server.api_key, settings.llm.api_key))
     if key:
         kwargs["api_key"] = key
     return kwargs

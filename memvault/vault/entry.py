@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import math
+import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
-from memvault.errors import EntryFormatError
+from memvault.errors import EntryFormatError, UsageError
 
 ROLES = ("memory", "user", "assistant", "summary")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
@@ -19,6 +21,16 @@ FIELD_ORDER = (
     "id", "role", "conversation_id", "created_at", "updated_at", "hash",
     "user_id", "agent_id", "run_id", "source", "metadata", "deleted_at", "replaced_by",
 )
+# What a memory's metadata may hold: JSON-like values the index can store and YAML can write back.
+# The caps bound work and memory on hostile input (aliases make a small file a huge or endless tree).
+MAX_METADATA_DEPTH = 32
+MAX_METADATA_VALUES = 10_000
+# libyaml recurses once per '[' or '{' and overflows the C stack (a crash, not an error) somewhere
+# past 20,000 levels; no valid entry nests deeper than MAX_METADATA_DEPTH, so refuse before parsing.
+MAX_FLOW_NESTING = 4 * MAX_METADATA_DEPTH
+# Half of a UTF-16 pair on its own: Python strings may hold one, UTF-8 files (and git, YAML) cannot.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+YAML_BREAKS = re.compile("[\x85\u2028\u2029]")  # what YAML also reads as a line break
 
 
 def now() -> datetime:
@@ -36,6 +48,90 @@ def text_hash(text: str) -> str:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
+def surrogate_problem(text: str) -> str | None:
+    """Why `text` cannot be stored as UTF-8, or None: a lone surrogate (such as '\\ud800', half
+    of an emoji split by a UTF-16 client) has no UTF-8 form. Refused rather than replaced: memvault
+    never changes what it was told without saying so."""
+    found = LONE_SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"contains a lone surrogate U+{ord(found.group()):04X} at character {found.start()} (not valid Unicode)"
+
+
+def check_text(text: str, what: str = "the memory text", max_chars: int | None = None) -> str:
+    """`text` if it can be stored as it is; a UsageError saying why not otherwise."""
+    problem = surrogate_problem(text)
+    if problem:
+        raise UsageError(f"{what} {problem}")
+    if max_chars is not None and len(text) > max_chars:
+        raise UsageError(f"{what} has {len(text):,} characters, more than limits.max_text_chars ({max_chars:,})")
+    return text
+
+
+def metadata_problem(value: Any) -> str | None:
+    """Why `value` cannot be a memory's metadata, or None. Metadata is a mapping of string keys to
+    strings, finite numbers, booleans, nulls, dates, and lists or mappings of those, at most
+    MAX_METADATA_DEPTH deep and MAX_METADATA_VALUES values in all. Walked with a stack, not recursion:
+    a recursive YAML alias (`&x [*x]`) is an endless tree, found as too deep."""
+    if not isinstance(value, dict):
+        return "'metadata' must be a mapping of keys to values"
+    stack: list[tuple[Any, str, int]] = [(value, "metadata", 1)]
+    seen = 0
+    while stack:
+        node, where, depth = stack.pop()
+        seen += 1
+        if seen > MAX_METADATA_VALUES:
+            return f"'metadata' holds more than {MAX_METADATA_VALUES:,} values"
+        if isinstance(node, (dict, list)) and depth > MAX_METADATA_DEPTH:
+            return f"'metadata' is nested deeper than {MAX_METADATA_DEPTH} levels (or holds itself)"
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if not isinstance(key, str):
+                    return f"'{where}' has a key that is not a string: {key!r:.40}"
+                if surrogate_problem(key):
+                    return f"a key in '{where}' {surrogate_problem(key)}"
+                stack.append((item, f"{where}.{key}", depth + 1))
+        elif isinstance(node, list):
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(node))
+        elif isinstance(node, str):
+            if surrogate_problem(node):
+                return f"'{where}' {surrogate_problem(node)}"
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                return f"'{where}' is {node!r}: numbers must be finite"
+        elif node is not None and not isinstance(node, (bool, int, date)):  # datetime is a date
+            return f"'{where}' holds a {type(node).__name__}, which metadata cannot keep"
+    return None
+
+
+def check_metadata(value: Any) -> dict[str, Any]:
+    """`value` if it can be a memory's metadata (see metadata_problem); a UsageError otherwise."""
+    problem = metadata_problem(value)
+    if problem:
+        raise UsageError(problem)
+    return value
+
+
+def flow_nesting(text: str) -> int:
+    """How deeply '[' and '{' nest in YAML text (quotes ignored: an overestimate is safe here)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def front_matter_too_nested(content: str) -> bool:
+    head_end = content.find("\n---", 3)
+    head = content if head_end < 0 else content[:head_end]
+    if head.count("[") + head.count("{") <= MAX_FLOW_NESTING:  # the common case: no need to scan
+        return False
+    return flow_nesting(head) > MAX_FLOW_NESTING
+
+
 def parse_time(value: Any, key: str, where: str) -> datetime | None:
     if value is None or value == "":
         return None
@@ -47,10 +143,11 @@ def parse_time(value: Any, key: str, where: str) -> datetime | None:
         try:
             moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
         except ValueError:
-            raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r}") from None
+            raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r:.60}") from None
     if moment.tzinfo is None:  # a person may write a naive time: read it as UTC
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment
+    # To the millisecond, as files keep times: what is read equals what it is written back as.
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def format_time(moment: datetime | None) -> str | None:
@@ -78,6 +175,9 @@ class Entry:
     def __post_init__(self) -> None:
         if self.updated_at is None:
             self.updated_at = self.created_at
+        # Files are read with "\n" line ends (python-frontmatter converts "\r\n"): the text held
+        # here, and its hash, must be what reading the file back gives.
+        self.text = self.text.replace("\r\n", "\n")
 
     @property
     def hash(self) -> str:
@@ -104,9 +204,12 @@ class Entry:
 
 
 def render(entry: Entry) -> str:
-    """The markdown file for an entry: YAML front matter, then the text."""
+    """The markdown file for an entry: YAML front matter, then the text. Raises UsageError for an
+    entry no file can hold as it is (lone surrogates, metadata YAML or the index cannot keep)."""
     import yaml
 
+    check_text(entry.text)
+    check_metadata(entry.metadata)
     meta: dict[str, Any] = {}
     for key in FIELD_ORDER:
         value = entry.hash if key == "hash" else getattr(entry, key)
@@ -114,10 +217,29 @@ def render(entry: Entry) -> str:
             value = format_time(value)
         if value is None or (key == "metadata" and not value):
             continue
+        if isinstance(value, str):
+            check_text(value, f"'{key}'")
         meta[key] = value
-    header = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    header = yaml.dump(meta, Dumper=yaml_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False)
     body = entry.text if entry.text.endswith("\n") else entry.text + "\n"
     return f"---\n{header}---\n\n{body}"
+
+
+@functools.cache
+def yaml_dumper():
+    """PyYAML's safe dumper, except that strings holding a character YAML reads as a line break
+    (NEL, LS, PS) are double-quoted: written plain or single-quoted, they came back as spaces."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = '"' if YAML_BREAKS.search(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, represent_str)
+    return Dumper
 
 
 @functools.cache
@@ -144,14 +266,20 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
     folder, name and time); a file with no front matter at all is then plain text with those fields.
     """
     import frontmatter
-    import yaml
 
-    content = content.lstrip("\ufeff")
+    # Windows line ends read as "\n" with or without front matter (python-frontmatter converts them).
+    content = content.lstrip("\ufeff").replace("\r\n", "\n")
     if content.startswith("---"):
+        if front_matter_too_nested(content):
+            raise EntryFormatError(where, f"broken front matter: nested deeper than {MAX_FLOW_NESTING} levels")
         try:
             post = frontmatter.loads(content, handler=yaml_handler())
-        except (yaml.YAMLError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        except TypeError:  # python-frontmatter passes the keys as keyword arguments
+            raise EntryFormatError(where, "front matter has a key that is not a string") from None
+        except Exception as exc:  # noqa: BLE001 - besides YAMLError, PyYAML's constructors raise ValueError,
+            # OverflowError, RecursionError and even IndexError (an empty `!!float`) on odd documents
+            text = str(exc).strip()
+            first = text.splitlines()[0] if text else type(exc).__name__
             raise EntryFormatError(where, f"broken front matter: {first}") from None
         meta, body = post.metadata, post.content
         if not isinstance(meta, dict):
@@ -166,21 +294,30 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
             raise EntryFormatError(where, f"front matter lacks '{key}'")
     role = str(meta["role"])
     if role not in ROLES:
-        raise EntryFormatError(where, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+        raise EntryFormatError(where, f"unknown role {role!r:.60} (expected one of {', '.join(ROLES)})")
     metadata = meta.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise EntryFormatError(where, "'metadata' must be a mapping of keys to values")
+    problem = metadata_problem(metadata) or surrogate_problem(body)
+    if problem:
+        raise EntryFormatError(where, problem)
 
     def optional(key: str) -> str | None:
         value = meta.get(key)
-        return None if value is None or value == "" else str(value)
+        return None if value is None or value == "" else field_text(key, value)
+
+    def field_text(key: str, value: Any) -> str:
+        if isinstance(value, (dict, list, set, bytes)):
+            raise EntryFormatError(where, f"'{key}' must be a plain value, not a {type(value).__name__}")
+        text = str(value)
+        if surrogate_problem(text):
+            raise EntryFormatError(where, f"'{key}' {surrogate_problem(text)}")
+        return text
 
     created = parse_time(meta["created_at"], "created_at", where)
     return Entry(
-        text=body.strip("\n"),
+        text=body.strip(),  # as python-frontmatter strips a body after front matter, and clean_text a new text
         role=role,
-        conversation_id=str(meta["conversation_id"]),
-        id=str(meta["id"]),
+        conversation_id=field_text("conversation_id", meta["conversation_id"]),
+        id=field_text("id", meta["id"]),
         created_at=created,
         updated_at=parse_time(meta.get("updated_at"), "updated_at", where) or created,
         user_id=optional("user_id"),

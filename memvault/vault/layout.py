@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
@@ -23,6 +24,8 @@ UUID_SHAPE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 # '+' joins the parts of a scope folder such as user-alice+agent-bot.
 NAME_CHARS = re.compile(r"^[\w.\-+]+$", re.UNICODE)
 WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+# Refused for new folders only (older vaults may hold them): Windows reserves these with any extension.
+WINDOWS_DEVICE_NAMES = WINDOWS_RESERVED | {f"{port}{digit}" for port in ("com", "lpt") for digit in "¹²³"}
 
 
 def check_conversation(name: str) -> str:
@@ -32,10 +35,31 @@ def check_conversation(name: str) -> str:
     name = unicodedata.normalize("NFC", name.strip())
     if len(name) > MAX_NAME:
         raise UnsafePathError(f"conversation name is longer than {MAX_NAME} characters")
-    if name.startswith(".") or not NAME_CHARS.match(name) or name.lower() in WINDOWS_RESERVED:
+    if name.startswith(".") or not NAME_CHARS.match(name):
         raise UnsafePathError(
             f"invalid conversation name {name!r}: use letters, digits, '.', '_' and '-', not starting with '.'"
         )
+    if name.lower() in WINDOWS_RESERVED:
+        raise UnsafePathError(f"invalid conversation name {name!r}: a reserved device name on Windows")
+    return name
+
+
+def check_new_conversation(name: str, existing: Iterable[str]) -> str:
+    """A conversation folder about to be created must also be portable: a folder Windows cannot
+    open ('con.txt', a trailing dot) or one that macOS and Windows merge with another ('Work' beside
+    'work') would break the vault when it is cloned there. Folders that exist already stay usable
+    whatever their name: these rules only stop new ones."""
+    existing = list(existing)
+    if name in existing:
+        return name
+    if name.endswith("."):
+        raise UnsafePathError(f"invalid conversation name {name!r}: Windows drops a trailing '.' from folder names")
+    if name.split(".")[0].lower() in WINDOWS_DEVICE_NAMES:
+        raise UnsafePathError(f"invalid conversation name {name!r}: a reserved device name on Windows")
+    twin = next((other for other in existing if other.casefold() == name.casefold()), None)
+    if twin is not None:
+        raise UnsafePathError(f"conversation {name!r} differs only in case from the existing {twin!r} (one folder "
+                              f"on macOS and Windows): use {twin!r}")
     return name
 
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, VaultError
+from memvault.settings import LimitsSettings
 from memvault.vault import layout
 from memvault.vault.entry import Entry, now, parse, render
 from memvault.vault.git import VaultGit, format_message
@@ -24,6 +25,7 @@ from memvault.vault.git import VaultGit, format_message
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 LOCK_TIMEOUT = 120.0
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
+MAX_FILE_BYTES = LimitsSettings.max_file_bytes
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -62,6 +64,7 @@ class Transaction:
         path = self.vault.root / rel
         before = path.read_bytes() if path.exists() else None
         if entry is not None:
+            self.vault.check_new_folder(rel)
             atomic_write(path, render(entry).encode("utf-8"))
         else:
             path.unlink(missing_ok=True)
@@ -103,6 +106,8 @@ class Transaction:
 
 class Vault:
     """A vault folder: entries as markdown files, in a git repository."""
+
+    max_file_bytes = MAX_FILE_BYTES  # limits.max_file_bytes: a larger entry file is broken, not read
 
     def __init__(self, root: Path, git: VaultGit) -> None:
         self.root = root
@@ -186,6 +191,7 @@ class Vault:
         try:
             for entry in entries:
                 rel = layout.relative_path(entry)
+                self.check_new_folder(rel)
                 atomic_write(self.root / rel, render(entry).encode("utf-8"))
                 changes.append(Change(rel, None, entry))
         except BaseException:
@@ -242,7 +248,11 @@ class Vault:
         """The entry in a file; fields a hand-written file leaves out come from its place and time."""
         path = self.root / rel
         try:
-            content = path.read_bytes().decode("utf-8")
+            with open(path, "rb") as handle:
+                data = handle.read(self.max_file_bytes + 1)  # never the whole of a huge file
+            if len(data) > self.max_file_bytes:
+                raise EntryFormatError(rel, too_large(self.max_file_bytes))
+            content = data.decode("utf-8")
         except UnicodeDecodeError:
             raise EntryFormatError(rel, "not UTF-8 text") from None
         except OSError as exc:
@@ -333,6 +343,14 @@ class Vault:
 
     def conversations(self) -> list[str]:
         return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES))
+
+    def check_new_folder(self, rel: PurePosixPath) -> None:
+        """Before writing `rel`: a conversation folder it would create must be portable."""
+        layout.check_new_conversation(rel.parts[1], self.conversations())
+
+
+def too_large(limit: int) -> str:
+    return f"larger than limits.max_file_bytes ({limit:,} bytes): not read"
 
 
 def scandir_dirs(path: Path) -> list[os.DirEntry]:

@@ -8,7 +8,7 @@ import typer
 from memvault.cli.app import command, open_memvault, read_text_argument
 from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
-from memvault.cli.output import console, err_console, say, table, warn
+from memvault.cli.output import console, err_console, for_terminal, say, table, warn
 
 EXIT_WORDS = {"/exit", "/quit", "/q"}
 
@@ -87,7 +87,7 @@ def one_shot(session, llm, text: str, show: bool) -> None:
 
 def with_stderr_table(hits) -> None:
     for hit in hits:  # the memory's text is literal, never markup
-        err_console().print(f"memory {hit.rank}: [{hit.role}] {hit.text} ({hit.total:.2f})", style="dim",
+        err_console().print(f"memory {hit.rank}: [{hit.role}] {for_terminal(hit.text)} ({hit.total:.2f})", style="dim",
                             markup=False, highlight=False)
 
 

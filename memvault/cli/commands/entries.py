@@ -22,7 +22,7 @@ from memvault.cli.options import (
     UserOpt,
     VaultOpt,
 )
-from memvault.cli.output import age, print_json, say, table, warn
+from memvault.cli.output import age, print_json, print_text, say, table, warn
 from memvault.errors import EntryFormatError, UsageError
 
 
@@ -113,7 +113,7 @@ def show(memory_id: IdArg, vault: VaultOpt = None, config: ConfigOpt = None, jso
     if json:
         print_json({**entry.to_dict(), "path": str(rel)})
     else:
-        typer.echo((memvault.vault.root / rel).read_text(encoding="utf-8"), nl=False)
+        print_text((memvault.vault.root / rel).read_text(encoding="utf-8"))
 
 
 def run_editor(path: Path) -> None:

@@ -7,7 +7,7 @@ import typer
 
 from memvault.cli.app import command, open_memvault
 from memvault.cli.commands.entries import scopes_of
-from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt
+from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt, finite
 from memvault.cli.output import age, console, print_json, table
 from memvault.errors import UsageError
 
@@ -19,6 +19,8 @@ def parse_filter(text: str | None) -> dict | None:
         value = jsonlib.loads(text)
     except ValueError as exc:
         raise UsageError(f"--filter is not valid JSON: {exc}") from None
+    except RecursionError:  # json.loads recurses once per level
+        raise UsageError("--filter is nested too deeply") from None
     if not isinstance(value, dict):
         raise UsageError("--filter must be a JSON object, such as '{\"topic\": \"food\"}'")
     return value
@@ -37,13 +39,13 @@ def search(
     conversation: ConversationOpt = None, user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="How many results [default: 5].",
                                                  show_default=False)] = None,
-    recency_weight: Annotated[Optional[float], typer.Option("--recency-weight", min=0.0, max=1.0,
+    recency_weight: Annotated[Optional[float], typer.Option("--recency-weight", min=0.0, max=1.0, callback=finite,
                                                             help="Weight of recency in the score.",
                                                             show_default=False)] = None,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, callback=finite,
                                                        help="Drop results with a lower relevance.",
                                                        show_default=False)] = None,
-    mmr_lambda: Annotated[Optional[float], typer.Option("--mmr-lambda", min=0.0, max=1.0,
+    mmr_lambda: Annotated[Optional[float], typer.Option("--mmr-lambda", min=0.0, max=1.0, callback=finite,
                                                         help="1 = relevance only, lower = more diverse.",
                                                         show_default=False)] = None,
     filter: Annotated[Optional[str], typer.Option("--filter", show_default=False, help=(
