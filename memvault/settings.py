@@ -6,7 +6,9 @@ Built once at the edge (CLI, server, Python API) and passed down; each layer rea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +37,9 @@ class RetrievalSettings:
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
     reranker: str = ""  # folder of an ONNX cross-encoder, or a hub name; empty: no cross-encoder
-    score_threshold: float = 0.35
+    # None ("auto"): the threshold chosen for the relevance model in use (retrieve.scoring.threshold_for).
+    # A number, from any source, is always used as given.
+    score_threshold: float | None = None
     recency_weight: float = 0.2
     recency_days: float = 30.0
     mmr_lambda: float = 0.7
@@ -79,8 +83,7 @@ class Settings:
 
     def set(self, key: str, value: Any, source: str) -> None:
         section, name = split_key(key)
-        target = getattr(self, section)
-        setattr(target, name, coerce(key, value, type(getattr(target, name)), source))
+        setattr(getattr(self, section), name, coerce(key, value, source))
         self.sources[key] = source
 
     def keys(self) -> list[str]:
@@ -97,8 +100,25 @@ def split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
-def coerce(key: str, value: Any, kind: type, source: str) -> Any:
+# How an optional setting's None is written in a file, the environment or `config set`.
+AUTO = "auto"
+
+
+@functools.cache
+def setting_type(key: str) -> tuple[type, bool]:
+    """The setting's value type, and whether it may be None (written "auto")."""
+    section, name = split_key(key)
+    section_class = next(f.default_factory for f in dataclasses.fields(Settings) if f.name == section)
+    hint = typing.get_type_hints(section_class)[name]
+    kinds = [kind for kind in typing.get_args(hint) if kind is not type(None)]
+    return (kinds[0], True) if kinds else (hint, False)
+
+
+def coerce(key: str, value: Any, source: str) -> Any:
     """A value of the setting's type; strings from the environment or flags are converted."""
+    kind, optional = setting_type(key)
+    if optional and (value is None or (isinstance(value, str) and value.strip().lower() == AUTO)):
+        return None
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -117,7 +137,8 @@ def coerce(key: str, value: Any, kind: type, source: str) -> Any:
             raise ValueError
         return kind(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {key} must be {kind.__name__}, got {value!r}") from None
+        expected = f"{kind.__name__} or {AUTO!r}" if optional else kind.__name__
+        raise ConfigError(f"{source}: {key} must be {expected}, got {value!r}") from None
 
 
 def env_name(key: str) -> str:
@@ -192,15 +213,14 @@ def write_value(path: Path, key: str, value: str) -> Any:
     import tomllib
 
     section, name = split_key(key)
-    kind = type(getattr(getattr(Settings(), section), name))
-    typed = coerce(key, value, kind, "config set")
+    typed = coerce(key, value, "config set")
     data: dict[str, dict[str, Any]] = {}
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    data.setdefault(section, {})[name] = typed
+    data.setdefault(section, {})[name] = AUTO if typed is None else typed
     lines: list[str] = []
     for sect, values in data.items():
         lines.append(f"[{sect}]")
