@@ -200,37 +200,50 @@ def apply_file(settings: Settings, path: Path) -> None:
             settings.set(key, value, str(path))
 
 
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def write_value(path: Path, key: str, value: str) -> Any:
-    """Set one key in a config file (created if missing), keeping the file's other values."""
-    import tomllib
+    """Set one key in a config file (created if missing), keeping everything else in it as it was:
+    the other values, the comments and the layout. The file is written readable by its owner only
+    (0600), created so and kept so, for it may hold API keys; the write is atomic."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    # The temporary file atomic_write renames into place is created 0600 (mkstemp).
+    from memvault.vault.store import atomic_write
 
     section, name = split_key(key)
     typed = coerce(key, value, "config set")
-    data: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    data.setdefault(section, {})[name] = AUTO if typed is None else typed
-    lines: list[str] = []
-    for sect, values in data.items():
-        lines.append(f"[{sect}]")
-        lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
-        lines.append("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    path = path.resolve()  # through a symlink (a dotfiles repository): rewrite its target, keep the link
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    except (TOMLKitError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    if section not in document:
+        document[section] = tomlkit.table()
+    elif not isinstance(document[section], dict):
+        raise ConfigError(f"{path}: {section!r} is not a section, cannot set {key}")
+    put(document[section], name, AUTO if typed is None else typed)
+    try:
+        atomic_write(path, tomlkit.dumps(document).encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
     return typed
+
+
+def put(table: Any, name: str, value: Any) -> None:
+    """Set `name` in a tomlkit table. A new key goes after the table's last value: tomlkit appends it
+    after the blank lines and comments that end the table, which belong to what follows (a `# search`
+    above `[retrieval]` would end up above the new key)."""
+    import tomlkit.items
+
+    body = table.value.body
+    keys = [key for key, _ in body if key is not None]
+    regular = isinstance(table, tomlkit.items.Table) and not table.is_super_table()
+    if name in table or not keys or body[-1][0] is not None or not regular:
+        table[name] = value
+    else:
+        table.value._insert_after(keys[-1], name, value)  # tomlkit has no public insert
 
 
 def config_path(config_file: str | Path | None = None) -> Path:
