@@ -101,8 +101,8 @@ def test_a_threshold_can_be_set_and_set_back_to_auto(tmp_path):
     config = tmp_path / "config.toml"
     config_cli("set", "retrieval.score_threshold", "0.35", "--config", str(config))
     assert settings.load(config).retrieval.score_threshold == 0.35
-    code, out, _ = config_cli("set", "retrieval.score_threshold", "auto", "--config", str(config))
-    assert code == 0 and "None" not in out
+    code, _, err = config_cli("set", "retrieval.score_threshold", "auto", "--config", str(config))
+    assert code == 0 and err.startswith("retrieval.score_threshold = auto in ")
     assert 'score_threshold = "auto"' in config.read_text()
     loaded = settings.load(config)
     assert loaded.retrieval.score_threshold is None and loaded.sources["retrieval.score_threshold"] == str(config)

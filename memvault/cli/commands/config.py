@@ -52,7 +52,7 @@ def config_set(
 
     path = settings_module.config_path(config)
     typed = settings_module.write_value(path, key, value)
-    say(f"{key} = {shown(key, typed)!r} in {path}")
+    say(f"{key} = {settings_module.AUTO if typed is None else repr(shown(key, typed))} in {path}")
 
 
 @command("path", group=config_app)
