@@ -27,6 +27,7 @@ class VaultSettings:
 class EmbedderSettings:
     model: str = "minilm"  # minilm (built in) | e5 | st:<name or folder> | litellm:<model>
     batch_size: int = 64
+    api_base: str = ""  # the server of a litellm:<model> embedder (an OpenAI-compatible address, ollama...)
 
 
 @dataclass
