@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING
 from memvault.vault.layout import ENTRIES
 
 if TYPE_CHECKING:
-    from memvault.index.store import IndexStore
-    from memvault.index.sync import SyncReport
-    from memvault.models.embedders import Embedder
     from memvault.vault.store import Vault
 
 MAX_DELAY = 5.0  # a steady stream of writes still gets synced this often
@@ -107,18 +104,3 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
     finally:
         observer.stop()
         observer.join(timeout=5)
-
-
-def watch_and_sync(vault: Vault, index: IndexStore, embedder: Embedder,
-                   on_report: Callable[[SyncReport], None] | None = None, debounce: float = 0.5,
-                   stop_event: threading.Event | None = None, ready: threading.Event | None = None) -> None:
-    """Sync once, then keep the index in step with the files until stopped (`memvault watch`)."""
-    from memvault.index.sync import sync
-
-    def resync(_paths: frozenset[PurePosixPath]) -> None:
-        report = sync(vault, index, embedder)
-        if on_report:
-            on_report(report)
-
-    resync(frozenset())
-    watch(vault, resync, debounce=debounce, stop_event=stop_event, ready=ready)
