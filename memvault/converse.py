@@ -62,7 +62,6 @@ class ChatTurn:
     messages: list[dict]  # what was sent to the LLM
     hits: list = field(default_factory=list)
     user_turn: Entry | None = None
-    assistant_turn: Entry | None = None
 
 
 class MemoryChat:
@@ -99,7 +98,7 @@ class MemoryChat:
             try:
                 self.memvault.add_entries(entries, f"memvault chat: turn in {self.conversation}", operation="chat")
             except BaseException:
-                turn.user_turn = turn.assistant_turn = None  # not stored: nothing to curate
+                turn.user_turn = None  # not stored: nothing to curate
                 raise
         return turn
 
@@ -112,7 +111,6 @@ class MemoryChat:
             entries.append(Entry(text=assistant_text.strip(), role="assistant", conversation_id=self.conversation,
                                  source=entries[0].id, **self.scopes))
         turn.user_turn = entries[0]
-        turn.assistant_turn = entries[1] if len(entries) > 1 else None
         return entries
 
     def curate(self, turn: ChatTurn, context: list[dict], llm, background: bool = True) -> None:

@@ -103,7 +103,8 @@ class Memvault:
     def embedder(self):
         from memvault.models.embedders import load_embedder
 
-        return load_embedder(self.settings.embedder.model, self.settings.embedder.batch_size)
+        embedder = self.settings.embedder
+        return load_embedder(embedder.model, embedder.batch_size, embedder.api_base)
 
     def reranker(self):
         from memvault.models.reranker import load_reranker

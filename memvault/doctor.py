@@ -282,7 +282,7 @@ def check_embedder(settings: Settings) -> tuple[Check, str | None]:
     started = time.perf_counter()
     spec = settings.embedder.model
     try:
-        embedder = load_embedder(spec, settings.embedder.batch_size)
+        embedder = load_embedder(spec, settings.embedder.batch_size, settings.embedder.api_base)
         vectors = embedder.embed(["memvault doctor"])
         norm = math.sqrt(float((vectors[0] ** 2).sum()))
         if vectors.shape != (1, embedder.dims) or not math.isfinite(norm) or abs(norm - 1.0) > 1e-3:

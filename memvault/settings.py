@@ -6,8 +6,10 @@ Built once at the edge (CLI, server, Python API) and passed down; each layer rea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ class VaultSettings:
 class EmbedderSettings:
     model: str = "minilm"  # minilm (built in) | e5 | st:<name or folder> | litellm:<model>
     batch_size: int = 64
+    api_base: str = ""  # the server of a litellm:<model> embedder (an OpenAI-compatible address, ollama...)
 
 
 @dataclass
@@ -36,7 +39,8 @@ class RetrievalSettings:
     dense_weight: float = 1.0
     lexical_weight: float = 1.0
     reranker: str = ""  # folder of an ONNX cross-encoder, or a hub name; empty: no cross-encoder
-    score_threshold: float = 0.35
+    # A number, from any source, is always used as given (retrieve.scoring.threshold_for).
+    score_threshold: float | None = None  # None (auto): chosen for the model: 0.35 with a cross-encoder, 0.015 without
     recency_weight: float = 0.2
     recency_days: float = 30.0
     mmr_lambda: float = 0.7
@@ -90,8 +94,7 @@ class Settings:
 
     def set(self, key: str, value: Any, source: str) -> None:
         section, name = split_key(key)
-        target = getattr(self, section)
-        setattr(target, name, coerce(key, value, type(getattr(target, name)), source))
+        setattr(getattr(self, section), name, coerce(key, value, source))
         self.sources[key] = source
 
     def keys(self) -> list[str]:
@@ -108,26 +111,42 @@ def split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
+# How an optional setting's None is written in a file, the environment or `config set`.
+AUTO = "auto"
 # Keys a person pastes: surrounding whitespace (a copied newline) is trimmed, since no HTTP header can
 # carry it; a key of only whitespace is refused, since trimming it would silently mean "no key".
 SECRET_KEYS = ("llm.api_key", "server.api_key")
 
 
-def coerce(key: str, value: Any, kind: type, source: str) -> Any:
-    """A value of the setting's type; strings from the environment or flags are converted."""
-    typed = convert(key, value, kind, source)
+@functools.cache
+def setting_type(key: str) -> tuple[type, bool]:
+    """The setting's value type, and whether it may be None (written "auto")."""
+    section, name = split_key(key)
+    section_class = next(f.default_factory for f in dataclasses.fields(Settings) if f.name == section)
+    hint = typing.get_type_hints(section_class)[name]
+    kinds = [kind for kind in typing.get_args(hint) if kind is not type(None)]
+    return (kinds[0], True) if kinds else (hint, False)
+
+
+def coerce(key: str, value: Any, source: str) -> Any:
+    """A value of the setting's type, within its bounds; strings from the environment or flags are converted."""
+    typed = convert(key, value, source)
     if isinstance(typed, float) and not math.isfinite(typed):
         raise ConfigError(f"{source}: {key} must be a finite number, got {value!r}")
     if isinstance(typed, int) and not isinstance(typed, bool) and key.startswith("limits.") and typed < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
-    if key in SECRET_KEYS and typed != typed.strip():
+    if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
             raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")
         typed = typed.strip()
     return typed
 
 
-def convert(key: str, value: Any, kind: type, source: str) -> Any:
+def convert(key: str, value: Any, source: str) -> Any:
+    """`value` as the setting's type (None for "auto" where the setting may be automatic)."""
+    kind, optional = setting_type(key)
+    if optional and (value is None or (isinstance(value, str) and value.strip().lower() == AUTO)):
+        return None
     try:
         if kind is bool:
             if isinstance(value, bool):
@@ -146,7 +165,8 @@ def convert(key: str, value: Any, kind: type, source: str) -> Any:
             raise ValueError
         return kind(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {key} must be {kind.__name__}, got {value!r}") from None
+        expected = f"{kind.__name__} or {AUTO!r}" if optional else kind.__name__
+        raise ConfigError(f"{source}: {key} must be {expected}, got {value!r}") from None
 
 
 def env_name(key: str) -> str:
@@ -209,38 +229,50 @@ def apply_file(settings: Settings, path: Path) -> None:
             settings.set(key, value, str(path))
 
 
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def write_value(path: Path, key: str, value: str) -> Any:
-    """Set one key in a config file (created if missing), keeping the file's other values."""
-    import tomllib
+    """Set one key in a config file (created if missing), keeping everything else in it as it was:
+    the other values, the comments and the layout. The file is written readable by its owner only
+    (0600), created so and kept so, for it may hold API keys; the write is atomic."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    # The temporary file atomic_write renames into place is created 0600 (mkstemp).
+    from memvault.vault.store import atomic_write
 
     section, name = split_key(key)
-    kind = type(getattr(getattr(Settings(), section), name))
-    typed = coerce(key, value, kind, "config set")
-    data: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    data.setdefault(section, {})[name] = typed
-    lines: list[str] = []
-    for sect, values in data.items():
-        lines.append(f"[{sect}]")
-        lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
-        lines.append("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    typed = coerce(key, value, "config set")
+    path = path.resolve()  # through a symlink (a dotfiles repository): rewrite its target, keep the link
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    except (TOMLKitError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    if section not in document:
+        document[section] = tomlkit.table()
+    elif not isinstance(document[section], dict):
+        raise ConfigError(f"{path}: {section!r} is not a section, cannot set {key}")
+    put(document[section], name, AUTO if typed is None else typed)
+    try:
+        atomic_write(path, tomlkit.dumps(document).encode("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
     return typed
+
+
+def put(table: Any, name: str, value: Any) -> None:
+    """Set `name` in a tomlkit table. A new key goes after the table's last value: tomlkit appends it
+    after the blank lines and comments that end the table, which belong to what follows (a `# search`
+    above `[retrieval]` would end up above the new key)."""
+    import tomlkit.items
+
+    body = table.value.body
+    keys = [key for key, _ in body if key is not None]
+    regular = isinstance(table, tomlkit.items.Table) and not table.is_super_table()
+    if name in table or not keys or body[-1][0] is not None or not regular:
+        table[name] = value
+    else:
+        table.value._insert_after(keys[-1], name, value)  # tomlkit has no public insert
 
 
 def config_path(config_file: str | Path | None = None) -> Path:

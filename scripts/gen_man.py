@@ -222,8 +222,10 @@ def environment_items() -> list[str]:
         value = defaults.get(key)
         alias = settings.ENV_ALIASES.get(key)
         names = [settings.env_name(key)] + ([alias] if alias and alias != settings.env_name(key) else [])
-        shown = repr(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) else value
-        text = f"The setting {key} ({type(value).__name__}, default {shown})"
+        kind, optional = settings.setting_type(key)
+        shown = (settings.AUTO if value is None else repr(value) if isinstance(value, str)
+                 else str(value).lower() if isinstance(value, bool) else value)
+        text = f"The setting {key} ({kind.__name__}{' or ' + settings.AUTO if optional else ''}, default {shown})"
         text += f": {comments[key]}." if key in comments else "."
         if len(names) > 1:
             text += f" {alias} is a shorter name for it."

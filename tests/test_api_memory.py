@@ -505,7 +505,7 @@ def test_a_file_edited_by_hand_is_what_a_new_memory_object_sees(make):
 
 def test_a_mem0_config_dict_maps_onto_settings(tmp_path):
     config = {
-        "vector_store": {"provider": "qdrant", "config": {"path": str(tmp_path / "v"), "collection_name": "x"}},
+        "vector_store": {"provider": "qdrant", "config": {"path": str(tmp_path / "v")}},
         "llm": {"provider": "ollama", "config": {"model": "qwen3:4b", "ollama_base_url": "http://127.0.0.1:11434",
                                                  "temperature": 0.1, "max_tokens": 200}},
         "embedder": {"provider": "huggingface", "config": {"model": "multi-qa-MiniLM-L6-cos-v1"}},

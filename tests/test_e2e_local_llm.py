@@ -5,22 +5,36 @@ persisted turns, a streamed answer), never on the model's judgement.
 """
 
 import json
+import os
 import subprocess
+import sys
+import time
 
 import pytest
 
 from tests.support.cli import run_memvault
+from tests.support.upstream import Upstream, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 EVENTS = {"ADD", "UPDATE", "DELETE", "NONE"}
 
 
 @pytest.fixture
-def env(local_llm, tmp_path):
+def relay(local_llm):
+    """A recording relay in front of the model server: shows what memvault asked for and got."""
+    upstream = Upstream(forward_to=local_llm)
+    with serving(upstream.app()) as root:
+        upstream.root = root
+        yield upstream
+
+
+@pytest.fixture
+def env(relay, tmp_path):
     vault = tmp_path / "vault"
     assert run_memvault("init", "--vault", str(vault)).returncode == 0
     return {"MEMVAULT_VAULT": str(vault), "MEMVAULT_LLM_MODEL": "openai/smollm2",
-            "MEMVAULT_LLM_API_BASE": local_llm, "MEMVAULT_LLM_API_KEY": "none", "MEMVAULT_LLM_TIMEOUT": "120",
+            "MEMVAULT_LLM_API_BASE": relay.root + "/v1", "MEMVAULT_LLM_API_KEY": "none",
+            "MEMVAULT_LLM_TIMEOUT": "120",
             # a tiny model can loop on a JSON answer: bounded, the plumbing is tested as well and sooner
             "MEMVAULT_LLM_MAX_TOKENS": "200"}
 
@@ -35,11 +49,18 @@ def listing(env, *args):
     return json.loads(out.stdout)
 
 
-def test_add_extracts_and_reconciles_through_a_real_model_server(env):
+def test_add_extracts_and_reconciles_through_a_real_model_server(env, relay):
     first = run_memvault("add", "My name is Dana and I love hiking in the Alps.", "--json", env=env, timeout=300)
     assert first.returncode == 0, first.stderr.decode()
     result = json.loads(first.stdout)
     assert result["curated"] is True
+    # The model was asked and answered: a failed call would leave "LLM failed" in the notes, and the
+    # fallback (the text stored as given) would satisfy everything below on its own.
+    assert not [note for note in result.get("notes", []) if "LLM failed" in note], result["notes"]
+    asked = relay.chat_requests()
+    assert asked and all(request["model"] == "smollm2" for request in asked)
+    assert "My name is Dana and I love hiking in the Alps." in json.dumps(asked[0]["messages"])
+    assert asked[0].get("response_format"), "extraction asks for a JSON answer"
     assert result["results"], "an add always stores something: facts, or the text as given"
     for event in result["results"]:
         assert event["event"] in EVENTS and (event["memory"] or "").strip()
@@ -51,17 +72,45 @@ def test_add_extracts_and_reconciles_through_a_real_model_server(env):
 
     second = run_memvault("add", "I also enjoy cooking Thai food.", "--json", env=env, timeout=300)
     assert second.returncode == 0, second.stderr.decode()
-    for event in json.loads(second.stdout)["results"]:
+    second_result = json.loads(second.stdout)
+    assert not [note for note in second_result.get("notes", []) if "LLM failed" in note]
+    for event in second_result["results"]:
         assert event["event"] in EVENTS
+    assert len(relay.chat_requests()) > len(asked)
     assert len(listing(env, "--role", "user")) == 2
 
 
-def test_chat_one_shot_streams_an_answer_and_persists_both_turns(env):
+def read_as_it_comes(process: subprocess.Popen, timeout: float) -> list[tuple[float, bytes]]:
+    """Every piece of the process's stdout with the time it arrived, until it closes."""
+    pieces = []
+    deadline = time.monotonic() + timeout
+    fd = process.stdout.fileno()
+    while time.monotonic() < deadline:
+        piece = os.read(fd, 65536)
+        if not piece:
+            break
+        pieces.append((time.monotonic(), piece))
+    return pieces
+
+
+def test_chat_one_shot_streams_an_answer_and_persists_both_turns(env, relay):
     assert run_memvault("add", "--no-llm", "Dana's favourite colour is teal.", env=env).returncode == 0
-    out = run_memvault("chat", "-m", "What is my favourite colour?", env=env, timeout=300)
-    assert out.returncode == 0, out.stderr.decode()
-    answer = out.stdout.decode().strip()
+    process = subprocess.Popen([sys.executable, "-m", "memvault", "chat", "-m", "What is my favourite colour?"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **env})
+    try:
+        pieces = read_as_it_comes(process, timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        code = process.wait(60)
+    assert code == 0, process.stderr.read().decode()
+    answer = b"".join(piece for _, piece in pieces).decode().strip()
     assert answer
+    # Streamed: the answer reached stdout in several pieces, over time, not as one block at the end.
+    text_pieces = [(when, piece) for when, piece in pieces if piece.strip()]
+    assert len(text_pieces) > 1, pieces
+    assert text_pieces[-1][0] > text_pieces[0][0]
+    assert relay.chat_requests()[0]["stream"] is True
     assert [t["text"] for t in listing(env, "--role", "user")] == ["What is my favourite colour?"]
     assistant = listing(env, "--role", "assistant")
     assert [t["text"] for t in assistant] == [answer]

@@ -1,11 +1,10 @@
 """Fact extraction and the lenient JSON reading it relies on, with a scripted LLM."""
 
-import asyncio
 
 import pytest
 
 from memvault.curate import prompts
-from memvault.curate.extract import MAX_CUSTOM_FACTS, aextract_facts, extract_facts, load_prompt, parse_facts
+from memvault.curate.extract import MAX_CUSTOM_FACTS, extract_facts, load_prompt, parse_facts
 from memvault.curate.jsonish import parse_json, strip_thinking
 from memvault.errors import ConfigError, LLMError
 from tests.support.scripted_llm import ScriptedLLM
@@ -130,12 +129,6 @@ def test_custom_prompt_with_placeholders_is_a_whole_template():
 def test_extract_facts_lets_llm_errors_reach_the_caller():
     with pytest.raises(LLMError):
         extract_facts(ScriptedLLM.failing(), chat("My sister is called Ana."))
-
-
-def test_async_extraction_matches_the_sync_one():
-    llm = ScriptedLLM(default=f'```json\n{{"facts": ["{ANA}", "{ANA}"]}}\n```')
-    assert asyncio.run(aextract_facts(llm, chat("My sister is called Ana."))) == [ANA]
-    assert [c.method for c in llm.calls] == ["acomplete"]
 
 
 def test_load_prompt_reads_the_configured_file(tmp_path):

@@ -6,12 +6,14 @@ import pytest
 
 from memvault.retrieve.fusion import rrf
 from memvault.retrieve.scoring import (
+    CROSS_ENCODER_THRESHOLD,
     NO_RERANKER_THRESHOLD,
     combine,
     fallback_relevance,
     recency,
     threshold_for,
 )
+from tests.support.cli import Cli
 
 
 def test_rrf_sums_weight_over_k_plus_rank():
@@ -53,7 +55,44 @@ def test_recency_and_combine():
     assert combine(0.8, 0.5, 0.0) == 0.8
 
 
-def test_threshold_for_without_a_reranker():
-    assert threshold_for(0.35, 0.35, has_reranker=True) == 0.35
-    assert threshold_for(0.35, 0.35, has_reranker=False) == NO_RERANKER_THRESHOLD
-    assert threshold_for(0.6, 0.35, has_reranker=False) == 0.6  # an explicit choice is honoured
+def test_threshold_for_chooses_only_when_none_is_set():
+    assert threshold_for(None, has_reranker=True) == CROSS_ENCODER_THRESHOLD == 0.35
+    assert threshold_for(None, has_reranker=False) == NO_RERANKER_THRESHOLD
+    for explicit in (0.35, 0.6, 0.015, 0.0):  # a set value is used as given, whatever it is
+        assert threshold_for(explicit, has_reranker=False) == explicit
+        assert threshold_for(explicit, has_reranker=True) == explicit
+
+
+# Without a cross-encoder this paraphrase scores 0.021 for the query (no shared word, cosine 0.26):
+# kept by the automatic 0.015, dropped by any deliberate 0.35.
+QUERY, PARAPHRASE = "any pets?", "Bob has two cats"
+
+
+def test_a_threshold_set_anywhere_is_honoured_without_a_cross_encoder(tmp_path):
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    cli.ok("add", PARAPHRASE, "-c", "pets", "--no-llm")
+
+    def found(*args, env=None):
+        return [hit["text"] for hit in cli.ok("search", QUERY, "-c", "pets", "--json", *args, env=env).json()]
+
+    assert found() == [PARAPHRASE]  # "auto"
+    config = tmp_path / "config.toml"
+    config.write_text("[retrieval]\nscore_threshold = 0.35\n")
+    assert found("--config", str(config)) == []
+    assert found(env={"MEMVAULT_RETRIEVAL_SCORE_THRESHOLD": "0.35"}) == []
+    assert found("--threshold", "0.35") == []
+    config.write_text('[retrieval]\nscore_threshold = "auto"\n')  # back to the automatic choice
+    assert found("--config", str(config)) == [PARAPHRASE]
+
+
+def test_a_threshold_argument_of_the_python_api_is_honoured(tmp_path):
+    from memvault import Memory
+
+    memory = Memory(vault=tmp_path / "vault")
+    try:
+        memory.add(PARAPHRASE, user_id="bob", infer=False)
+        assert [hit["memory"] for hit in memory.search(QUERY, user_id="bob")["results"]] == [PARAPHRASE]
+        assert memory.search(QUERY, user_id="bob", threshold=0.35)["results"] == []
+    finally:
+        memory.close()

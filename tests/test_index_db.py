@@ -69,14 +69,27 @@ def test_connection_uses_wal_busy_timeout_and_sqlite_vec(tmp_path):
 
 
 def test_wal_lets_a_reader_work_while_a_writer_holds_a_transaction(tmp_path):
+    """What WAL buys over a rollback journal: a writer whose transaction outgrows its cache (a cron
+    reindex batch) does not lock readers out, and it commits while a reader is mid-read. Neither side
+    may need the busy timeout: without WAL both steps fail at once with BusyError."""
     path = tmp_path / "index.sqlite"
     writer, reader = db.connect(path), db.connect(path)
     db.migrate(writer)
+    for conn in (writer, reader):
+        conn.setbusytimeout(0)
+    before = reader.execute("SELECT count(*) FROM meta").fetchone()[0]
+    writer.execute("PRAGMA cache_size=10")  # pages: the batch below spills to the file mid-transaction
     writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO meta VALUES ('k', 'v')")
-    assert reader.execute("SELECT count(*) FROM meta WHERE key = 'k'").fetchone()[0] == 0
+    writer.executemany("INSERT INTO meta VALUES (?, ?)", [(f"k{i}", "x" * 500) for i in range(2000)])
+    assert reader.execute("SELECT count(*) FROM meta").fetchone()[0] == before
     writer.execute("COMMIT")
-    assert reader.execute("SELECT value FROM meta WHERE key = 'k'").fetchone()[0] == "v"
+
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM meta WHERE key = 'new'").fetchone()[0] == 0
+    writer.execute("INSERT INTO meta VALUES ('new', 'v')")  # commits while the reader's snapshot is open
+    assert reader.execute("SELECT count(*) FROM meta WHERE key = 'new'").fetchone()[0] == 0  # its snapshot
+    reader.execute("COMMIT")
+    assert reader.execute("SELECT value FROM meta WHERE key = 'new'").fetchone()[0] == "v"
 
 
 def test_missing_sqlite_vec_is_a_clear_error(tmp_path, monkeypatch):

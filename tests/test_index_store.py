@@ -69,8 +69,34 @@ def test_dense_matches_exact_cosine_within_the_filter(index, where, params):
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
 
 
+def knn_queries(index, search):
+    """What `search()` returned, and the KNN queries it ran on the vector table (apsw's exec trace)."""
+    seen = []
+
+    def trace(_cursor, sql, _bindings):
+        if "FROM entries_vec" in sql:
+            seen.append(sql)
+        return True
+
+    index.conn.exec_trace = trace
+    try:
+        return search(), seen
+    finally:
+        index.conn.exec_trace = None
+
+
 def test_many_conversations_take_the_single_scan_path(index):
-    assert 40 > MAX_PARTITION_QUERIES  # the user_id case above covers the other branch
+    vectors = random_index(index, conversations=40)
+    query = np.random.default_rng(2).normal(size=DIMS).astype(np.float32)
+    query /= np.linalg.norm(query)
+    where, params = "e.user_id = ?", ("u1",)  # rows in all 40 conversations
+    assert 40 > MAX_PARTITION_QUERIES
+    hits, queries = knn_queries(index, lambda: index.dense(query, 10, where, params))
+    assert len(queries) == 1 and "conversation_id" not in queries[0]  # one scan, not 40 partition queries
+    assert [r for r, _ in hits] == brute_force(index, vectors, query, 10, where, params)
+    # A filter over a few conversations asks each partition instead.
+    _, queries = knn_queries(index, lambda: index.dense(query, 10, "e.conversation_id IN (?, ?)", ("c3", "c5")))
+    assert len(queries) == 2 and all("conversation_id = ?" in sql for sql in queries)
 
 
 def test_dense_scope_excludes_other_conversations(index):
@@ -128,8 +154,6 @@ def test_rows_vectors_lookups_and_removal(index):
     assert row["created_at"] == entry.created_at.timestamp()
     assert index.by_id(entry.id)["rowid"] == rowid and index.by_id("nope") is None
     assert np.allclose(index.vectors([rowid])[rowid], WordEmbedder(dims=DIMS).embed(["remember the milk"])[0])
-    assert index.id_prefix(entry.id[:6]) == [entry.id]
-    assert sorted(index.id_prefix("")) == sorted([entry.id, second.id])
     assert index.count() == 2 and index.count("e.user_id = ?", ("alice",)) == 1
     assert index.remove([entry.id, "missing"]) == 1
     assert index.rows([rowid]) == {} and index.vectors([rowid]) == {} and index.lexical("milk", 5) == []

@@ -1,6 +1,5 @@
 """LLMClient through real litellm against a tiny OpenAI-compatible server on 127.0.0.1 (no network)."""
 
-import asyncio
 import json
 import socket
 import threading
@@ -127,20 +126,6 @@ def test_stream_yields_several_deltas(server):
     assert "max_tokens" not in server.requests[0]  # a chat answer is as long as the model makes it
 
 
-def test_async_complete_and_stream(server):
-    llm = client(server.api_base)
-
-    async def both():
-        whole = await llm.acomplete(MESSAGES)
-        deltas = [d async for d in llm.astream(MESSAGES)]
-        return whole, deltas
-
-    whole, deltas = asyncio.run(both())
-    assert whole == REPLY
-    assert len(deltas) > 1 and "".join(deltas) == REPLY
-    assert len(server.requests) == 2
-
-
 def test_rate_limit_is_retried_then_succeeds(server):
     server.script = [429, 429]
     assert client(server.api_base, max_retries=3).complete(MESSAGES) == REPLY
@@ -161,12 +146,6 @@ def test_stream_failing_after_the_first_token_is_not_retried(server):
             deltas.append(delta)
     assert deltas == words(REPLY)[:2]
     assert len(server.requests) == 1
-
-
-def test_async_retry(server):
-    server.script = [429]
-    assert asyncio.run(client(server.api_base).acomplete(MESSAGES)) == REPLY
-    assert len(server.requests) == 2
 
 
 def test_server_error_beyond_retries_is_one_line_llm_error(server):

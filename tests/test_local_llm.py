@@ -1,11 +1,12 @@
-"""The real local LLM server used by end-to-end tests: HTTP, streaming and JSON schemas, through openai and litellm.
+"""The harness behind the end-to-end tests (tests/support/local_llm.py): the shared server serves the
+model on loopback, a model that cannot load is a clear error, and no server process outlives its block.
 
-These assert on plumbing only (status, non-empty text, chunk counts, valid JSON): the model is tiny.
+What the model server, openai and litellm do with requests is theirs to test; memvault's use of them
+is tested end to end (test_e2e_local_llm.py, test_server_proxy.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import urllib.request
@@ -13,29 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.local_llm import MODEL_NAME, LocalLLMUnavailable, local_llm_fixture, local_llm_server
+from tests.support.local_llm import MODEL_NAME, LocalLLMUnavailable, local_llm_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-
-local_llm = local_llm_fixture()
-
-MESSAGES = [{"role": "user", "content": "Is water wet? Answer in one short sentence."}]
-# A key the model would never write unprompted: seeing it proves the server constrains decoding.
-# Bounded, because an unbounded integer lets the tiny model write digits until max_tokens.
-ZEBRA_SCHEMA = {
-    "type": "object",
-    "properties": {"zebra_count": {"type": "integer", "minimum": 0, "maximum": 99}},
-    "required": ["zebra_count"],
-    "additionalProperties": False,
-}
-ZEBRA_FORMAT = {"type": "json_schema", "json_schema": {"name": "zebras", "schema": ZEBRA_SCHEMA, "strict": True}}
-
-
-def _litellm():
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetch the price list
-    import litellm
-
-    return litellm
 
 
 def _llm_children() -> list[int]:
@@ -64,67 +45,6 @@ def test_server_is_healthy_and_serves_the_model(local_llm):
     assert root.startswith("http://127.0.0.1:")
 
 
-def test_openai_client_completion_and_stream(local_llm):
-    from openai import OpenAI
-
-    client = OpenAI(base_url=local_llm, api_key="none", timeout=60, max_retries=0)
-    reply = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=8)
-    assert reply.choices[0].message.content.strip()
-    assert 0 < reply.usage.completion_tokens <= 8
-
-    stream = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=8, stream=True)
-    pieces = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
-    assert len(pieces) > 1
-    # Sampling is greedy by default, so streaming and not streaming say the same thing.
-    assert "".join(pieces) == reply.choices[0].message.content
-
-
-def test_json_schema_response_format_constrains_the_output(local_llm):
-    from openai import OpenAI
-
-    client = OpenAI(base_url=local_llm, api_key="none", timeout=60, max_retries=0)
-    # The grammar allows whitespace after the closing brace and the model may pad with it until
-    # max_tokens (finish_reason "length"): the content is still complete JSON, so only parse it.
-    reply = client.chat.completions.create(
-        model=MODEL_NAME, messages=MESSAGES, max_tokens=48, response_format=ZEBRA_FORMAT
-    )
-    value = json.loads(reply.choices[0].message.content)
-    assert set(value) == {"zebra_count"} and isinstance(value["zebra_count"], int)
-
-
-@pytest.mark.timeout(240)  # the first `import litellm` alone takes 20 s of CPU on a busy machine
-def test_litellm_completion_stream_and_json_schema(local_llm):
-    litellm = _litellm()
-    common = {"model": f"openai/{MODEL_NAME}", "api_base": local_llm, "api_key": "none", "timeout": 60}
-
-    reply = litellm.completion(messages=MESSAGES, max_tokens=8, **common)
-    assert reply.choices[0].message.content.strip()
-
-    chunks = list(litellm.completion(messages=MESSAGES, max_tokens=8, stream=True, **common))
-    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
-    assert len(pieces) > 1
-    assert "".join(pieces) == reply.choices[0].message.content
-
-    shaped = litellm.completion(messages=MESSAGES, max_tokens=48, response_format=ZEBRA_FORMAT, **common)
-    assert isinstance(json.loads(shaped.choices[0].message.content)["zebra_count"], int)
-
-
-@pytest.mark.timeout(240)
-def test_litellm_acompletion_and_async_stream(local_llm):
-    litellm = _litellm()
-    common = {"model": f"openai/{MODEL_NAME}", "api_base": local_llm, "api_key": "none", "timeout": 60}
-
-    async def ask():
-        reply = await litellm.acompletion(messages=MESSAGES, max_tokens=8, **common)
-        stream = await litellm.acompletion(messages=MESSAGES, max_tokens=8, stream=True, **common)
-        pieces = [c.choices[0].delta.content async for c in stream if c.choices and c.choices[0].delta.content]
-        return reply, pieces
-
-    reply, pieces = asyncio.run(ask())
-    assert reply.choices[0].message.content.strip()
-    assert len(pieces) > 1
-
-
 def test_a_broken_model_fails_with_the_servers_log_and_leaves_no_process(tmp_path):
     before = set(_llm_children())
     broken = tmp_path / "broken.gguf"
@@ -136,6 +56,8 @@ def test_a_broken_model_fails_with_the_servers_log_and_leaves_no_process(tmp_pat
 
 
 def test_leaving_the_block_stops_the_server():
+    # The one test that loads the model a second time (a small context: seconds): only a server of its
+    # own can show that leaving the block ends the process and frees the port.
     before = set(_llm_children())  # the shared session server may be running: leave it alone
     with local_llm_server(n_ctx=256) as base_url:
         assert set(_llm_children()) - before

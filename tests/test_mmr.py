@@ -3,11 +3,16 @@
 import numpy as np
 import pytest
 
-from memvault.retrieve.mmr import mmr, mmr_steps
+from memvault.retrieve.mmr import mmr_steps
 
 # Two near-duplicates (0, 1) and one distinct but slightly less relevant memory (2).
 VECTORS = np.array([[1.0, 0.0, 0.0], [0.99, 0.14, 0.0], [0.0, 0.0, 1.0]])
 SCORES = [0.90, 0.88, 0.80]
+
+
+def mmr(scores, vectors, lambda_, k):
+    """The indices MMR picks, in pick order."""
+    return [index for index, _, _ in mmr_steps(scores, vectors, lambda_, k)]
 
 
 def test_lambda_one_keeps_score_order():

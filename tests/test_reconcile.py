@@ -1,10 +1,9 @@
 """Reconciliation: the LLM's ADD / UPDATE / DELETE / NONE mapped back to memories, and every safeguard."""
 
-import asyncio
 import json
 
 from memvault.curate import prompts
-from memvault.curate.reconcile import Decision, areconcile, reconcile
+from memvault.curate.reconcile import Decision, reconcile
 from memvault.vault.entry import text_hash
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -43,7 +42,6 @@ def test_prompt_shows_candidates_once_with_short_ids_and_numbered_facts():
     assert short_ids(call) == {PIZZA[1]: "0", PARIS[1]: "1", CRICKET[1]: "2"}
     assert "fact 0: The user no longer likes pizza.\nfact 1: The user moved to Berlin." in call.prompt
     assert "m-pizza" not in call.prompt  # real ids never reach the LLM
-    assert plan.asked_llm
 
 
 def test_add_update_delete_none_map_short_ids_back():
@@ -86,7 +84,6 @@ def test_exact_duplicates_are_none_without_asking_the_llm():
     facts = [PIZZA[1], PARIS[1], PARIS[1]]
     plan = reconcile(llm, facts, {PIZZA[1]: [PIZZA], PARIS[1]: [CRICKET]}, hashes(PIZZA, PARIS))
     assert llm.calls == []
-    assert not plan.asked_llm
     assert plan.decisions == [
         Decision("NONE", "m-pizza", PIZZA[1], PIZZA[1]),
         Decision("NONE", None, None, PARIS[1]),  # stored, but not among its neighbours
@@ -117,7 +114,7 @@ def test_llm_failure_adds_every_new_fact_and_says_so():
     facts = ["The user likes pizza with pineapple.", "The user lives in Paris now.", PIZZA[1]]
     neighbours = {facts[0]: [PIZZA], facts[1]: [PARIS]}
     plan, llm = run(ScriptedLLM.failing("LLM x at y failed: boom"), facts, neighbours, stored=hashes(PIZZA, PARIS))
-    assert len(llm.calls) == 1 and plan.asked_llm
+    assert len(llm.calls) == 1
     assert plan.decisions == [
         Decision("NONE", None, None, PIZZA[1]),
         Decision("ADD", None, None, facts[0]),
@@ -129,7 +126,7 @@ def test_llm_failure_adds_every_new_fact_and_says_so():
 def test_no_llm_configured_adds_as_given():
     fact = "The user likes pizza with pineapple."
     plan = reconcile(None, [fact], {fact: [PIZZA]}, hashes(PIZZA))
-    assert plan.decisions == [Decision("ADD", None, None, fact)] and not plan.asked_llm
+    assert plan.decisions == [Decision("ADD", None, None, fact)]
     assert plan.notes == ["no LLM configured; stored 1 fact(s) as given"]
 
 
@@ -257,13 +254,3 @@ def test_mem0_multiple_events_per_add():
         Decision("ADD", None, None, facts[0]),
         Decision("UPDATE", "m-paris", PARIS[1], "The user lives in Berlin."),
     ]
-
-
-def test_async_reconcile_matches_the_sync_one():
-    fact = "The user no longer likes pizza and loves sushi."
-    llm = ScriptedLLM.always(answer({"fact": 0, "event": "UPDATE", "id": "0", "text": fact}))
-    plan = asyncio.run(areconcile(llm, [fact], {fact: [PIZZA]}, hashes(PIZZA)))
-    assert plan.decisions == [Decision("UPDATE", "m-pizza", PIZZA[1], fact)]
-    assert [c.method for c in llm.calls] == ["acomplete"]
-    failed = asyncio.run(areconcile(ScriptedLLM.failing(), [fact], {fact: [PIZZA]}, hashes(PIZZA)))
-    assert failed.decisions == [Decision("ADD", None, None, fact)]

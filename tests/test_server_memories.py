@@ -109,13 +109,33 @@ def test_errors_have_their_status_and_one_line(api):
     assert "allow-reset" in error_of(api.client.post("/v1/reset/"), 403)
 
 
-def test_llm_failures_map_to_502():
-    from memvault.api import LLMError, NotFoundError, ScopeError
-    from memvault.server.errors import status_of_memvault_error
+@pytest.fixture(scope="module")
+def llm_down(tmp_path_factory):
+    """A server whose LLM cannot be reached: nothing listens on port 9 (connection refused at once)."""
+    base = tmp_path_factory.mktemp("llm-down")
+    settings = server_settings(base / "vault", api_base="http://127.0.0.1:9/v1", model="openai/fake",
+                               llm_key="upstream-key")
+    settings.llm.max_retries = 0
+    with isolated_env(base / "home"), running(settings) as url, httpx.Client(base_url=url, timeout=120) as client:
+        yield SimpleNamespace(client=client, settings=settings)
 
-    assert status_of_memvault_error(LLMError("down")) == 502
-    assert status_of_memvault_error(ScopeError("no scope")) == 400
-    assert status_of_memvault_error(NotFoundError("gone")) == 404
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_llm_failures_map_to_502(llm_down, stream):
+    reply = llm_down.client.post("/v1/chat/completions", json={
+        "model": "fake", "messages": [{"role": "user", "content": "Anyone there?"}], "stream": stream,
+        "memory_id": "down"})
+    message = error_of(reply, 502)
+    assert message.startswith("upstream LLM error: ") and reply.json()["error"]["type"] == "api_error"
+
+
+def test_a_curated_add_with_the_llm_down_keeps_the_text_and_says_why(llm_down):
+    reply = llm_down.client.post("/v1/memories/", json={
+        "messages": [{"role": "user", "content": "I keep bees on the roof."}], "user_id": "beekeeper"})
+    assert reply.status_code == 200, reply.text  # curation degrades: nothing the user said is lost
+    body = reply.json()
+    assert [event["memory"] for event in body["results"]] == ["I keep bees on the roof."]
+    assert any("LLM failed" in note for note in body["notes"]), body
 
 
 def search_until(api, query: str, user_id: str, expected: list[str], seconds: float = 30) -> list[str]:

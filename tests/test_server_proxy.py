@@ -4,7 +4,9 @@ plumbing (what the upstream received, what was committed, chunking, statuses), n
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,10 +31,10 @@ def proxy_settings(vault: Path, api_base: str, model: str = "") -> Settings:
     return server_settings(vault, api_base, model, llm_key="upstream-key")
 
 
-def openai_client(base_url: str, api_key: str = "client-key"):
+def openai_client(base_url: str, api_key: str = "client-key", timeout: float = 600):
     import openai
 
-    return openai.OpenAI(base_url=base_url + "/v1", api_key=api_key, max_retries=0, timeout=600)
+    return openai.OpenAI(base_url=base_url + "/v1", api_key=api_key, max_retries=0, timeout=timeout)
 
 
 def commit_subjects(vault: Path) -> list[str]:
@@ -206,24 +208,51 @@ def test_no_upstream_address_is_a_clear_502(tmp_path):
     assert "llm.api_base" in reply.json()["error"]["message"]
 
 
+def holding_curation(app, held: threading.Event, release: threading.Event):
+    """The upstream `app`, except that a request which is not a chat answer (no "Current message:",
+    so a curation call) sets `held` and waits for `release` before it is answered."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        received, body = [], b""
+        while not received or received[-1].get("more_body"):
+            received.append(await receive())
+            body += received[-1].get("body", b"")
+        if b"Current message:" not in body:
+            held.set()
+            await asyncio.to_thread(release.wait, 120)
+        replay = iter(received)
+
+        async def receive_again():
+            return next(replay, None) or await receive()
+
+        await app(scope, receive_again, send)
+
+    return wrapped
+
+
 def test_curation_runs_in_the_background_after_the_answer(tmp_path):
     # An instant fake LLM curates: its "ok" is no fact list, so curation stores nothing clever, but its
-    # requests prove curation ran, after the answer and through the configured model.
+    # requests prove curation ran, after the answer and through the configured model. Curation's LLM
+    # call is held until the answer is in: an answer that waited for curation never comes.
     upstream = Upstream()
-    with serving(upstream.app()) as root:
+    held, release = threading.Event(), threading.Event()
+    with serving(holding_curation(upstream.app(), held, release)) as root:
         settings = proxy_settings(tmp_path / "vault", root + "/v1", model="openai/fake")
         with running(settings) as url:
-            reply = openai_client(url).chat.completions.create(
-                model="fake", messages=[{"role": "user", "content": "I moved to Lisbon last spring."}],
-                extra_body={"memory_id": "moves"})
-            assert reply.choices[0].message.content == INSTANT_TEXT
-            answered = 1  # the forwarded request; curation may already be under way (it is in the background)
-            deadline = time.monotonic() + 120
-            while len(upstream.chat_requests()) <= answered and time.monotonic() < deadline:
-                time.sleep(0.1)
+            try:
+                reply = openai_client(url, timeout=30).chat.completions.create(
+                    model="fake", messages=[{"role": "user", "content": "I moved to Lisbon last spring."}],
+                    extra_body={"memory_id": "moves"})
+                assert reply.choices[0].message.content == INSTANT_TEXT
+                assert held.wait(60), "curation never asked the LLM"
+                assert len(upstream.chat_requests()) == 1  # only the answer went through: curation is held
+            finally:
+                release.set()
         # Leaving `running` waited for the curation worker: the curated add is committed.
     assert "Current message: I moved to Lisbon last spring." in str(upstream.chat_requests()[0]["messages"])
-    curation_calls = upstream.chat_requests()[answered:]
+    curation_calls = upstream.chat_requests()[1:]
     assert curation_calls and all(c["model"] == "fake" for c in curation_calls)
     assert "I moved to Lisbon last spring." in str(curation_calls[0]["messages"])
     assert upstream.requests[-1]["headers"]["authorization"] == "Bearer upstream-key"  # llm.api_key

@@ -1,8 +1,7 @@
 """The rolling summary: prompt, cleaning of the answer, and the nothing-lost fallback."""
 
-import asyncio
 
-from memvault.curate.summary import aupdate_summary, update_summary
+from memvault.curate.summary import update_summary
 from tests.support.scripted_llm import ScriptedLLM
 
 PREVIOUS = "The user lives in Paris and likes pizza."
@@ -60,10 +59,3 @@ def test_empty_answer_without_previous_gives_the_facts_as_bullets():
 
 def test_no_llm_configured_uses_the_fallback():
     assert update_summary(None, PREVIOUS, FACTS[:1], "work") == f"{PREVIOUS}\n- {FACTS[0]}"
-
-
-def test_async_summary_matches_the_sync_one():
-    llm = ScriptedLLM.always(NEW)
-    assert asyncio.run(aupdate_summary(llm, PREVIOUS, FACTS, "work")) == NEW
-    assert [c.method for c in llm.calls] == ["acomplete"]
-    assert asyncio.run(aupdate_summary(ScriptedLLM.failing(), None, FACTS[:1], "work")) == f"- {FACTS[0]}"

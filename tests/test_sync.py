@@ -206,18 +206,19 @@ def test_same_size_edit_right_after_sync_is_caught(vault, index, embedder):
     assert sync(vault, index, embedder).embedded == 1
 
 
-def test_unchanged_stat_skips_hashing(vault, index, embedder):
+def test_unchanged_stat_skips_hashing(vault, index, embedder, monkeypatch):
     files = seed(vault, 3)
     for rel, _ in files:
         age(vault, rel)
     sync(vault, index, embedder)
     assert all(f.mtime_ns for f in index.files().values())  # old files: stat trusted
-    (vault.root / files[0][0]).chmod(0)  # unreadable, but unchanged by stat: never opened
-    try:
-        result = plan(vault, index)
-    finally:
-        (vault.root / files[0][0]).chmod(0o644)
-    assert (result.unchanged, result.broken) == (3, ())
+    hashed, real_hash = [], sync_module.hash_bytes
+    monkeypatch.setattr(sync_module, "hash_bytes", lambda data: hashed.append(data) or real_hash(data))
+    result = plan(vault, index)
+    assert (result.unchanged, result.broken, len(hashed)) == (3, (), 0)  # no file read
+    age(vault, files[0][0], seconds=7200)  # touched: another stat, the same bytes
+    result = plan(vault, index)
+    assert (result.unchanged, len(hashed)) == (3, 1) and [path for path, _, _ in result.restat] == [str(files[0][0])]
 
 
 def test_write_path_indexes_at_once_and_sync_then_embeds_nothing(vault, index, embedder):

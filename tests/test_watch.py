@@ -1,18 +1,17 @@
-"""The watcher: a hand edit reaches the index within seconds; temp files and state folders are ignored."""
+"""The watcher of `reindex --watch`: a hand edit reaches the index within seconds; a burst of writes is
+one sync; temporary files and state folders are ignored."""
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 from pathlib import PurePosixPath
 
 import pytest
 
-from memvault.index.store import IndexStore
-from memvault.index.watch import is_ignored, watch, watch_and_sync
-from memvault.vault.entry import Entry
+from memvault.index.watch import is_ignored, watch
 from memvault.vault.store import Vault
-from tests.support.fakes import WordEmbedder, put
 
 
 @pytest.mark.parametrize("path, ignored", [
@@ -47,25 +46,46 @@ def wait_for(condition, timeout=10.0):
     return False
 
 
-def test_hand_edit_reaches_the_index_within_seconds(tmp_path):
-    vault = Vault.init(tmp_path / "vault")
-    entry = Entry(text="the first version", conversation_id="work")
-    put(vault, entry)
-    embedder = WordEmbedder()
+def test_reindex_watch_indexes_a_hand_edit_and_stops_on_ctrl_c(tmp_path):
+    """The watcher of `memvault reindex --watch` (`follow`), in this process with the real model: a
+    note written by hand after it started is indexed by the watcher, and Ctrl-C ends it cleanly."""
+    from memvault import settings as settings_module
+    from memvault.cli.commands.index import follow
+    from memvault.core import Memvault
+
+    memvault = Memvault.open(settings_module.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    memvault.add_verbatim("The spare key is under the blue pot")
+    memvault.reindex()  # what `reindex` does before it follows
     reports = []
-    with IndexStore.open(vault.state_dir, embedder.identity, embedder.dims) as index:
-        thread, stop = run_in_thread(watch_and_sync, vault=vault, index=index, embedder=embedder,
-                                     on_report=reports.append, debounce=0.2)
+    reindex = memvault.reindex
+
+    def counted(**kwargs):  # watched, not changed: what each sync of the watcher did
+        reports.append(reindex(**kwargs))
+        return reports[-1]
+
+    memvault.reindex = counted
+
+    def edit_then_ctrl_c():
         try:
-            assert reports and reports[0].added == 1  # the initial sync
-            put(vault, entry.replace(text="a version edited by hand"))
-            assert wait_for(lambda: any(r.updated == 1 for r in reports)), reports
-            assert index.by_id(entry.id)["text"] == "a version edited by hand"
-            assert embedder.embedded == 2
+            # follow() syncs once after the observer is ready: from then on only the watcher can sync.
+            if wait_for(lambda: reports, timeout=120):
+                note = memvault.vault.root / "entries" / "default" / "facts" / "hand-note.md"
+                note.write_text("The wifi password is taped inside the cupboard.\n")
+                wait_for(lambda: any(report.added for report in reports[1:]), timeout=60)
         finally:
-            stop.set()
-            thread.join(5)
-        assert not thread.is_alive()
+            _thread.interrupt_main()  # Ctrl-C
+
+    helper = threading.Thread(target=edit_then_ctrl_c, daemon=True)
+    helper.start()
+    follow(memvault, quiet=True)  # returns on Ctrl-C
+    helper.join(5)
+    try:
+        assert reports and reports[0].added == 0  # the catch-up sync after the observer started
+        assert [report.added for report in reports[1:]] == [1], reports
+        [hit] = [hit for hit in memvault.search("wifi password", "default") if "cupboard" in hit.text]
+        assert hit.role == "memory"
+    finally:
+        memvault.close()
 
 
 def test_a_burst_of_writes_is_one_callback(tmp_path):

@@ -3,11 +3,11 @@
 Accepted shapes, freely mixed:
 - memvault's own sections: `{"vault": {"path": ...}, "llm": {"model": ...}, "retrieval": {"top_k": 5}}`;
 - mem0's provider blocks: `{"llm": {"provider": "ollama", "config": {"model": "qwen3:4b",
-  "ollama_base_url": ...}}, "embedder": {"provider": "huggingface", "config": {"model": ...}},
-  "vector_store": {"config": {"path": ...}}, "reranker": {"config": {"model": ...}},
-  "custom_fact_extraction_prompt": "..."}`.
-Unknown keys are refused (a typo must not silently fall back to a default); the few mem0 keys that
-mean nothing here (the history database: history lives in git) are ignored.
+  "ollama_base_url": ..., "max_tokens": 200}}, "embedder": {"provider": "ollama", "config": {"model":
+  ..., "ollama_base_url": ...}}, "vector_store": {"config": {"path": ...}}, "reranker": {"config":
+  {"model": ...}}, "custom_fact_extraction_prompt": "..."}`.
+Every key is either mapped onto a setting or refused with the reason: a typo, or a mem0 knob memvault
+cannot honour, must never fall silently back to a default.
 """
 
 from __future__ import annotations
@@ -21,18 +21,35 @@ from memvault.errors import ConfigError
 from memvault.settings import Settings
 
 SECTIONS = ("vault", "embedder", "retrieval", "llm", "server")
+PROVIDER_BLOCKS = ("llm", "embedder", "vector_store", "reranker")
 PROMPT_KEYS = ("custom_fact_extraction_prompt", "custom_instructions")
-IGNORED_TOP = ("version", "history_db_path")
+# The response shapes memvault returns are mem0's v1.1 ones.
+API_VERSION = "v1.1"
+BASE_URLS = {name: "api_base" for name in ("openai_base_url", "ollama_base_url", "lmstudio_base_url", "base_url")}
+# mem0 names -> memvault settings ("name" within the block's own section, or "section.name").
 ALIASES = {
-    "llm": {"openai_base_url": "api_base", "ollama_base_url": "api_base", "base_url": "api_base",
-            "lmstudio_base_url": "api_base", "max_tokens": None, "top_p": None},
-    "embedder": {"embedding_dims": None, "ollama_base_url": None, "openai_base_url": None},
-    "vector_store": {"path": "vault.path", "collection_name": None, "embedding_model_dims": None, "on_disk": None},
-    "reranker": {"model": "retrieval.reranker", "top_k": None},
+    "llm": BASE_URLS,
+    "embedder": BASE_URLS,
+    "vector_store": {"path": "vault.path"},
+    "reranker": {"model": "retrieval.reranker"},
+}
+# mem0 keys with no memvault equivalent, and why they are refused.
+SAME_DIMS = "memvault takes the vector size from the embedding model: remove it"
+UNSUPPORTED = {
+    "history_db_path": "history lives in the vault's git log: remove it",
+    "llm.top_p": "memvault does not set top_p: use llm.temperature",
+    "embedder.embedding_dims": SAME_DIMS,
+    "vector_store.embedding_model_dims": SAME_DIMS,
+    "vector_store.collection_name": "one vault holds one collection: give each collection its own vault "
+                                    "(vector_store.config.path)",
+    "vector_store.on_disk": "the index is always on disk, in the vault: remove it",
+    "reranker.top_k": "the reranker orders every candidate: set the number of results with retrieval.top_k",
 }
 # mem0 embedder providers -> memvault embedder spec prefixes.
 EMBEDDER_PREFIX = {"huggingface": "st:", "sentence_transformers": "st:", "openai": "litellm:",
                    "ollama": "litellm:ollama/"}
+# mem0 reranker providers that are a local cross-encoder, which is what memvault runs.
+LOCAL_RERANKERS = ("sentence_transformer", "huggingface")
 
 
 def build_settings(config: dict | None, vault: str | Path | None, base: Settings | None) -> tuple[Settings, str | None]:
@@ -42,12 +59,16 @@ def build_settings(config: dict | None, vault: str | Path | None, base: Settings
     if vault is not None:
         flags["vault.path"] = str(vault)
     if base is None:
-        return settings_module.load(None, flags), prompt
-    result = copy.deepcopy(base)
-    for key, value in flags.items():
-        result.set(key, value, "api config")
-    if not result.vault.path:
-        result.vault.path = str(settings_module.default_vault_path())
+        result = settings_module.load(None, flags)
+    else:
+        result = copy.deepcopy(base)
+        for key, value in flags.items():
+            result.set(key, value, "api config")
+        if not result.vault.path:
+            result.vault.path = str(settings_module.default_vault_path())
+    if result.embedder.api_base and not result.embedder.model.startswith("litellm:"):
+        raise ConfigError(f"an embedder base URL needs a server's model (provider openai or ollama, or "
+                          f"litellm:<model>), not {result.embedder.model!r}")
     return result, prompt
 
 
@@ -60,18 +81,21 @@ def flatten(config: dict) -> tuple[dict[str, Any], str | None]:
     for section, block in config.items():
         if section in PROMPT_KEYS:
             prompt = str(block) if block else None
-        elif section in IGNORED_TOP:
-            continue
-        elif section in (*SECTIONS, "vector_store", "reranker"):
+        elif section == "version":
+            if block != API_VERSION:
+                raise ConfigError(f"config version {block!r}: memvault answers in mem0's {API_VERSION} shapes")
+        elif section in (*SECTIONS, *PROVIDER_BLOCKS):
             flags.update(section_flags(section, block))
         else:
-            raise ConfigError(f"unknown config key {section!r}")
+            raise unsupported(section)
     return flags, prompt
 
 
 def section_flags(section: str, block: Any) -> dict[str, Any]:
     if not isinstance(block, dict):
         raise ConfigError(f"config {section!r} must be a dict")
+    if "provider" in block and section not in PROVIDER_BLOCKS:
+        raise unsupported(f"{section}.provider")
     provider = block.get("provider")
     values = {k: v for k, v in block.items() if k not in ("provider", "config")}
     nested = block.get("config") or {}
@@ -80,15 +104,31 @@ def section_flags(section: str, block: Any) -> dict[str, Any]:
     values.update(nested)
     flags: dict[str, Any] = {}
     for name, value in values.items():
-        target = ALIASES.get(section, {}).get(name, name if section in SECTIONS else "")
-        if target is None:
-            continue  # a mem0 knob with no memvault meaning
-        if not target:
-            raise ConfigError(f"unknown config key {section}.{name}")
+        target = ALIASES.get(section, {}).get(name, name if section in SECTIONS else None)
+        if target is None or f"{section}.{name}" in UNSUPPORTED:
+            raise unsupported(f"{section}.{name}")
         flags[target if "." in target else f"{section}.{target}"] = value
-    model = flags.get(f"{section}.model")
-    if provider and model and section == "llm" and "/" not in str(model) and provider != "litellm":
-        flags["llm.model"] = f"{provider}/{model}"  # litellm's provider/model form
-    if provider and model and section == "embedder":
-        flags["embedder.model"] = EMBEDDER_PREFIX.get(provider, f"litellm:{provider}/") + str(model)
+    if provider:
+        flags.update(provider_flags(section, str(provider), flags))
     return flags
+
+
+def provider_flags(section: str, provider: str, flags: dict[str, Any]) -> dict[str, Any]:
+    """What a mem0 `provider` means here: a prefix of the model name, or nothing to change (the
+    vector store is memvault's own index; a local cross-encoder is what memvault runs)."""
+    model = flags.get(f"{section}.model")
+    if section in ("llm", "embedder") and not model:
+        raise ConfigError(f"config {section}.provider {provider!r} needs a model ({section}.config.model)")
+    if section == "llm":
+        return {} if "/" in str(model) or provider == "litellm" else {"llm.model": f"{provider}/{model}"}
+    if section == "embedder":
+        return {"embedder.model": EMBEDDER_PREFIX.get(provider, f"litellm:{provider}/") + str(model)}
+    if section == "reranker" and provider not in LOCAL_RERANKERS:
+        raise ConfigError(f"reranker provider {provider!r}: memvault runs a local cross-encoder "
+                          f"({', '.join(LOCAL_RERANKERS)}), from a folder or a hub name")
+    return {}
+
+
+def unsupported(key: str) -> ConfigError:
+    reason = UNSUPPORTED.get(key)
+    return ConfigError(f"config key {key!r} is not supported: {reason}" if reason else f"unknown config key {key!r}")

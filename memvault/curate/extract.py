@@ -44,15 +44,6 @@ def extract_facts(llm: LLM, messages: list[dict], prompt: str | None = None) -> 
     return parse_facts(answer)[: fact_limit(prompt)]
 
 
-async def aextract_facts(llm: LLM, messages: list[dict], prompt: str | None = None) -> list[str]:
-    """`extract_facts` for asyncio."""
-    latest, context = split_latest(messages)
-    if not latest.strip():
-        return []
-    answer = await llm.acomplete(extraction_messages(latest, context, prompt), json_schema=prompts.EXTRACTION_SCHEMA)
-    return parse_facts(answer)[: fact_limit(prompt)]
-
-
 def fact_limit(prompt: str | None) -> int:
     return MAX_CUSTOM_FACTS if prompt else prompts.MAX_DEFAULT_FACTS
 

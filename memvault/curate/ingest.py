@@ -20,8 +20,6 @@ from memvault.errors import LLMError
 from memvault.vault.entry import Entry, now
 from memvault.vault.store import Transaction
 
-NEIGHBOURS = 5
-
 
 @dataclass
 class MemoryEvent:

@@ -1,4 +1,4 @@
-"""The one door to an LLM: litellm behind four methods, with retries and one-line typed errors.
+"""The one door to an LLM: litellm behind two methods, with retries and one-line typed errors.
 
 Everything else in memvault talks to the `LLM` protocol, so a scripted double can stand in for it
 in tests. litellm is imported inside the calls: it takes seconds to import.
@@ -6,12 +6,11 @@ in tests. litellm is imported inside the calls: it takes seconds to import.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from memvault.errors import LLMError
@@ -31,10 +30,6 @@ class LLM(Protocol):
     def complete(self, messages: list[dict], json_schema: dict | None = None) -> str: ...
 
     def stream(self, messages: list[dict]) -> Iterator[str]: ...
-
-    async def acomplete(self, messages: list[dict], json_schema: dict | None = None) -> str: ...
-
-    def astream(self, messages: list[dict]) -> AsyncIterator[str]: ...
 
 
 def upstream_api_key(model: str, api_base: str, key: str | None) -> str:
@@ -92,19 +87,6 @@ class LLMClient:
             time.sleep(delay)
             attempt += 1
 
-    async def acomplete(self, messages: list[dict], json_schema: dict | None = None) -> str:
-        """`complete` without blocking the event loop (litellm.acompletion)."""
-        kwargs = self.request(messages, json_schema) | {"max_tokens": self.settings.max_tokens}
-        litellm = import_litellm()
-        attempt = 0
-        while True:
-            try:
-                return message_text(await litellm.acompletion(**kwargs))
-            except Exception as exc:
-                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
-            await asyncio.sleep(delay)
-            attempt += 1
-
     def stream(self, messages: list[dict]) -> Iterator[str]:
         """The answer as text deltas. A failure before the first delta is retried; after it, it is
         raised (the caller has already shown part of the answer)."""
@@ -125,27 +107,6 @@ class LLMClient:
                     raise self.error(exc) from None
                 kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
             time.sleep(delay)
-            attempt += 1
-
-    async def astream(self, messages: list[dict]) -> AsyncIterator[str]:
-        """`stream` for asyncio."""
-        kwargs = self.request(messages, None) | {"stream": True}
-        litellm = import_litellm()
-        attempt = 0
-        while True:
-            started = False
-            try:
-                async for chunk in await litellm.acompletion(**kwargs):
-                    text = delta_text(chunk)
-                    if text:
-                        started = True
-                        yield text
-                return
-            except Exception as exc:
-                if started:
-                    raise self.error(exc) from None
-                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
-            await asyncio.sleep(delay)
             attempt += 1
 
     def request(self, messages: list[dict], json_schema: dict | None) -> dict[str, Any]:

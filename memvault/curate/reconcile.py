@@ -46,7 +46,6 @@ class Decision:
 class Plan:
     decisions: list[Decision] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # degradations, one line each, for the user
-    asked_llm: bool = False
 
     @property
     def changes(self) -> list[Decision]:
@@ -83,29 +82,11 @@ def reconcile(
         return finish(prep, None, f"LLM failed: {exc}")
 
 
-async def areconcile(
-    llm: LLM | None,
-    new_facts: list[str],
-    neighbours: dict[str, list[tuple[str, str]]],
-    stored_hashes: set[str],
-) -> Plan:
-    """`reconcile` for asyncio."""
-    prep = prepare(new_facts, neighbours, stored_hashes)
-    if not prep.asked or llm is None:
-        return unasked(prep)
-    try:
-        return finish(prep, await llm.acomplete(reconcile_messages(prep), json_schema=prompts.RECONCILIATION_SCHEMA))
-    except LLMError as exc:
-        return finish(prep, None, f"LLM failed: {exc}")
-
-
 def unasked(prep: Preparation) -> Plan:
     """The plan when the LLM is not asked: nothing left to ask it, or no LLM configured."""
     if not prep.asked:
         return Plan(decisions=list(prep.settled))
-    plan = finish(prep, None, "no LLM configured")
-    plan.asked_llm = False
-    return plan
+    return finish(prep, None, "no LLM configured")
 
 
 def prepare(new_facts: list[str], neighbours: dict[str, list[tuple[str, str]]], stored_hashes: set[str]) -> Preparation:
@@ -147,7 +128,7 @@ def reconcile_messages(prep: Preparation) -> list[dict]:
 
 def finish(prep: Preparation, answer: str | None, failure: str | None = None) -> Plan:
     """The plan from the LLM's answer (or its failure), with every safeguard applied."""
-    plan = Plan(decisions=list(prep.settled), asked_llm=True)
+    plan = Plan(decisions=list(prep.settled))
     events = None if failure else as_list(parse_json(answer), EVENT_LIST_KEYS)
     if events is None:
         plan.notes.append(f"{failure or 'LLM answer unusable'}; stored {len(prep.asked)} fact(s) as given")

@@ -30,17 +30,6 @@ def update_summary(llm: LLM | None, previous: str | None, new_facts: list[str], 
     return clean_summary(answer) or fallback(previous, new_facts)
 
 
-async def aupdate_summary(llm: LLM | None, previous: str | None, new_facts: list[str], conversation: str) -> str:
-    """`update_summary` for asyncio."""
-    if not any(f.strip() for f in new_facts) or llm is None:
-        return fallback(previous, new_facts)
-    try:
-        answer = await llm.acomplete(summary_messages(previous, new_facts, conversation))
-    except LLMError:
-        answer = ""
-    return clean_summary(answer) or fallback(previous, new_facts)
-
-
 def summary_messages(previous: str | None, new_facts: list[str], conversation: str) -> list[dict]:
     user = prompts.fill(
         prompts.SUMMARY_INPUT,

@@ -401,13 +401,6 @@ class IndexStore:
         return None if row is None else _row_dict(row[0], row[1:])
 
     @_guarded
-    def id_prefix(self, prefix: str, limit: int = 10) -> list[str]:
-        """Ids starting with `prefix` (sorted, at most `limit`): a range scan on the id index."""
-        return [r[0] for r in self.conn.execute(
-            "SELECT id FROM entries WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-            (prefix, prefix + "\U0010ffff", limit))]
-
-    @_guarded
     def count(self, where: str = "1", params: Sequence[Any] = ()) -> int:
         return self.conn.execute(f"SELECT count(*) FROM entries e WHERE {where or '1'}", tuple(params)).fetchone()[0]
 

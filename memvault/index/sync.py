@@ -49,7 +49,6 @@ class Pending:
     file_hash: str
     mtime_ns: int = 0
     size: int = -1
-    old_path: str | None = None  # for a moved file: where the index had it
 
 
 @dataclass(frozen=True)
@@ -67,10 +66,6 @@ class SyncPlan:
     @property
     def writes(self) -> tuple[Pending, ...]:
         return (*self.moved, *self.changed, *self.new)
-
-    @property
-    def is_empty(self) -> bool:
-        return not (self.new or self.changed or self.moved or self.removed)
 
 
 @dataclass(frozen=True)
@@ -148,7 +143,7 @@ def plan(vault: Vault, index: IndexStore) -> SyncPlan:
         if old is None:
             new.append(item)
         else:
-            moved.append(Pending(item.rel, item.entry, item.file_hash, item.mtime_ns, item.size, old_path=old))
+            moved.append(Pending(item.rel, item.entry, item.file_hash, item.mtime_ns, item.size))
 
     # One id, one file: a copy of a file (same id at a second path) is reported, not indexed.
     changed_paths = {str(item.rel) for item in changed}

@@ -18,9 +18,6 @@ from typing import TYPE_CHECKING
 from memvault.vault.layout import ENTRIES
 
 if TYPE_CHECKING:
-    from memvault.index.store import IndexStore
-    from memvault.index.sync import SyncReport
-    from memvault.models.embedders import Embedder
     from memvault.vault.store import Vault
 
 log = logging.getLogger("memvault.watch")
@@ -123,17 +120,3 @@ def run_callback(on_change: Callable[[frozenset[PurePosixPath]], None], burst: f
     except Exception:  # noqa: BLE001 - a bug; logged with its traceback, the next burst is tried afresh
         log.exception("sync after a file change failed")
 
-
-def watch_and_sync(vault: Vault, index: IndexStore, embedder: Embedder,
-                   on_report: Callable[[SyncReport], None] | None = None, debounce: float = 0.5,
-                   stop_event: threading.Event | None = None, ready: threading.Event | None = None) -> None:
-    """Sync once, then keep the index in step with the files until stopped (`memvault watch`)."""
-    from memvault.index.sync import sync
-
-    def resync(_paths: frozenset[PurePosixPath]) -> None:
-        report = sync(vault, index, embedder)
-        if on_report:
-            on_report(report)
-
-    resync(frozenset())
-    watch(vault, resync, debounce=debounce, stop_event=stop_event, ready=ready)

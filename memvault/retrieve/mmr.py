@@ -32,7 +32,3 @@ def mmr_steps(scores: Sequence[float], vectors: Any, lambda_: float, k: int) -> 
         chosen[best] = True
         max_sim = np.maximum(max_sim, matrix @ matrix[best])
 
-
-def mmr(scores: Sequence[float], vectors: Any, lambda_: float, k: int) -> list[int]:
-    """Indices of the `k` candidates MMR picks, in pick order (see `mmr_steps`)."""
-    return [index for index, _, _ in mmr_steps(scores, vectors, lambda_, k)]

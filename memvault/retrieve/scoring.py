@@ -2,7 +2,8 @@
 
 Relevance with a cross-encoder is sigmoid(logit), a calibrated probability, so DESIGN's threshold of
 0.35 means something. Without one, relevance comes from `fallback_relevance` below, whose scale
-differs: the threshold that applies by default is then `NO_RERANKER_THRESHOLD`.
+differs: the threshold chosen when none is set (`score_threshold` None, "auto") is then
+`NO_RERANKER_THRESHOLD`. A threshold that is set, from any source, is used as given.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ FALLBACK_NAME = "cosine+bm25"
 # query scores 0.02-0.05 ("any pets?" / "Bob has two cats": cosine 0.26, 0.021; "favourite food" /
 # "enjoys spicy Thai curry": 0.40, 0.040), an unrelated memory 0.005-0.008 (cosine -0.06-0.04).
 # 0.05 would cut the paraphrases; 0.015 keeps them (cosine >= 0.18 or any shared word passes).
-# DESIGN's 0.35 is for sigmoid(cross-encoder logit), so it applies only with a cross-encoder; an
-# explicit, different threshold is always honoured.
+# DESIGN's 0.35 is for sigmoid(cross-encoder logit), so it is chosen only with a cross-encoder.
 NO_RERANKER_THRESHOLD = 0.015
+CROSS_ENCODER_THRESHOLD = 0.35
 
 
 def recency(age_days: float, days: float = 30.0) -> float:
@@ -50,8 +51,10 @@ def fallback_relevance(cosine: float, lexical_share: float) -> float:
     return 1.0 / (1.0 + math.exp(-x))
 
 
-def threshold_for(configured: float, default: float, has_reranker: bool) -> float:
-    """The threshold to apply: the configured one, except the untouched default without a reranker."""
-    if not has_reranker and configured == default:
-        return NO_RERANKER_THRESHOLD
-    return configured
+def threshold_for(configured: float | None, has_reranker: bool) -> float:
+    """The threshold to apply: the configured one if any (whatever its value), else the one chosen for
+    the relevance model. Telling "set" from "unset" by comparing with the default would replace a
+    deliberate 0.35 without a cross-encoder."""
+    if configured is not None:
+        return configured
+    return CROSS_ENCODER_THRESHOLD if has_reranker else NO_RERANKER_THRESHOLD

@@ -123,7 +123,7 @@ def search(
 
     explain = {rowid: _lane_explain(lanes, rowid) for rowid in rowids}
     relevances, source = _relevance(reranker, query, [rows[r]["text"] for r in rowids], rowids, cosines, lanes)
-    threshold = threshold_for(settings.score_threshold, RetrievalSettings().score_threshold, reranker is not None)
+    threshold = threshold_for(settings.score_threshold, reranker is not None)
     now_epoch = (now or datetime.now(UTC)).timestamp()
 
     kept: list[_Candidate] = []

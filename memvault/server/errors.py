@@ -48,12 +48,23 @@ def upstream_error(exc: Exception) -> tuple[int, str, str | None]:
     status = getattr(exc, "status_code", None)
     if name in ("Timeout", "APITimeoutError"):
         status = 504
-    elif name == "APIConnectionError" or not isinstance(status, int) or not 400 <= status <= 599:
+    elif never_answered(exc) or not isinstance(status, int) or not 400 <= status <= 599:
         status = 502
     message = getattr(exc, "message", None) or str(exc) or name
     message = LITELLM_PREFIX.sub(r"\1: ", one_line(message), count=1)
     code = getattr(exc, "code", None)
     return status, f"upstream LLM error: {message}", str(code) if code else None
+
+
+def never_answered(exc: BaseException) -> bool:
+    """Whether the upstream could not be reached. litellm reports a refused connection as an
+    InternalServerError with status 500, as if the upstream had answered 500: its cause tells."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain:  # a chain can loop back on itself
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return any(type(link).__name__ == "APIConnectionError" for link in chain)
 
 
 def validation_message(errors: list[dict]) -> str:

@@ -10,7 +10,7 @@ is a string, a callable (prompt text -> string), or an exception instance to rai
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from memvault.errors import LLMError
@@ -23,7 +23,7 @@ Reply = str | Callable[[str], str] | BaseException
 class Call:
     messages: list[dict]
     json_schema: dict | None
-    method: str  # complete | stream | acomplete | astream
+    method: str  # complete | stream
 
     @property
     def prompt(self) -> str:
@@ -64,13 +64,6 @@ class ScriptedLLM:
 
     def stream(self, messages: list[dict]) -> Iterator[str]:
         yield from chunks(self.reply(messages, None, "stream"))
-
-    async def acomplete(self, messages: list[dict], json_schema: dict | None = None) -> str:
-        return self.reply(messages, json_schema, "acomplete")
-
-    async def astream(self, messages: list[dict]) -> AsyncIterator[str]:
-        for chunk in chunks(self.reply(messages, None, "astream")):
-            yield chunk
 
 
 def matches(matcher: Matcher, text: str) -> bool:

@@ -13,8 +13,19 @@ app.add_typer(config_app, name="config")
 SECRET_KEYS = {"llm.api_key", "server.api_key"}
 
 
-def shown(key: str, value) -> str:
+def shown(key: str, value):
     return "***" if key in SECRET_KEYS and value else value
+
+
+def described(settings, key: str) -> str:
+    """A value as a person reads it: "auto" says what it comes to with these settings."""
+    value = shown(key, settings.get(key))
+    if value is None and key == "retrieval.score_threshold":
+        from memvault.retrieve.scoring import threshold_for
+
+        with_reranker = bool(settings.retrieval.reranker)
+        return f"auto: {threshold_for(None, with_reranker)} ({'with' if with_reranker else 'without'} a cross-encoder)"
+    return "auto" if value is None else str(value)
 
 
 @command("show", group=config_app)
@@ -23,11 +34,11 @@ def config_show(config: ConfigOpt = None, json: JsonOpt = False) -> None:
     from memvault import settings as settings_module
 
     settings = settings_module.load(config)
-    rows = [(key, shown(key, settings.get(key)), settings.sources.get(key, "default")) for key in settings.keys()]
-    if json:
-        print_json({key: {"value": value, "source": source} for key, value, source in rows})
+    sources = {key: settings.sources.get(key, "default") for key in settings.keys()}
+    if json:  # programs get the value itself: null for "auto"
+        print_json({key: {"value": shown(key, settings.get(key)), "source": source} for key, source in sources.items()})
     else:
-        table(["key", "value", "source"], [list(row) for row in rows])
+        table(["key", "value", "source"], [[key, described(settings, key), source] for key, source in sources.items()])
 
 
 @command("set", group=config_app)
@@ -41,7 +52,7 @@ def config_set(
 
     path = settings_module.config_path(config)
     typed = settings_module.write_value(path, key, value)
-    say(f"{key} = {shown(key, typed)!r} in {path}")
+    say(f"{key} = {settings_module.AUTO if typed is None else repr(shown(key, typed))} in {path}")
 
 
 @command("path", group=config_app)
