@@ -141,7 +141,7 @@ def health(state: ServerState) -> dict[str, Any]:
         "llm_api_base": settings.llm.api_base or None,
         "index_size": size,
         "watching": bool(state.watcher and state.watcher.is_alive()),
-        "auth": bool(settings.server.api_key),
+        "auth": bool(settings.server.api_key or settings.server.keys),
     }
 
 
@@ -163,5 +163,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(proxy.router)
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
-    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key)  # outermost: checked first
+    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key,  # outermost: checked first
+                       keys=settings.server.keys)
     return app
