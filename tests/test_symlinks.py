@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import httpx
 import pytest
@@ -98,6 +98,9 @@ def test_nothing_is_written_through_a_linked_folder(tmp_path, outside):
     assert sorted(p.name for p in outside.iterdir()) == before
     with pytest.raises(UnsafePathError):
         atomic_write(vault_dir / "entries" / "work" / "facts" / "x.md", b"x")
+    with pytest.raises(UnsafePathError, match="symbolic link"):
+        with vault.transaction("gc", "memvault gc") as tx:
+            tx.purge(PurePosixPath("entries/work/facts/passwd"), "0b5e7a3c-1111-4222-8333-944455556666")
     assert sorted(p.name for p in outside.iterdir()) == before
 
 

@@ -70,6 +70,8 @@ class Transaction:
 
     def _touch(self, rel: PurePosixPath, entry: Entry | None) -> None:
         path = self.vault.root / rel
+        if self.vault.linked_part(rel) is not None:  # neither read, written nor deleted through a link
+            raise UnsafePathError(f"refusing to change {rel}: it is reached through a symbolic link")
         before = path.read_bytes() if path.exists() else None
         if entry is not None:
             atomic_write(path, render(entry).encode("utf-8"))
