@@ -3,6 +3,7 @@ key goes, and scopes are boundaries on every route, with or without per-key scop
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -206,3 +207,18 @@ def test_bad_server_keys_are_one_clear_error(tmp_path, table):
     with pytest.raises(ConfigError, match="server.keys") as caught:
         load(path)
     assert "key-abc-123" not in str(caught.value)  # a key is never echoed whole
+
+
+# -- 14: /docs makes no request beyond this server -----------------------------------------------------
+def test_the_docs_page_loads_everything_from_this_server(net):
+    page = net.client.get("/docs", headers=auth(ADMIN))
+    assert page.status_code == 200
+    assert not re.search(r"(https?:)?//[\w.-]+", page.text), "the page names another host"
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert len(assets) == 3
+    for asset in assets:
+        reply = net.client.get(asset, headers=auth(ADMIN))
+        assert reply.status_code == 200 and len(reply.content) > 1000, asset
+    assert '"validatorUrl": null' in page.text  # Swagger UI's online validator badge stays off
+    assert net.client.get("/redoc", headers=auth(ADMIN)).status_code in (401, 404)  # ReDoc's page is CDN-only
+    assert net.client.get("/openapi.json", headers=auth(ADMIN)).json()["info"]["title"] == "memvault"

@@ -145,13 +145,38 @@ def health(state: ServerState) -> dict[str, Any]:
     }
 
 
+DOCS_ASSETS = "/docs-assets"
+
+
+def serve_docs(app: FastAPI) -> None:
+    """/docs: Swagger UI with its script and style served from here (the fastapi-offline package ships
+    them), so the page makes no request beyond this server. No online validator badge either."""
+    from importlib.resources import files
+
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request):
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}{app.openapi_url}", title="memvault API",
+                                   swagger_js_url=f"{root}{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png",
+                                   swagger_ui_parameters={"validatorUrl": None})
+
+
 def create_app(settings: Settings) -> FastAPI:
     """The application for these settings (the vault is opened when it starts serving)."""
     from memvault.server import memories, proxy
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
 
-    app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
+    serve_docs(app)
     app.state.server = ServerState(settings)
     install_handlers(app)
 
