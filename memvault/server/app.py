@@ -26,13 +26,16 @@ DESCRIPTION = """A persistent memory for LLMs, over HTTP.
 * `POST /v1/chat/completions`: OpenAI-compatible; memories are retrieved and injected into the last
   user message, the turns are stored (one git commit) and curated in the background. Extra request
   fields: `memory_id` (the conversation, default "default"), `memory_top_k`, `memory_recency_weight`,
-  `memory_score_threshold`. Non-streaming answers carry `memory_hits`.
+  `memory_score_threshold`. Non-streaming answers carry `memory_hits`. Only OpenAI chat parameters are
+  forwarded: any other field (`base_url`, `api_key`, ...) is a 400.
 * `/v1/memories/...`: the mem0-style memory API (add, search, list, get, update, delete, history).
-* Any other `/v1/*` path (e.g. `GET /v1/models`) is passed through to `llm.api_base`.
+  An id outside the scopes a request names (`user_id`, `agent_id`, `run_id`) is a 404.
+* Any other `/v1/*` path (e.g. `GET /v1/models`) is passed through to `llm.api_base` (never outside it).
 
 Auth: when the server has an API key, send it as `Authorization: Bearer <key>` or `X-API-Key`; the
 LLM key then comes from `X-Upstream-Authorization`, `llm.api_key` or the provider's environment.
-Without a server key, the bearer token is passed through to the LLM as its API key.
+Without a server key, the bearer token is passed through to the LLM as its API key. A scoped key
+(`server.keys`) reaches only its own scopes, on every route and in `memory_id`.
 """
 
 
