@@ -191,6 +191,26 @@ def test_memory_api_id_calls_respect_the_scopes_given(tmp_path):
         assert memory.get(bob)["memory"] == "bob's bank PIN is 4921"  # no scope named: mem0's behaviour
 
 
+def test_async_memory_takes_the_same_scopes(tmp_path):
+    import asyncio
+
+    from memvault.api import AsyncMemory
+
+    async def run():
+        async with AsyncMemory(vault=tmp_path / "vault") as memory:
+            added = await memory.add("bob's bank PIN is 4921", user_id="bob", infer=False)
+            bob = added["results"][0]["id"]
+            return await memory.get(bob, user_id="alice"), await memory.history(bob, user_id="alice")
+
+    assert asyncio.run(run()) == (None, [])
+
+
+def test_query_and_body_scopes_must_agree(net, pins):
+    reply = net.client.put(f"/v1/memories/{pins.bob}/", params={"user_id": "bob"}, headers=auth(ADMIN),
+                           json={"text": "x", "user_id": "alice"})
+    assert reply.status_code == 400 and "user_id" in reply.json()["error"]["message"]
+
+
 # -- server.keys in the config file ------------------------------------------------------------------
 def test_server_keys_load_from_a_toml_table(tmp_path):
     path = tmp_path / "config.toml"
