@@ -66,6 +66,8 @@ class ServerSettings:
     port: int = 8765
     api_key: str = ""
     allow_reset: bool = False
+    # Scoped API keys: key -> {"user_id": ("alice",), ...}; a request with one reaches only those scopes.
+    keys: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -157,6 +159,8 @@ def convert(key: str, value: Any, source: str) -> Any:
             if text in ("0", "false", "no", "off"):
                 return False
             raise ValueError
+        if kind is dict:
+            return scoped_keys(key, value, source)
         if kind is int and isinstance(value, bool):
             raise ValueError
         if kind is str and not isinstance(value, (str, int, float)):
@@ -167,6 +171,36 @@ def convert(key: str, value: Any, source: str) -> Any:
     except (TypeError, ValueError):
         expected = f"{kind.__name__} or {AUTO!r}" if optional else kind.__name__
         raise ConfigError(f"{source}: {key} must be {expected}, got {value!r}") from None
+
+
+SCOPE_NAMES = ("user_id", "agent_id", "run_id")
+
+
+def scoped_keys(key: str, value: Any, source: str) -> dict[str, dict[str, tuple[str, ...]]]:
+    """server.keys checked: {api key: {scope name: allowed ids}}, from a TOML table or (environment)
+    JSON text. A key must name at least one scope; a single id may be given as a string."""
+    import json
+
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError:
+            raise ConfigError(f"{source}: {key} must be a JSON object of key -> scopes") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: {key} must be a table of key -> {{user_id = [...]}}")
+    checked: dict[str, dict[str, tuple[str, ...]]] = {}
+    for api_key, scopes in value.items():
+        where = f"{source}: {key}: key {str(api_key)[:4]}..."  # never the whole key in a message
+        if not isinstance(api_key, str) or len(api_key.strip()) < 8:
+            raise ConfigError(f"{where} is too short: use at least 8 characters")
+        if not isinstance(scopes, dict) or not scopes or set(scopes) - set(SCOPE_NAMES):
+            raise ConfigError(f"{where} must map to {{user_id/agent_id/run_id = [ids]}}, got {scopes!r}")
+        allowed = {name: (ids,) if isinstance(ids, str) else ids for name, ids in scopes.items()}
+        if not all(isinstance(ids, (list, tuple)) and ids and all(isinstance(i, str) and i for i in ids)
+                   for ids in allowed.values()):
+            raise ConfigError(f"{where}: each scope needs a non-empty list of ids, got {scopes!r}")
+        checked[api_key] = {name: tuple(ids) for name, ids in allowed.items()}
+    return checked
 
 
 def env_name(key: str) -> str:
@@ -240,6 +274,8 @@ def write_value(path: Path, key: str, value: str) -> Any:
     from memvault.vault.store import atomic_write
 
     section, name = split_key(key)
+    if setting_type(key)[0] is dict:
+        raise ConfigError(f"{key} is a table: edit [{key}] in {path}")
     typed = coerce(key, value, "config set")
     path = path.resolve()  # through a symlink (a dotfiles repository): rewrite its target, keep the link
     try:

@@ -109,16 +109,20 @@ class Memory:
         return out
 
     @serialised
-    def update(self, memory_id: str, data: str, metadata: dict | None = None) -> dict[str, Any]:
-        """Rewrite a memory's text in place (same id; git keeps the old text); `metadata` is merged."""
-        entry = self._require(memory_id)
+    def update(self, memory_id: str, data: str, metadata: dict | None = None, *, user_id: str | None = None,
+               agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+        """Rewrite a memory's text in place (same id; git keeps the old text); `metadata` is merged.
+        Scopes given must all match the memory's (else: not found)."""
+        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id))
         self._core.update(entry.id, text=data, metadata=metadata)
         return {"message": "Memory updated successfully!"}
 
     @serialised
-    def delete(self, memory_id: str) -> dict[str, Any]:
-        """Soft-delete one memory (its file moves to deleted/; history keeps it)."""
-        entry = self._require(memory_id)
+    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,
+               run_id: str | None = None) -> dict[str, Any]:
+        """Soft-delete one memory (its file moves to deleted/; history keeps it). Scopes given must
+        all match the memory's (else: not found)."""
+        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id))
         self._core.delete([entry.id])
         return {"message": "Memory deleted successfully!"}
 
@@ -159,9 +163,11 @@ class Memory:
         return {"results": [item_from_hit(hit) for hit in hits]}
 
     @serialised
-    def get(self, memory_id: str) -> dict[str, Any] | None:
-        """One memory, or None when no live memory has this id."""
-        entry = self._memory(memory_id)
+    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,
+            run_id: str | None = None) -> dict[str, Any] | None:
+        """One memory, or None when no live memory has this id within the scopes given (all must
+        match: an id of another user is not found, as in mem0)."""
+        entry = self._memory(memory_id, given_scopes(user_id, agent_id, run_id))
         return item_from_entry(entry) if entry else None
 
     @serialised
@@ -174,15 +180,17 @@ class Memory:
         return {"results": [item_from_row(row) for row in self._core.select(scopes, filters, limit=limit)]}
 
     @serialised
-    def history(self, memory_id: str) -> list[dict[str, Any]]:
-        """The memory's ADD / UPDATE / DELETE events, oldest first, read back from git ([] if unknown)."""
+    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,
+                run_id: str | None = None) -> list[dict[str, Any]]:
+        """The memory's ADD / UPDATE / DELETE events, oldest first, read back from git ([] if unknown,
+        or outside the scopes given)."""
         if not isinstance(memory_id, str):
             return []
         try:
             _, entry = self._core.get(layout.check_full_id(memory_id))
         except (errors.UsageError, errors.NotFoundError):
             return []
-        if entry.role != "memory":
+        if entry.role != "memory" or not in_scopes(entry, given_scopes(user_id, agent_id, run_id)):
             return []
         return [history_record(event) for event in self._core.history(entry.id)]
 
@@ -199,8 +207,9 @@ class Memory:
 
         return prompt or self._prompt or load_prompt(self.settings.llm.extraction_prompt_file)
 
-    def _memory(self, memory_id: str) -> Entry | None:
-        """The live fact with exactly this id, or None (turns and summaries are not memories)."""
+    def _memory(self, memory_id: str, scopes: dict[str, str]) -> Entry | None:
+        """The live fact with exactly this id within `scopes`, or None (turns and summaries are not
+        memories)."""
         if not isinstance(memory_id, str):
             return None
         try:
@@ -208,20 +217,30 @@ class Memory:
         except errors.UsageError:
             return None
         entry = self._core.live_entry(memory_id)
-        return entry if entry is not None and entry.role == "memory" else None
+        return entry if entry is not None and entry.role == "memory" and in_scopes(entry, scopes) else None
 
-    def _require(self, memory_id: str) -> Entry:
-        entry = self._memory(memory_id)
+    def _require(self, memory_id: str, scopes: dict[str, str]) -> Entry:
+        entry = self._memory(memory_id, scopes)
         if entry is None:
             raise NotFoundError(f"no memory with id {str(memory_id)[:40]!r}")
         return entry
 
 
+def given_scopes(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, Any]:
+    """The scope ids given (None and "" are not given)."""
+    return {key: value for key, value in zip(SCOPE_KEYS, (user_id, agent_id, run_id), strict=True)
+            if value is not None and value != ""}
+
+
+def in_scopes(entry: Entry, scopes: dict[str, Any]) -> bool:
+    """Whether the entry belongs to every scope given: an id is no way around a scope."""
+    return all(getattr(entry, key) == value for key, value in scopes.items())
+
+
 def required_scopes(user_id: Any, agent_id: Any, run_id: Any, filters: dict | None = None) -> dict[str, Any]:
     """The scope ids given; ScopeError when there are none. A plain `{"user_id": "alice"}` inside
     `filters` counts too (newer mem0 puts scopes there); the filter then applies it."""
-    scopes = {key: value for key, value in zip(SCOPE_KEYS, (user_id, agent_id, run_id), strict=True)
-              if value is not None and value != ""}
+    scopes = given_scopes(user_id, agent_id, run_id)
     in_filters = isinstance(filters, dict) and any(
         isinstance(filters.get(key), str) and filters[key] not in ("", "*") for key in SCOPE_KEYS)
     if not scopes and not in_filters:

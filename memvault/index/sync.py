@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
 from memvault.index.store import IndexRow, IndexStore
-from memvault.vault.store import too_large
+from memvault.vault.store import LINK_REASON, too_large
 
 if TYPE_CHECKING:
     from memvault.models.embedders import Embedder
@@ -104,19 +104,22 @@ def plan(vault: Vault, index: IndexStore) -> SyncPlan:
     broken: list[tuple[str, str]] = []
     unchanged = 0
     root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
-    for rel in vault.entry_files():
+    links: list[str] = []  # symbolic links under entries/: never followed, reported
+    for rel in vault.entry_files(links=links):
         key = str(rel)
         seen.add(key)
         row = indexed.get(key)
         try:
-            stat = os.stat(root + key)  # before reading: an edit after this point shows as a new stat next time
+            # Before reading: an edit after this point shows as a new stat next time. Not followed: a
+            # file swapped for a link since it was listed fails to open (O_NOFOLLOW) and is reported.
+            stat = os.stat(root + key, follow_symlinks=False)
             if row and row.mtime_ns and (row.mtime_ns, row.size) == (stat.st_mtime_ns, stat.st_size):
                 unchanged += 1
                 continue
             if stat.st_size > vault.max_file_bytes:  # not even hashed: reading it whole is the harm
                 broken.append((key, too_large(vault.max_file_bytes)))
                 continue
-            with open(root + key, "rb") as handle:
+            with os.fdopen(os.open(root + key, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as handle:
                 digest = hash_bytes(handle.read())
         except OSError as exc:
             broken.append((key, f"cannot be read: {exc.strerror}"))
@@ -133,6 +136,7 @@ def plan(vault: Vault, index: IndexStore) -> SyncPlan:
             broken.append((key, exc.reason))  # an indexed older version stays searchable meanwhile
             continue
         (changed if row else fresh).append(Pending(rel, entry, digest, stamp, stat.st_size))
+    broken += [(link, LINK_REASON) for link in links]
 
     missing = {path: row for path, row in indexed.items() if path not in seen}
     missing_path_of = {row.id: path for path, row in missing.items()}

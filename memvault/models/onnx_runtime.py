@@ -15,6 +15,19 @@ if TYPE_CHECKING:
     import tokenizers
 
 
+# onnxruntime 1.29+ (Linux, macOS) uploads telemetry to mobile.events.data.microsoft.com and keeps a
+# device id under ~/.cache/Microsoft/DeveloperTools/.onnxruntime. `disable_telemetry_events()` only
+# silences later events: the process event, the device id and the uploader come with the first
+# session. This variable, read once when onnxruntime creates its environment, turns all of it off.
+TELEMETRY_OFF = {"ORT_DISABLE_TELEMETRY": "1"}
+
+
+def telemetry_off() -> None:
+    """Memvault makes no network call but to the configured LLM: set before any session exists (and
+    forced, not defaulted: a user's ORT_DISABLE_TELEMETRY=0 does not turn it back on)."""
+    os.environ.update(TELEMETRY_OFF)
+
+
 def intra_op_threads() -> int:
     """Threads for one model call: every core, but at most 4 (small BERTs gain nothing past that)."""
     return max(1, min(os.cpu_count() or 1, 4))
@@ -29,8 +42,10 @@ def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError,
     `optimize` False skips onnxruntime's graph optimisations, for a file already optimised when it was
     exported: they are most of the cost of opening a session (about 1 s of CPU for MiniLM here).
     """
+    telemetry_off()
     import onnxruntime
 
+    onnxruntime.disable_telemetry_events()  # the documented switch too, for builds that honour only it
     options = onnxruntime.SessionOptions()
     if not optimize:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL

@@ -26,13 +26,16 @@ DESCRIPTION = """A persistent memory for LLMs, over HTTP.
 * `POST /v1/chat/completions`: OpenAI-compatible; memories are retrieved and injected into the last
   user message, the turns are stored (one git commit) and curated in the background. Extra request
   fields: `memory_id` (the conversation, default "default"), `memory_top_k`, `memory_recency_weight`,
-  `memory_score_threshold`. Non-streaming answers carry `memory_hits`.
+  `memory_score_threshold`. Non-streaming answers carry `memory_hits`. Only OpenAI chat parameters are
+  forwarded: any other field (`base_url`, `api_key`, ...) is a 400.
 * `/v1/memories/...`: the mem0-style memory API (add, search, list, get, update, delete, history).
-* Any other `/v1/*` path (e.g. `GET /v1/models`) is passed through to `llm.api_base`.
+  An id outside the scopes a request names (`user_id`, `agent_id`, `run_id`) is a 404.
+* Any other `/v1/*` path (e.g. `GET /v1/models`) is passed through to `llm.api_base` (never outside it).
 
 Auth: when the server has an API key, send it as `Authorization: Bearer <key>` or `X-API-Key`; the
 LLM key then comes from `X-Upstream-Authorization`, `llm.api_key` or the provider's environment.
-Without a server key, the bearer token is passed through to the LLM as its API key.
+Without a server key, the bearer token is passed through to the LLM as its API key. A scoped key
+(`server.keys`) reaches only its own scopes, on every route and in `memory_id`.
 """
 
 
@@ -141,8 +144,31 @@ def health(state: ServerState) -> dict[str, Any]:
         "llm_api_base": settings.llm.api_base or None,
         "index_size": size,
         "watching": bool(state.watcher and state.watcher.is_alive()),
-        "auth": bool(settings.server.api_key),
+        "auth": bool(settings.server.api_key or settings.server.keys),
     }
+
+
+DOCS_ASSETS = "/docs-assets"
+
+
+def serve_docs(app: FastAPI) -> None:
+    """/docs: Swagger UI with its script and style served from here (the fastapi-offline package ships
+    them), so the page makes no request beyond this server. No online validator badge either."""
+    from importlib.resources import files
+
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(files("fastapi_offline") / "static")), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs(request: Request):
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}{app.openapi_url}", title="memvault API",
+                                   swagger_js_url=f"{root}{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png",
+                                   swagger_ui_parameters={"validatorUrl": None})
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -152,7 +178,9 @@ def create_app(settings: Settings) -> FastAPI:
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
 
-    app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
+    serve_docs(app)
     app.state.server = ServerState(settings)
     install_handlers(app)
 
@@ -165,5 +193,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
-    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key)  # outermost: checked first
+    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key,  # outermost: checked first
+                       keys=settings.server.keys)
     return app

@@ -1,8 +1,12 @@
 """The mem0-style REST API: /v1/memories/... and /v1/reset/, each a thin call to the server's `Memory`.
 
 Answers are the shapes `memvault.api.Memory` returns (mem0's). Errors: 400 for a missing scope or a
-malformed argument, 404 for an unknown id, 403 for a reset the server does not allow, 422 for a
-request that does not validate, 502 when the LLM failed. Memory calls block (embedding, git), so
+malformed argument, 404 for an unknown id or one outside the scopes the request names, 403 for a
+scope the request's key may not reach or a reset the server does not allow, 422 for a request that
+does not validate, 502 when the LLM failed.
+
+Scopes are boundaries: every route works in the scopes the request names (query or body), confined
+to what its key may reach (memvault.server.auth.confine). Memory calls block (embedding, git), so
 each runs in a worker thread.
 """
 
@@ -17,6 +21,7 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from memvault.errors import NotFoundError, UsageError
 from memvault.server.app import server_state
+from memvault.server.auth import EVERYTHING, allowed_scopes, confine
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 PREFIXES = ("/v1/memories", "/v1/reset")
@@ -59,10 +64,23 @@ class ListQuery(Scopes):
     filters: str | None = Field(None, description="mem0 filter expression as JSON.")
 
 
-class UpdateRequest(BaseModel):
+class UpdateRequest(Scopes):
     text: str = Field(min_length=1, validation_alias=AliasChoices("text", "data", "memory"),
                       description="The new text (also accepted as `data` or `memory`).")
     metadata: dict[str, Any] | None = None
+
+
+def scopes_of(request: Request, *given: Scopes) -> dict[str, Any]:
+    """The scopes this request works in: those it names (query and body must agree), confined to
+    what its key may reach."""
+    named: dict[str, Any] = {}
+    for scopes in given:
+        for name, value in scopes.model_dump(include=set(Scopes.model_fields)).items():
+            if value in (None, ""):
+                continue
+            if named.setdefault(name, value) != value:
+                raise UsageError(f"{name} differs between the query ({named[name]!r}) and the body ({value!r})")
+    return confine(allowed_scopes(request), {"user_id": None, "agent_id": None, "run_id": None, **named})
 
 
 async def call(request: Request, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -86,55 +104,57 @@ def parsed_filters(text: str | None) -> dict | None:
 @router.post("/memories/", summary="Add memories (curated by the LLM unless infer=false)")
 async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
     messages = body.messages if isinstance(body.messages, str) else [m.model_dump() for m in body.messages]
-    return await call(request, "add", messages, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id,
-                      metadata=body.metadata, infer=body.infer, prompt=body.prompt)
+    return await call(request, "add", messages, **scopes_of(request, body), metadata=body.metadata,
+                      infer=body.infer, prompt=body.prompt)
 
 
 @router.get("/memories/search/", summary="Search memories (query parameters)")
 async def search_memories(params: Annotated[SearchQuery, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "search", params.query, user_id=params.user_id, agent_id=params.agent_id,
-                      run_id=params.run_id, limit=params.limit, threshold=params.threshold,
-                      filters=parsed_filters(params.filters))
+    return await call(request, "search", params.query, **scopes_of(request, params), limit=params.limit,
+                      threshold=params.threshold, filters=parsed_filters(params.filters))
 
 
 @router.post("/memories/search/", summary="Search memories (JSON body, as mem0's server takes it)")
 async def search_memories_post(body: SearchRequest, request: Request) -> dict[str, Any]:
-    return await call(request, "search", body.query, user_id=body.user_id, agent_id=body.agent_id,
-                      run_id=body.run_id, limit=body.limit, threshold=body.threshold, filters=body.filters)
+    return await call(request, "search", body.query, **scopes_of(request, body), limit=body.limit,
+                      threshold=body.threshold, filters=body.filters)
 
 
 @router.get("/memories/", summary="List the memories of a scope")
 async def list_memories(params: Annotated[ListQuery, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "get_all", user_id=params.user_id, agent_id=params.agent_id, run_id=params.run_id,
-                      limit=params.limit, filters=parsed_filters(params.filters))
+    return await call(request, "get_all", **scopes_of(request, params), limit=params.limit,
+                      filters=parsed_filters(params.filters))
 
 
 @router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them)")
 async def delete_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "delete_all", user_id=params.user_id, agent_id=params.agent_id, run_id=params.run_id)
+    return await call(request, "delete_all", **scopes_of(request, params))
 
 
-@router.get("/memories/{memory_id}/", summary="Get one memory")
-async def get_memory(memory_id: str, request: Request) -> dict[str, Any]:
-    found = await call(request, "get", memory_id)
+@router.get("/memories/{memory_id}/", summary="Get one memory (404 outside the scopes named)")
+async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    found = await call(request, "get", memory_id, **scopes_of(request, params))
     if found is None:
         raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
     return found
 
 
 @router.put("/memories/{memory_id}/", summary="Rewrite a memory's text in place (same id)")
-async def update_memory(memory_id: str, body: UpdateRequest, request: Request) -> dict[str, Any]:
-    return await call(request, "update", memory_id, body.text, metadata=body.metadata)
+async def update_memory(memory_id: str, body: UpdateRequest, params: Annotated[Scopes, Query()],
+                        request: Request) -> dict[str, Any]:
+    return await call(request, "update", memory_id, body.text, metadata=body.metadata,
+                      **scopes_of(request, params, body))
 
 
 @router.delete("/memories/{memory_id}/", summary="Delete one memory (soft: git keeps it)")
-async def delete_memory(memory_id: str, request: Request) -> dict[str, Any]:
-    return await call(request, "delete", memory_id)
+async def delete_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "delete", memory_id, **scopes_of(request, params))
 
 
 @router.get("/memories/{memory_id}/history/", summary="A memory's ADD / UPDATE / DELETE events, from git")
-async def memory_history(memory_id: str, request: Request) -> list[dict[str, Any]]:
-    events = await call(request, "history", memory_id)
+async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], request: Request
+                         ) -> list[dict[str, Any]]:
+    events = await call(request, "history", memory_id, **scopes_of(request, params))
     if not events:  # every memory that exists, or existed, has at least its ADD
         raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
     return events
@@ -147,6 +167,9 @@ async def reset(request: Request) -> dict[str, Any]:
     if not server_state(request).settings.server.allow_reset:
         return error_response(403, "reset is disabled on this server: start it with --allow-reset "
                                    "(server.allow_reset)", code="reset_disabled")
+    if allowed_scopes(request) is not EVERYTHING:
+        return error_response(403, "reset needs the server key (server.api_key): this key reaches only its scopes",
+                              code="reset_forbidden")
     await call(request, "reset")
     return {"message": "Memories reset successfully!"}
 

@@ -8,6 +8,10 @@ the turns are written when the stream ends, before its final `[DONE]`.
 
 The model: the request's `model`, else `llm.model`. A bare name (e.g. "llama3" from an OpenAI
 client) is sent to `llm.api_base` as an OpenAI-compatible model. The API key: see memvault.server.auth.
+
+The client never chooses where the operator's key goes: only OpenAI chat-completion parameters are
+forwarded (any other field, such as litellm's `api_base` or `api_key`, is refused with a 400 that
+names it), and a passed-through path stays under `llm.api_base`'s path.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from memvault.curate.llm import upstream_api_key
 from memvault.errors import UsageError
 from memvault.server.app import ServerState, server_state
-from memvault.server.auth import upstream_key
+from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
 from memvault.server.errors import error_body, error_response, upstream_error
 
 if TYPE_CHECKING:
@@ -35,6 +39,15 @@ log = logging.getLogger("memvault.server")
 router = APIRouter(tags=["chat"])
 passthrough_router = APIRouter()
 MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold"}
+# The body parameters of OpenAI's chat.completions.create (openai 2.x), messages/model/stream aside.
+# Nothing else reaches litellm: its own keyword arguments (api_base, base_url, api_key, extra_headers,
+# custom_llm_provider, metadata, mock_response...) would let a client send the key anywhere.
+OPENAI_CHAT_PARAMS = frozenset({
+    "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "max_completion_tokens",
+    "max_tokens", "modalities", "moderation", "n", "parallel_tool_calls", "prediction", "presence_penalty",
+    "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format",
+    "safety_identifier", "seed", "service_tier", "stop", "store", "stream_options", "temperature", "tool_choice",
+    "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options"})
 # Headers that describe one hop of a connection, or that we set ourselves: never copied across.
 HOP_HEADERS = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
                "transfer-encoding", "upgrade", "host", "content-length"}
@@ -42,8 +55,8 @@ CLIENT_ONLY_HEADERS = {"authorization", "x-api-key", "x-upstream-authorization",
 
 
 class ChatCompletionRequest(BaseModel):
-    """An OpenAI chat completion request (every OpenAI field is accepted and forwarded) plus the
-    memory fields, which are used here and never forwarded."""
+    """An OpenAI chat completion request (its OpenAI parameters are forwarded, any other field is
+    refused by `upstream_request`) plus the memory fields, which are used here and never forwarded."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -76,17 +89,33 @@ def upstream_request(state: ServerState, body: ChatCompletionRequest, request: R
     model = body.model or settings.llm.model
     if not model:
         raise UsageError("no model: give `model` in the request or set llm.model / MEMVAULT_LLM_MODEL")
-    options = body.model_dump(exclude=MEMORY_FIELDS | {"messages", "model", "stream"}, exclude_unset=True)
+    options = forwarded_options(body)
     kwargs: dict[str, Any] = {**options, "model": litellm_model(model, settings.llm.api_base),
-                              "timeout": options.get("timeout", settings.llm.timeout),
+                              "timeout": settings.llm.timeout,
                               "max_retries": 0}  # the client decides whether to retry, not the proxy
     if settings.llm.api_base:
         kwargs["api_base"] = settings.llm.api_base
     key = upstream_api_key(kwargs["model"], settings.llm.api_base,
-                           upstream_key(request.headers, settings.server.api_key, settings.llm.api_key))
+                           upstream_key(request.headers, server_keyed(state), settings.llm.api_key))
     if key:
         kwargs["api_key"] = key
     return kwargs
+
+
+def forwarded_options(body: ChatCompletionRequest) -> dict[str, Any]:
+    """The client's OpenAI parameters; a field that is not one is refused, by name (dropping it
+    silently would hide a client's mistake, and forwarding it could route the key elsewhere)."""
+    extra = sorted(set(body.model_extra or {}) - OPENAI_CHAT_PARAMS)
+    if extra:
+        shown = ", ".join(name[:40] for name in extra[:5])
+        raise UsageError(f"not an OpenAI chat-completion parameter: {shown} (the server decides where requests "
+                         "go and with which key; memory fields: " + ", ".join(sorted(MEMORY_FIELDS)) + ")")
+    return body.model_dump(include=OPENAI_CHAT_PARAMS, exclude_unset=True)
+
+
+def server_keyed(state: ServerState) -> bool:
+    """Whether the server has keys of its own (a client's bearer token is then never passed on)."""
+    return bool(state.settings.server.api_key or state.settings.server.keys)
 
 
 def curator(state: ServerState, api_key: str | None):
@@ -103,14 +132,28 @@ def curator(state: ServerState, api_key: str | None):
                                          api_key=llm.api_key or api_key or ""))
 
 
-def new_session(state: ServerState, body: ChatCompletionRequest) -> MemoryChat:
+def new_session(state: ServerState, body: ChatCompletionRequest, request: Request) -> MemoryChat:
     from memvault.converse import MemoryChat
-    from memvault.vault.layout import check_conversation
 
-    check_conversation(body.memory_id)  # a bad name is a 400 before anything is sent or stored
+    conversation, scopes = memory_place(body.memory_id, allowed_scopes(request))
     retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
                  "score_threshold": body.memory_score_threshold}
-    return MemoryChat(state.core, body.memory_id, retrieval=retrieval)
+    return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval)
+
+
+def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
+    """(conversation folder, scopes) of a chat's memory_id. A scoped key's conversations live inside
+    its scope: folder '<scope folder>+chat-<memory_id>', every turn stamped with the scope, and the
+    search filtered on it, so no memory_id (e.g. "user-bob") reaches another scope's folder.
+    A bad name is a 400 before anything is sent or stored."""
+    from memvault.vault.layout import check_conversation, scope_conversation
+
+    check_conversation(memory_id)
+    if allowed is EVERYTHING:
+        return memory_id, {}
+    scopes = {name: value for name, value in confine(allowed, {}).items() if value}
+    folder = scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
+    return check_conversation(f"{folder}+chat-{memory_id}"), scopes
 
 
 def finish_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,
@@ -146,7 +189,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     state = server_state(request)
     litellm = await asyncio.to_thread(import_litellm)  # imported once (slow); a no-op afterwards
     kwargs = upstream_request(state, body, request)
-    session = new_session(state, body)
+    session = new_session(state, body, request)
     started = time.perf_counter()
     turn = await asyncio.to_thread(session.prepare, body.messages)
     retrieved = time.perf_counter()
@@ -244,11 +287,12 @@ async def passthrough(path: str, request: Request):
     if not base:
         return error_response(502, f"no upstream address for /v1/{path}: set llm.api_base (MEMVAULT_LLM_API_BASE)",
                               code="no_upstream")
+    target = confined_url(base, request.scope.get("raw_path") or request.url.path.encode())
     headers = {k: v for k, v in request.headers.items() if k not in HOP_HEADERS | CLIENT_ONLY_HEADERS}
-    key = upstream_key(request.headers, settings.server.api_key, settings.llm.api_key)
+    key = upstream_key(request.headers, server_keyed(state), settings.llm.api_key)
     if key:
         headers["authorization"] = f"Bearer {key}"
-    outgoing = state.http.build_request(request.method, base.rstrip("/") + "/" + path,
+    outgoing = state.http.build_request(request.method, target,
                                         params=request.query_params, headers=headers, content=await request.body())
     try:
         reply = await state.http.send(outgoing, stream=True)
@@ -257,3 +301,29 @@ async def passthrough(path: str, request: Request):
     return StreamingResponse(reply.aiter_raw(), status_code=reply.status_code,
                              headers={k: v for k, v in reply.headers.items() if k not in HOP_HEADERS},
                              background=BackgroundTask(reply.aclose))
+
+
+def confined_url(base: str, raw_path: bytes) -> str:
+    """The upstream URL for a /v1/... request: its path after /v1/, percent-decoded and its dot
+    segments resolved, appended to `base`. A path that would leave base's path (`..%2F..%2Fother`),
+    or that hides one more level of encoding or a backslash, is a 400: never a request that carries
+    the key elsewhere on the upstream host."""
+    from urllib.parse import quote, unquote_to_bytes
+
+    try:
+        decoded = unquote_to_bytes(raw_path.split(b"?", 1)[0]).decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("the request path is not valid UTF-8") from None
+    rest = decoded.removeprefix("/v1/")
+    parts: list[str] = []
+    for segment in rest.split("/"):
+        if any(c in segment for c in "%\\\x00"):
+            raise UsageError("the request path is encoded twice or has a backslash: refused")
+        if segment == "..":
+            if not parts:
+                raise UsageError("the request path leaves the upstream's API (llm.api_base): refused")
+            parts.pop()
+        elif segment not in ("", "."):
+            parts.append(segment)
+    tail = "/" if rest.endswith("/") and parts else ""
+    return base.rstrip("/") + "/" + quote("/".join(parts), safe="/:@!$&'()*+,;=-._~") + tail

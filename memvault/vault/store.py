@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, VaultError
+from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, UnsafePathError, VaultError
 from memvault.settings import LimitsSettings
 from memvault.vault import layout
 from memvault.vault.entry import Entry, now, parse, render
@@ -26,10 +26,20 @@ GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 LOCK_TIMEOUT = 120.0
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
+# Memvault reads and writes nothing through a symbolic link under entries/ (DESIGN.md section 10):
+# a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
+# vault would make one file two entries. Links are reported, never followed.
+LINK_REASON = "a symbolic link: memvault does not follow links (replace it with the file itself)"
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename, so readers never see half a file."""
+    """Write via a temporary file in the same folder and rename, so readers never see half a file.
+
+    Never through a symbolic link: `path` (under the vault's resolved root) must be reached without
+    one, checked before any folder is created."""
+    folder = os.path.abspath(path.parent)
+    if os.path.realpath(folder) != folder or path.is_symlink():
+        raise UnsafePathError(f"refusing to write {path}: it is reached through a symbolic link")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -62,6 +72,8 @@ class Transaction:
 
     def _touch(self, rel: PurePosixPath, entry: Entry | None) -> None:
         path = self.vault.root / rel
+        if self.vault.linked_part(rel) is not None:  # neither read, written nor deleted through a link
+            raise UnsafePathError(f"refusing to change {rel}: it is reached through a symbolic link")
         before = path.read_bytes() if path.exists() else None
         if entry is not None:
             self.vault.check_new_folder(rel)
@@ -215,16 +227,19 @@ class Vault:
         return present
 
     # -- reading -------------------------------------------------------------------------------
-    def entry_files(self, include_deleted: bool = False, conversation: str | None = None) -> Iterator[PurePosixPath]:
-        """Relative paths of entry files, sorted; live ones only unless asked.
+    def entry_files(self, include_deleted: bool = False, conversation: str | None = None,
+                    links: list[str] | None = None) -> Iterator[PurePosixPath]:
+        """Relative paths of entry files, sorted; live ones only unless asked (`links`: see entry_names).
 
         Uses os.scandir (no extra stat per file): reindex and completion walk 100k files with it."""
-        for folder, name in self.entry_names(include_deleted, conversation):
+        for folder, name in self.entry_names(include_deleted, conversation, links):
             yield PurePosixPath(f"{folder}/{name}")
 
-    def entry_names(self, include_deleted: bool = False, conversation: str | None = None
-                    ) -> Iterator[tuple[str, str]]:
-        """(folder, file name) of each entry file, as `entry_files` orders them, as plain strings."""
+    def entry_names(self, include_deleted: bool = False, conversation: str | None = None,
+                    links: list[str] | None = None) -> Iterator[tuple[str, str]]:
+        """(folder, file name) of each entry file, as `entry_files` orders them, as plain strings.
+        Symbolic links (files or folders) are left out, and their paths added to `links` if given."""
+        links = [] if links is None else links
         base = self.root / layout.ENTRIES
         conversations = [layout.check_conversation(conversation)] if conversation else sorted(
             d.name for d in scandir_dirs(base))
@@ -235,20 +250,50 @@ class Vault:
             for root in roots:
                 for kind in layout.KIND_DIRS.values():
                     folder = f"{root}/{kind}"
+                    link = self.linked_part(PurePosixPath(folder))
+                    if link is not None:
+                        if str(link) not in links:
+                            links.append(str(link))
+                        continue
                     try:
-                        with os.scandir(self.root / folder) as found:
-                            names = sorted(e.name for e in found
-                                           if e.name.endswith(".md") and e.name[0] != "." and e.is_file())
+                        names = self._file_names(folder, links)
                     except (FileNotFoundError, NotADirectoryError):
                         continue
                     for name in names:
                         yield folder, name
 
+    def _file_names(self, folder: str, links: list[str]) -> list[str]:
+        """The entry file names in one folder, sorted; links among them go to `links`."""
+        names = []
+        with os.scandir(self.root / folder) as found:
+            for item in found:
+                if not item.name.endswith(".md") or item.name[0] == ".":
+                    continue
+                if item.is_symlink():  # d_type from the directory: no extra stat
+                    links.append(f"{folder}/{item.name}")
+                elif item.is_file(follow_symlinks=False):
+                    names.append(item.name)
+        return sorted(names)
+
+    def linked_part(self, rel: PurePosixPath) -> PurePosixPath | None:
+        """The first part of `rel` (from the vault root down) that is a symbolic link, or None."""
+        path = self.root
+        for depth, part in enumerate(rel.parts, start=1):
+            path = path / part
+            if path.is_symlink():
+                return PurePosixPath(*rel.parts[:depth])
+        return None
+
     def read(self, rel: PurePosixPath) -> Entry:
-        """The entry in a file; fields a hand-written file leaves out come from its place and time."""
+        """The entry in a file; fields a hand-written file leaves out come from its place and time.
+        Nothing is read through a symbolic link (the file, or a folder above it)."""
         path = self.root / rel
+        link = self.linked_part(rel)
+        if link is not None:
+            raise EntryFormatError(rel, LINK_REASON if link == rel else f"under {link}, {LINK_REASON}")
         try:
-            with open(path, "rb") as handle:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a link swapped in since: refused
+            with os.fdopen(fd, "rb") as handle:
                 data = handle.read(self.max_file_bytes + 1)  # never the whole of a huge file
             if len(data) > self.max_file_bytes:
                 raise EntryFormatError(rel, too_large(self.max_file_bytes))
@@ -291,12 +336,16 @@ class Vault:
 
     def iter_entries(self, include_deleted: bool = False, conversation: str | None = None
                      ) -> Iterator[tuple[PurePosixPath, Entry | EntryFormatError]]:
-        """Each file with its entry, or the error that says why it could not be read."""
-        for rel in self.entry_files(include_deleted, conversation):
+        """Each file with its entry, or the error that says why it could not be read; each symbolic
+        link with the error that says it was not followed (so doctor and list report it)."""
+        links: list[str] = []
+        for rel in self.entry_files(include_deleted, conversation, links):
             try:
                 yield rel, self.read(rel)
             except EntryFormatError as exc:
                 yield rel, exc
+        for link in links:
+            yield PurePosixPath(link), EntryFormatError(PurePosixPath(link), LINK_REASON)
 
     def forget_paths(self) -> None:
         """Drop the cached id -> path map: files changed outside this process (by hand, or another writer)."""
@@ -354,6 +403,7 @@ def too_large(limit: int) -> str:
 
 
 def scandir_dirs(path: Path) -> list[os.DirEntry]:
+    """The folders in `path`, symbolic links included (entry_names reports those, never enters them)."""
     try:
         return [d for d in os.scandir(path) if d.is_dir() and not d.name.startswith(".")]
     except FileNotFoundError:

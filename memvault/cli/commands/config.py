@@ -10,7 +10,7 @@ from memvault.cli.output import print_json, say, table
 
 config_app = typer.Typer(help="Show or change settings (file < environment < flags).", no_args_is_help=True)
 app.add_typer(config_app, name="config")
-SECRET_KEYS = {"llm.api_key", "server.api_key"}
+SECRET_KEYS = {"llm.api_key", "server.api_key", "server.keys"}
 
 
 def shown(key: str, value):
