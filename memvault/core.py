@@ -121,12 +121,14 @@ class Memvault:
 
     def index(self):
         """The index, caught up with every write: rebuilt in full when new, corrupt or of another
-        model; otherwise just the journal of recent writes is embedded."""
+        model, and finished when a build was interrupted (by this process or another: the mark is in
+        the file); otherwise just the journal of recent writes is embedded."""
         with self._index_lock:
             index = self.open_index()
-            if index.rebuilt:
+            if index.rebuilt or index.build_incomplete:
                 if self.on_notice:
-                    self.on_notice(f"building the search index ({index.rebuild_reason})")
+                    reason = index.rebuild_reason or "finishing an interrupted build"
+                    self.on_notice(f"building the search index ({reason})")
                 self.reindex()
             self.flush_journal()
             return index
@@ -166,9 +168,9 @@ class Memvault:
             index_entries(self._index, embedder or self.embedder(), items)
 
     @classmethod
-    def open(cls, settings: Settings, create: bool = False) -> Memvault:
+    def open(cls, settings: Settings, create: bool = False, use_enclosing_repo: bool = False) -> Memvault:
         path = settings.vault.path
-        vault = Vault.init(path) if create else Vault.open(path)
+        vault = Vault.init(path, use_enclosing_repo) if create else Vault.open(path)
         return cls(settings, vault)
 
     # -- writing -------------------------------------------------------------------------------

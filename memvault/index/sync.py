@@ -188,7 +188,11 @@ def sync(vault: Vault, index: IndexStore, embedder: Embedder, full: bool = False
     started = time.perf_counter()
     if full:
         index.clear()
-    report = apply(plan(vault, index), vault, index, embedder, progress)
+    todo = plan(vault, index)
+    if not todo.is_empty:
+        index.begin_build("sync")  # a crash from here on leaves a mark the next process finishes
+    report = apply(todo, vault, index, embedder, progress)
+    index.finish_build()
     return SyncReport(**{**asdict(report), "broken": report.broken, "seconds": time.perf_counter() - started})
 
 

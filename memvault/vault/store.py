@@ -23,7 +23,14 @@ from memvault.vault.git import VaultGit, format_message
 
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 LOCK_TIMEOUT = 120.0
+# An atomic write's temporary file lives for milliseconds; one older than this was left by a crash.
+STALE_TEMP_AGE = 60.0
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
+
+
+def is_temp_name(name: str) -> bool:
+    """The name of an atomic write's temporary file ('.<name>.XXXX.tmp'): never an entry."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -127,11 +134,12 @@ class Vault:
         return cls(root.resolve(), VaultGit.open(root))
 
     @classmethod
-    def init(cls, path: str | Path) -> Vault:
-        """Create a vault (idempotent): folders, a git repository, and a .gitignore for the index."""
+    def init(cls, path: str | Path, use_enclosing_repo: bool = False) -> Vault:
+        """Create a vault (idempotent): folders, a git repository, and a .gitignore for the index.
+        A new vault inside another repository gets a repository of its own unless `use_enclosing_repo`."""
         root = cls.check_root(Path(path))
         root.mkdir(parents=True, exist_ok=True)
-        git = VaultGit.init(root)
+        git = VaultGit.init(root, use_enclosing_repo)
         vault = cls(root.resolve(), git)
         vault.state_dir.mkdir(exist_ok=True)
         (vault.root / layout.ENTRIES).mkdir(exist_ok=True)
@@ -207,6 +215,30 @@ class Vault:
                             format_message(subject, operation, conversation, events))
             self.forget_paths()
         return present
+
+    def temp_files(self, older_than: float = 0.0) -> list[Path]:
+        """Temporary files of atomic writes under entries/ last modified more than `older_than` s ago."""
+        import time
+
+        limit = time.time() - older_than
+        found = []
+        for folder, _, names in os.walk(self.root / layout.ENTRIES):
+            for name in names:
+                path = Path(folder, name)
+                try:
+                    if is_temp_name(name) and path.lstat().st_mtime < limit:
+                        found.append(path)
+                except OSError:
+                    continue
+        return sorted(found)
+
+    def remove_temp_files(self, older_than: float = STALE_TEMP_AGE) -> list[Path]:
+        """Remove the temporary files a crash left (any younger may belong to a write under way)."""
+        removed = []
+        for path in self.temp_files(older_than):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+        return removed
 
     # -- reading -------------------------------------------------------------------------------
     def entry_files(self, include_deleted: bool = False, conversation: str | None = None) -> Iterator[PurePosixPath]:
