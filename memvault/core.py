@@ -93,6 +93,7 @@ class Memvault:
         self._index_lock = threading.RLock()
         self.on_progress = None  # callable(done, total) shown during long syncs (the CLI sets it)
         self.on_notice = None  # callable(message) for things a person should know (index rebuilt...)
+        vault.on_recovered = self.reindex_paths  # files a crashed write left and recovery put back
 
     def close(self) -> None:
         if self._index is not None:
@@ -378,6 +379,19 @@ class Memvault:
             return
         self.index_now(items, [c.entry.text for c in changes
                                if c.entry is not None and not c.entry.deleted and c.entry.role != "summary"])
+
+    def reindex_paths(self, rels: list[PurePosixPath]) -> None:
+        """Journal these files for the index as they are now (live, gone or tombstoned)."""
+        from memvault.index import journal
+
+        items: list[tuple[str, str | None]] = []
+        for rel in rels:
+            memory_id = layout.id_from_filename(rel.name)
+            if memory_id is None:
+                continue  # summaries are never indexed
+            live = (self.vault.root / rel).is_file() and not layout.is_deleted_path(rel)
+            items.append((memory_id, str(rel) if live else None))
+        journal.record(self.vault.state_dir, items)
 
     def index_now(self, items: list[tuple[str, str | None]], texts: list[str]) -> None:
         """Index (id, live path or None) items at once, in a long-lived process (server, API).

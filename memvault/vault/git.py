@@ -185,6 +185,18 @@ class VaultGit:
                 raise
         return self.run("rev-parse", "HEAD").strip()
 
+    def head_sha(self) -> str | None:
+        """The commit HEAD names (read from the files, no git process), None on an unborn branch."""
+        try:
+            return self.repo.head.commit.hexsha
+        except ValueError:
+            return None
+
+    def unstage_paths(self, paths: list[str]) -> None:
+        """Put git's index back to HEAD for these vault paths."""
+        with self.pathspec_file(sorted({self.repo_path(p) for p in paths})) as pathspec:
+            self.unstage(pathspec)
+
     def unstage(self, pathspec: list[str]) -> None:
         """Put git's index back to HEAD for these paths (what a failed commit staged)."""
         try:
@@ -260,6 +272,8 @@ class VaultGit:
             except OSError:
                 unknown = True  # another user's git: we cannot see where it works
                 continue
+            if "cat-file" in args[1:3]:
+                continue  # gitpython's persistent object reader: it never takes a lock
             if any(inside(cwd, place) for place in places) or any(
                     inside(arg, place) for arg in args[1:] for place in places):
                 holders.append(int(entry.name))

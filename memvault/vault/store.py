@@ -3,10 +3,18 @@
 Only this module writes under entries/. Every mutation runs inside `transaction()`: it holds the
 vault's lock, writes atomically, commits exactly the touched paths, and undoes its file changes if
 anything fails before the commit, so a failed command never leaves half a change behind.
+
+A process killed mid-transaction cannot undo anything itself, so each transaction first notes what
+it is about to change in an intent file (.memvault/transaction.jsonl: the HEAD it started from,
+then each path with its bytes before). The next writer, under the same lock, finds the file: if
+HEAD has not moved, the commit never happened and the half-done change is undone as a rollback
+would have; otherwise the commit landed and only the note is dropped (`recover_interrupted`).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import tempfile
 import uuid
@@ -25,6 +33,7 @@ GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 LOCK_TIMEOUT = 120.0
 # An atomic write's temporary file lives for milliseconds; one older than this was left by a crash.
 STALE_TEMP_AGE = 60.0
+INTENT_FILE = "transaction.jsonl"
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 
 
@@ -68,6 +77,7 @@ class Transaction:
     def _touch(self, rel: PurePosixPath, entry: Entry | None) -> None:
         path = self.vault.root / rel
         before = path.read_bytes() if path.exists() else None
+        self.vault.note_intent(rel, before)
         if entry is not None:
             atomic_write(path, render(entry).encode("utf-8"))
         else:
@@ -115,6 +125,8 @@ class Vault:
         self.root = root
         self.git = git
         self._paths: dict[str, PurePosixPath] | None = None
+        self._intent_head: str | None = None  # HEAD when the open transaction started
+        self.on_recovered = None  # callable(paths) told which files a recovery put back (the index follows)
 
     # -- opening -------------------------------------------------------------------------------
     @staticmethod
@@ -173,8 +185,10 @@ class Vault:
         """Group file changes into one commit; on any error, put the files back as they were."""
         with self.lock():
             self.git.check_state()
+            self.recover_interrupted()
             self.forget_paths()  # another process may have written since we last looked
             tx = Transaction(self, operation, conversation)
+            self._intent_head = self.git.head_sha()
             try:
                 yield tx
                 paths = [str(change.rel) for change in tx.changes]
@@ -183,7 +197,63 @@ class Vault:
                 tx.rollback()
                 raise
             finally:
+                self.intent_path.unlink(missing_ok=True)  # committed or rolled back: nothing left to recover
+                self._intent_head = None
                 self.forget_paths()
+
+    # -- recovery after a crash mid-transaction ----------------------------------------------------
+    @property
+    def intent_path(self) -> Path:
+        return self.state_dir / INTENT_FILE
+
+    def note_intent(self, rel: PurePosixPath, before: bytes | None) -> None:
+        """Append to the intent file, before `rel` changes: its bytes before (None: it did not exist)."""
+        lines = []
+        if not self.intent_path.exists():
+            lines.append({"head": self._intent_head})
+        lines.append({"path": str(rel), "before": None if before is None else base64.b64encode(before).decode()})
+        fd = os.open(self.intent_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            # Written before the change it describes; a killed process's writes survive it (no fsync:
+            # thousands of paths in one gc would each pay for one, and the files' own writes are synced).
+            os.write(fd, "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    def recover_interrupted(self) -> list[PurePosixPath]:
+        """Undo what a killed transaction changed but never committed (call with the lock held);
+        returns the paths it had touched (their index rows may need refreshing)."""
+        try:
+            lines = self.intent_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        records = []
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue  # the line being written when the process died: its file was not touched yet
+        started_at = records[0].get("head", "?") if records and "head" in records[0] else "?"
+        befores: dict[str, bytes | None] = {}
+        for record in records:
+            if "path" in record and record["path"] not in befores:  # the first note holds the original
+                befores[record["path"]] = None if record["before"] is None else base64.b64decode(record["before"])
+        if started_at == self.git.head_sha():  # HEAD never moved: the commit did not happen
+            for rel, before in befores.items():
+                if not layout.is_entry_path(PurePosixPath(rel)) or ".." in PurePosixPath(rel).parts:
+                    continue  # not a path a transaction writes: never act on it
+                if before is None:
+                    (self.root / rel).unlink(missing_ok=True)
+                else:
+                    atomic_write(self.root / rel, before)
+            if befores:
+                self.git.unstage_paths(list(befores))
+        self.intent_path.unlink(missing_ok=True)
+        self.forget_paths()
+        touched = [PurePosixPath(rel) for rel in befores]
+        if touched and self.on_recovered is not None:
+            self.on_recovered(touched)
+        return touched
 
     def write_new(self, entries: list[Entry]) -> list[Change]:
         """Write new entries now and commit them later with `commit_written` (the proxy answers once its
@@ -209,6 +279,7 @@ class Vault:
         """One commit of files `write_new` wrote (those still there: a person may have removed one)."""
         with self.lock():
             self.git.check_state()
+            self.recover_interrupted()
             present = [change for change in changes if (self.root / change.rel).exists()]
             events = [("ADD", change.entry.id) for change in present if change.entry is not None]
             self.git.commit([str(change.rel) for change in present],
