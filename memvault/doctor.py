@@ -3,6 +3,8 @@ fixes that are safe to apply without asking.
 
 Checks only look: the index is opened read-only (IndexStore.open would migrate it, empty it or set
 it aside), files are read, nothing is written. `repair` applies only what cannot lose anything:
+- remove git lock files no running git holds (a killed git left them), and atomic-write temporary
+  files a crash left; undo what a transaction cut short by a crash left uncommitted;
 - reindex, or rebuild the index in full (it is derived from the files and disposable);
 - commit entry files a crash or a hand edit left uncommitted, but only files that parse, and a
   deleted file only when its memory lives on in another file (moved, or tombstoned in deleted/).
@@ -23,8 +25,8 @@ from memvault.settings import Settings
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 # --fix actions, in the order they are applied.
-UNLOCK, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "clean", "commit", "rebuild", "reindex"
-ACTIONS = (UNLOCK, CLEAN, COMMIT, REBUILD, REINDEX)
+UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "recover", "clean", "commit", "rebuild", "reindex"
+ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX)
 SHOWN_PATHS = 5
 LLM_PROBE = [{"role": "user", "content": "Reply with the single word: ok"}]
 LLM_PROBE_TIMEOUT = 30.0
@@ -123,6 +125,14 @@ def check_git_locks(vault) -> Check:
                      paths=[str(p) for p in stale])
     return Check("git locks", WARN, lock_advice(locks[0], vault.git.lock_holders()),
                  fix="wait for the running git to finish", paths=[str(p) for p in locks])
+
+
+def check_interrupted_write(vault) -> Check:
+    """A transaction a crash cut short (its intent file is still there): the next write undoes it."""
+    if not vault.intent_path.exists():
+        return Check("interrupted write", OK, "no write was cut short")
+    return Check("interrupted write", WARN, f"a write was cut short by a crash ({vault.intent_path}): the next "
+                 "write undoes what it left uncommitted", fix="--fix does it now", repair=RECOVER)
 
 
 def check_temp_files(vault) -> Check:
@@ -375,8 +385,8 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
     if vault is None:
         return [opened]
     files, tombstones = check_entry_files(vault)
-    return [opened, check_git_state(vault), check_git_locks(vault), check_uncommitted(vault), check_temp_files(vault),
-            files, tombstones,
+    return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
+            check_uncommitted(vault), check_temp_files(vault), files, tombstones,
             *check_index(vault, embedder_identity)]
 
 
@@ -405,11 +415,16 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
         return []
     done: list[str] = []
     vault = Vault.open(settings.vault.path)
+    memvault = Memvault(settings, vault)  # journals what a recovery puts back, for the index
     if UNLOCK in actions:
         with vault.lock():
             removed = vault.git.remove_stale_locks()
         if removed:
             done.append(f"removed {len(removed)} stale git lock file(s): {listed(map(str, removed))}")
+    if RECOVER in actions:
+        with vault.lock():
+            touched = vault.recover_interrupted()
+        done.append(f"finished the write a crash cut short ({len(touched)} file(s))")
     if CLEAN in actions:
         removed = vault.remove_temp_files()
         if removed:
@@ -427,7 +442,6 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
         except VaultError as exc:
             done.append(f"did not commit: {exc}")
     if REBUILD in actions or REINDEX in actions:
-        memvault = Memvault(settings, vault)
         memvault.on_progress = on_progress
         try:
             full = REBUILD in actions
