@@ -61,25 +61,27 @@ class ServeProcess:
     def __init__(self, vault: Path, api_base: str = "", model: str = "openai/fake", timeout: float = 120.0) -> None:
         env = {**os.environ, "MEMVAULT_LLM_API_BASE": api_base, "MEMVAULT_LLM_MODEL": model if api_base else "",
                "MEMVAULT_LLM_API_KEY": "upstream-key", "MEMVAULT_LLM_MAX_RETRIES": "0"}
-        self.process = subprocess.Popen([sys.executable, "-m", "memvault", "serve", "--vault", str(vault),
-                                         "--port", "0"], env=env, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
-        self.log: list[str] = []
+        # The log goes to a file: a pipe nobody reads fills up and then blocks the server mid-request.
+        self.log_path = Path(vault).parent / f"serve-{time.monotonic_ns()}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "memvault", "serve", "--vault", str(vault),
+                                             "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=log)
         self.url = self._wait_for_url(timeout)
         self._wait_healthy(timeout)
 
+    def text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
     def _wait_for_url(self, timeout: float) -> str:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.process.stderr.readline()
-            if not line:
-                break
-            self.log.append(line)
-            found = re.search(r"listening on (http://\S+)/v1", line)
+        while time.monotonic() < deadline and self.process.poll() is None:
+            found = re.search(r"listening on (http://\S+)/v1", self.text())
             if found:
                 return found.group(1)
+            time.sleep(0.05)
         self.kill()
-        raise RuntimeError("memvault serve did not start:\n" + "".join(self.log) + self.drain())
+        raise RuntimeError("memvault serve did not start:\n" + self.text())
 
     def _wait_healthy(self, timeout: float) -> None:
         import httpx
@@ -87,7 +89,7 @@ class ServeProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError("memvault serve exited:\n" + "".join(self.log) + self.drain())
+                raise RuntimeError("memvault serve exited:\n" + self.text())
             try:
                 if httpx.get(self.url + "/health", timeout=5).status_code == 200:
                     return
@@ -97,18 +99,11 @@ class ServeProcess:
         self.kill()
         raise RuntimeError("memvault serve never answered /health")
 
-    def drain(self) -> str:
-        try:
-            return self.process.stderr.read() or ""
-        except (OSError, ValueError):
-            return ""
-
     def kill(self) -> None:
         """SIGKILL: no shutdown, no cleanup (what a crash or the OOM killer does)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
         self.process.wait(30)
-        self.process.stderr.close()
 
     def stop(self) -> str:
         """A clean stop (SIGINT, as Ctrl-C); returns what the server logged."""
@@ -119,9 +114,7 @@ class ServeProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(30)
-        text = "".join(self.log) + self.drain()
-        self.process.stderr.close()
-        return text
+        return self.text()
 
     def chat(self, text: str, conversation: str = "torture", timeout: float = 60.0) -> Any:
         """One chat turn through the proxy; the httpx response."""
