@@ -124,24 +124,33 @@ class Memvault:
         """The index, caught up with every write: rebuilt in full when new, corrupt or of another
         model, and finished when a build was interrupted (by this process or another: the mark is in
         the file); otherwise just the journal of recent writes is embedded."""
+        from memvault.vault.store import LockBusyError
+
         with self._index_lock:
             index = self.open_index()
-            if index.rebuilt or index.build_incomplete:
+            if index.rebuilt:
                 if self.on_notice:
-                    reason = index.rebuild_reason or "finishing an interrupted build"
-                    self.on_notice(f"building the search index ({reason})")
+                    self.on_notice(f"building the search index ({index.rebuild_reason})")
                 self.reindex()
+            elif index.build_incomplete:
+                try:  # a build whose process died: finished now; one under way elsewhere is left to it
+                    self.reindex(wait=0)
+                    if self.on_notice:
+                        self.on_notice("finished an index build that was interrupted")
+                except LockBusyError:
+                    pass
             self.flush_journal()
             return index
 
-    def reindex(self, full: bool = False):
-        """Bring the index in step with the files, embedding only what changed (`full`: everything)."""
+    def reindex(self, full: bool = False, wait: float | None = None):
+        """Bring the index in step with the files, embedding only what changed (`full`: everything).
+        `wait`: how long to wait for the vault's lock (LockBusyError after it; default: the usual)."""
         from memvault.index import journal
         from memvault.index.sync import sync
 
         with self._index_lock:
             index = self.open_index()
-            with self.vault.lock():
+            with self.vault.lock() if wait is None else self.vault.lock(wait):
                 journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
                 return sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
 

@@ -181,7 +181,6 @@ def test_bad_index_file_is_set_aside_and_rebuilt(tmp_path, damage):
         assert index.rebuilt and index.count() == 0
         rowid, _ = add(index, "works again")
         assert index.lexical("works", 1)[0][0] == rowid
-        index.finish_build()  # as the sync that fills a new index does (see tests/test_recovery.py)
     with IndexStore.open(state, "test:32", DIMS) as index:
         assert not index.rebuilt and index.count() == 1
 

@@ -155,8 +155,6 @@ class IndexStore:
                 raise
             if not existed:
                 self._mark_rebuilt("new index")
-            elif db.get_meta(conn, BUILD_KEY) is not None and not self.rebuilt:
-                self._mark_rebuilt(f"finishing an interrupted build ({db.get_meta(conn, BUILD_KEY)})")
             return conn
         except (apsw.Error, db.IncompatibleIndexError) as exc:
             reason = f"unusable index set aside ({exc})"

@@ -57,6 +57,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+class LockBusyError(VaultError):
+    """Another process holds the vault's write lock (and kept it longer than we would wait)."""
+
+
 @dataclass
 class Change:
     """One file touched by a transaction: enough to undo it and to update the index after it."""
@@ -168,17 +172,21 @@ class Vault:
         return self.root / layout.STATE_DIR
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """The vault's write lock: two processes never interleave writes or commits."""
+    def lock(self, wait: float = LOCK_TIMEOUT) -> Iterator[None]:
+        """The vault's write lock: two processes never interleave writes or commits. The lock is
+        the kernel's (flock): a process killed while holding it releases it."""
         from filelock import FileLock, Timeout
 
         self.state_dir.mkdir(exist_ok=True)
-        lock = FileLock(str(self.state_dir / "write.lock"), timeout=LOCK_TIMEOUT)
+        lock = FileLock(str(self.state_dir / "write.lock"), timeout=wait)
         try:
-            with lock:
-                yield
+            lock.acquire()
         except Timeout:
-            raise VaultError(f"another memvault process has held the vault lock for {LOCK_TIMEOUT:.0f} s") from None
+            raise LockBusyError(f"another memvault process has held the vault lock for {wait:.0f} s") from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def transaction(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
