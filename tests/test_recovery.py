@@ -148,6 +148,8 @@ def test_a_restart_commits_staged_and_untracked_turns_and_never_temp_files(tmp_p
     assert not git(vault, "diff", "--cached", "--name-only")  # nothing left staged
     assert not old_temp.exists()  # a crash's leftover, removed
     assert young_temp.exists() and str(young_temp.relative_to(vault)) not in tracked  # maybe a write under way
+    checks = {c["name"]: c for c in Cli(vault)("doctor", "--json", "--no-llm-check").json()["checks"]}
+    assert checks["uncommitted files"]["status"] == "ok"  # a temp file is never an uncommitted entry
     core = open_core(vault)
     assert {e.text for _, e in core.list(role="user").entries} == {"written, not yet added",
                                                                   "added, not yet committed"}
