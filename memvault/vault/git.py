@@ -183,7 +183,7 @@ class VaultGit:
                 if isinstance(exc, GitFailed) and any(phrase in exc.output for phrase in NOTHING_TO_COMMIT):
                     return None  # a rewrite with the same bytes: nothing to record
                 raise
-        return self.run("rev-parse", "HEAD").strip()
+        return self.head_sha()
 
     def head_sha(self) -> str | None:
         """The commit HEAD names (read from the files, no git process), None on an unborn branch."""
