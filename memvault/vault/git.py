@@ -6,6 +6,8 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -173,7 +175,7 @@ class VaultGit:
         if not repo_paths:
             return None
         self.remove_stale_locks()
-        with self.pathspec_file(repo_paths) as pathspec:
+        with pathspec_file(repo_paths) as pathspec:
             self.run("add", "-A", *pathspec)
             only = ["--only"] if self.has_commits() else []
             try:
@@ -194,28 +196,15 @@ class VaultGit:
 
     def unstage_paths(self, paths: list[str]) -> None:
         """Put git's index back to HEAD for these vault paths."""
-        with self.pathspec_file(sorted({self.repo_path(p) for p in paths})) as pathspec:
+        with pathspec_file(sorted({self.repo_path(p) for p in paths})) as pathspec:
             self.unstage(pathspec)
 
     def unstage(self, pathspec: list[str]) -> None:
         """Put git's index back to HEAD for these paths (what a failed commit staged)."""
         try:
-            self.run("reset", "-q", *([] if self.has_commits() else ["--"]), *pathspec)
+            self.run("reset", "-q", *pathspec)  # (on an unborn branch too: then it empties the index)
         except VaultError:
             pass  # the commit's own error is the one to report
-
-    def pathspec_file(self, repo_paths: list[str]):
-        """A temporary file of NUL-separated paths, as the git options that read it (a context)."""
-        from contextlib import contextmanager
-
-        @contextmanager
-        def written():
-            with tempfile.NamedTemporaryFile("wb", prefix="memvault-paths-", suffix=".txt") as handle:
-                handle.write(b"\0".join(p.encode("utf-8", "surrogateescape") for p in repo_paths))
-                handle.flush()
-                yield [f"--pathspec-from-file={handle.name}", "--pathspec-file-nul"]
-
-        return written()
 
     def run(self, *args: str, input: str | None = None) -> str:
         """Run git in the work tree (paths taken literally, never as patterns); its stdout, or a
@@ -415,6 +404,15 @@ class VaultGit:
 
 
 NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added")
+
+
+@contextmanager
+def pathspec_file(repo_paths: list[str]) -> Iterator[list[str]]:
+    """The git options that read these paths from a temporary file (NUL-separated), while it exists."""
+    with tempfile.NamedTemporaryFile("wb", prefix="memvault-paths-", suffix=".txt") as handle:
+        handle.write(b"\0".join(p.encode("utf-8", "surrogateescape") for p in repo_paths))
+        handle.flush()
+        yield [f"--pathspec-from-file={handle.name}", "--pathspec-file-nul"]
 
 
 def is_vault_folder(root: Path) -> bool:
