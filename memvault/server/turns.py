@@ -40,20 +40,23 @@ class CurationQueue:
     def __init__(self, state_dir: Path) -> None:
         self.path = Path(state_dir) / CURATION_QUEUE
 
-    def _append(self, record: dict) -> None:
+    def _append(self, record: dict, sync: bool) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the messages are the user's
         try:
             os.write(fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
 
     def add(self, turn_id: str, conversation: str, scopes: dict, messages: list[dict]) -> None:
-        self._append({"turn": turn_id, "conversation": conversation, "scopes": scopes, "messages": messages})
+        # Synced like the turn files themselves: a turn that survives a power cut keeps its curation.
+        self._append({"turn": turn_id, "conversation": conversation, "scopes": scopes, "messages": messages}, True)
 
     def done(self, turn_id: str) -> None:
-        self._append({"done": turn_id})
+        # Not synced: a lost "done" costs a second look at the turn (its facts are found, nothing is redone).
+        self._append({"done": turn_id}, False)
 
     def pending(self) -> list[dict]:
         """The turns queued and not done, oldest first (a torn last line from a crash is skipped)."""
