@@ -195,7 +195,8 @@ class VaultGit:
             return None
 
     def unstage_paths(self, paths: list[str]) -> None:
-        """Put git's index back to HEAD for these vault paths."""
+        """Put git's index back to HEAD for these vault paths (with the vault's write lock held)."""
+        self.remove_stale_locks()
         with pathspec_file(sorted({self.repo_path(p) for p in paths})) as pathspec:
             self.unstage(pathspec)
 
@@ -367,6 +368,7 @@ class VaultGit:
         import git
 
         self.check_state()
+        self.remove_stale_locks()  # memvault.core.Memvault.pull holds the vault's lock
         name = self.remote_name(remote)
         branch = self.repo.active_branch.name
         try:
