@@ -58,7 +58,8 @@ def test_a_lock_no_git_holds_is_removed_by_the_next_write(vault, name):
     assert not git(vault, "status", "--porcelain")
 
 
-def test_a_lock_a_live_git_holds_is_left_and_named_with_its_fix_in_one_line(vault, live_git):
+def test_a_lock_a_live_git_holds_is_left_and_named_with_its_fix_in_one_line(vault, live_git, monkeypatch):
+    monkeypatch.setattr("memvault.vault.git.GIT_WAIT", 0.5)  # waited for, a little, then reported
     lock = leave_lock(vault)
     result = Cli(vault)("add", "--no-llm", "must wait")
     assert result.exit_code == 1
@@ -88,6 +89,23 @@ def test_a_lock_left_but_not_removable_names_the_file_and_rm(vault, monkeypatch)
     os.utime(lock, (old, old))
     assert Cli(vault)("add", "--no-llm", "unblocked").exit_code == 0
     assert not lock.exists()
+
+
+def test_the_next_write_waits_for_a_git_that_is_finishing(vault):
+    """A killed memvault's git child goes on: the next writer waits for it rather than failing."""
+    lock = leave_lock(vault)
+    finishing = subprocess.Popen(["sh", "-c", f"sleep 1; rm {lock}"], cwd=vault)  # not git: its name is sh
+    git_child = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL)
+    try:
+        import threading
+
+        threading.Timer(1.0, git_child.stdin.close).start()  # the git ends after 1 s, its lock with it
+        assert Cli(vault)("add", "--no-llm", "after waiting").exit_code == 0
+    finally:
+        finishing.wait(10)
+        git_child.wait(10)
+    assert "after waiting" in git(vault, "log", "-1", "--format=%s")
 
 
 def test_doctor_finds_a_stale_lock_and_fix_removes_it(vault):

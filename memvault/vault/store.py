@@ -235,6 +235,7 @@ class Vault:
             lines = self.intent_path.read_text(encoding="utf-8").splitlines()
         except FileNotFoundError:
             return []
+        self.git.wait_for_git()  # the killed writer's `git commit` may still be running: let it land
         records = []
         for line in lines:
             try:
