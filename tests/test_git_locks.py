@@ -59,7 +59,10 @@ def test_a_lock_no_git_holds_is_removed_by_the_next_write(vault, name):
 
 
 def test_a_lock_a_live_git_holds_is_left_and_named_with_its_fix_in_one_line(vault, live_git, monkeypatch):
-    monkeypatch.setattr("memvault.vault.git.GIT_WAIT", 0.5)  # waited for, a little, then reported
+    import importlib
+
+    git_module = importlib.import_module("memvault.vault.git")
+    monkeypatch.setattr(git_module, "GIT_WAIT", 0.5)  # waited for, a little, then reported
     lock = leave_lock(vault)
     result = Cli(vault)("add", "--no-llm", "must wait")
     assert result.exit_code == 1

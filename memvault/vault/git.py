@@ -24,6 +24,8 @@ TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "co
 # Where the running processes cannot all be seen (no /proc, or a git process of another user), a lock
 # is taken for stale only once it is this old: no git write holds its lock for minutes.
 STALE_LOCK_AGE = 600.0
+# A git a killed memvault started lives on and finishes its work: the next writer waits this long for it.
+GIT_WAIT = 10.0
 # Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.store.atomic_write): never entries, never committed.
 TEMP_FILES = ":(exclude,glob)**/.*.tmp"
 
@@ -283,9 +285,19 @@ class VaultGit:
             return [lock for lock in locks if now - lock_mtime(lock, now) > STALE_LOCK_AGE]
         return locks
 
+    def wait_for_git(self) -> None:
+        """Wait a little (GIT_WAIT) for git processes working in this repository to end: when a
+        memvault process is killed, the git it was running goes on and finishes its commit."""
+        deadline = time.monotonic() + GIT_WAIT
+        while self.lock_holders() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def remove_stale_locks(self) -> list[Path]:
         """Remove git lock files a killed git left behind; returns them. Only with the vault's write
-        lock held: memvault's own git commands then cannot be running."""
+        lock held: memvault's own git commands then cannot be running, except the orphans of a
+        killed memvault, which are waited for."""
+        if self.lock_files():
+            self.wait_for_git()
         removed = []
         for lock in self.stale_locks():
             try:
