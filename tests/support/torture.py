@@ -191,10 +191,15 @@ def torture_reindex(vault: Path, memories: int = 300, kills: int = 3, seed: int 
                      f"{memories} memories")
     core.close()
     acknowledged = {w: f"torture reindex {w}" for w in words}  # committed: acknowledged by the library call
-    memvault("reindex", "--vault", str(vault))
-    for _ in range(kills):
+    build_started = time.monotonic()
+    memvault("reindex", "--vault", str(vault))  # the first build: as long as a full rebuild
+    build = time.monotonic() - build_started
+    for _ in range(3 * kills):
+        if figures.kills == kills:
+            break
         process = start("reindex", "--full", "--vault", str(vault))
-        if kill_at_random(process, rng, 3.0):  # start-up takes about 1 s, the embedding a few more
+        time.sleep(build * rng.uniform(0.2, 0.6))  # within the rebuild (start-up is about a third of it)
+        if kill_at_random(process, rng, build * 0.3):
             figures.kills += 1
         else:
             process.communicate()
