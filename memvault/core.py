@@ -93,6 +93,7 @@ class Memvault:
         self._index_lock = threading.RLock()
         self.on_progress = None  # callable(done, total) shown during long syncs (the CLI sets it)
         self.on_notice = None  # callable(message) for things a person should know (index rebuilt...)
+        vault.on_recovered = self.reindex_paths  # files a crashed write left and recovery put back
 
     def close(self) -> None:
         if self._index is not None:
@@ -122,24 +123,35 @@ class Memvault:
 
     def index(self):
         """The index, caught up with every write: rebuilt in full when new, corrupt or of another
-        model; otherwise just the journal of recent writes is embedded."""
+        model, and finished when a build was interrupted (by this process or another: the mark is in
+        the file); otherwise just the journal of recent writes is embedded."""
+        from memvault.vault.store import LockBusyError
+
         with self._index_lock:
             index = self.open_index()
             if index.rebuilt:
                 if self.on_notice:
                     self.on_notice(f"building the search index ({index.rebuild_reason})")
                 self.reindex()
+            elif index.build_incomplete:
+                try:  # a build whose process died: finished now; one under way elsewhere is left to it
+                    self.reindex(wait=0)
+                    if self.on_notice:
+                        self.on_notice("finished an index build that was interrupted")
+                except LockBusyError:
+                    pass
             self.flush_journal()
             return index
 
-    def reindex(self, full: bool = False):
-        """Bring the index in step with the files, embedding only what changed (`full`: everything)."""
+    def reindex(self, full: bool = False, wait: float | None = None):
+        """Bring the index in step with the files, embedding only what changed (`full`: everything).
+        `wait`: how long to wait for the vault's lock (LockBusyError after it; default: the usual)."""
         from memvault.index import journal
         from memvault.index.sync import sync
 
         with self._index_lock:
             index = self.open_index()
-            with self.vault.lock():
+            with self.vault.lock() if wait is None else self.vault.lock(wait):
                 journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
                 return sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
 
@@ -167,9 +179,9 @@ class Memvault:
             index_entries(self._index, embedder or self.embedder(), items)
 
     @classmethod
-    def open(cls, settings: Settings, create: bool = False) -> Memvault:
+    def open(cls, settings: Settings, create: bool = False, use_enclosing_repo: bool = False) -> Memvault:
         path = settings.vault.path
-        vault = Vault.init(path) if create else Vault.open(path)
+        vault = Vault.init(path, use_enclosing_repo) if create else Vault.open(path)
         vault.max_file_bytes = settings.limits.max_file_bytes
         return cls(settings, vault)
 
@@ -385,6 +397,19 @@ class Memvault:
             return
         self.index_now(items, [c.entry.text for c in changes
                                if c.entry is not None and not c.entry.deleted and c.entry.role != "summary"])
+
+    def reindex_paths(self, rels: list[PurePosixPath]) -> None:
+        """Journal these files for the index as they are now (live, gone or tombstoned)."""
+        from memvault.index import journal
+
+        items: list[tuple[str, str | None]] = []
+        for rel in rels:
+            memory_id = layout.id_from_filename(rel.name)
+            if memory_id is None:
+                continue  # summaries are never indexed
+            live = (self.vault.root / rel).is_file() and not layout.is_deleted_path(rel)
+            items.append((memory_id, str(rel) if live else None))
+        journal.record(self.vault.state_dir, items)
 
     def index_now(self, items: list[tuple[str, str | None]], texts: list[str]) -> None:
         """Index (id, live path or None) items at once, in a long-lived process (server, API).

@@ -3,6 +3,8 @@ fixes that are safe to apply without asking.
 
 Checks only look: the index is opened read-only (IndexStore.open would migrate it, empty it or set
 it aside), files are read, nothing is written. `repair` applies only what cannot lose anything:
+- remove git lock files no running git holds (a killed git left them), and atomic-write temporary
+  files a crash left; undo what a transaction cut short by a crash left uncommitted;
 - reindex, or rebuild the index in full (it is derived from the files and disposable);
 - commit entry files a crash or a hand edit left uncommitted, but only files that parse, and a
   deleted file only when its memory lives on in another file (moved, or tombstoned in deleted/).
@@ -23,7 +25,8 @@ from memvault.settings import Settings
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 # --fix actions, in the order they are applied.
-COMMIT, REBUILD, REINDEX = "commit", "rebuild", "reindex"
+UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "recover", "clean", "commit", "rebuild", "reindex"
+ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX)
 SHOWN_PATHS = 5
 LLM_PROBE = [{"role": "user", "content": "Reply with the single word: ok"}]
 LLM_PROBE_TIMEOUT = 30.0
@@ -57,13 +60,14 @@ class Diagnosis:
         wanted = {check.repair for check in self.checks if check.repair}
         if REBUILD in wanted:
             wanted.discard(REINDEX)  # a full rebuild covers it
-        return [action for action in (COMMIT, REBUILD, REINDEX) if action in wanted]
+        return [action for action in ACTIONS if action in wanted]
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": not self.failed, "checks": [check.to_dict() for check in self.checks]}
 
 
-def listed(paths: list[str], reasons: dict[str, str] | None = None) -> str:
+def listed(paths, reasons: dict[str, str] | None = None) -> str:
+    paths = list(paths)
     shown = [f"{p} ({reasons[p]})" if reasons and p in reasons else p for p in paths[:SHOWN_PATHS]]
     more = f" and {len(paths) - SHOWN_PATHS} more" if len(paths) > SHOWN_PATHS else ""
     return ", ".join(shown) + more
@@ -104,7 +108,43 @@ def check_git_state(vault) -> Check:
     except VaultError as exc:
         return Check("git state", FAIL, str(exc), fix="finish or abort it in the vault's repository, then re-run")
     branch = vault.git.repo.active_branch.name
-    return Check("git state", OK, f"on branch {branch}")
+    return Check("git state", OK, f"on branch {branch} of {vault.git.describe()}")
+
+
+def check_git_locks(vault) -> Check:
+    """Lock files a killed git left in the repository: every later commit would fail on them."""
+    from memvault.vault.git import lock_advice
+
+    locks = vault.git.lock_files()
+    if not locks:
+        return Check("git locks", OK, "no git lock files")
+    stale = vault.git.stale_locks()
+    if stale:
+        return Check("git locks", WARN, f"{len(stale)} lock file(s) no running git holds: {listed(map(str, stale))}",
+                     fix="--fix removes them (memvault also does before its next commit)", repair=UNLOCK,
+                     paths=[str(p) for p in stale])
+    return Check("git locks", WARN, lock_advice(locks[0], vault.git.lock_holders()),
+                 fix="wait for the running git to finish", paths=[str(p) for p in locks])
+
+
+def check_interrupted_write(vault) -> Check:
+    """A transaction a crash cut short (its intent file is still there): the next write undoes it."""
+    if not vault.intent_path.exists():
+        return Check("interrupted write", OK, "no write was cut short")
+    return Check("interrupted write", WARN, f"a write was cut short by a crash ({vault.intent_path}): the next "
+                 "write undoes what it left uncommitted", fix="--fix does it now", repair=RECOVER)
+
+
+def check_temp_files(vault) -> Check:
+    """Atomic-write temporary files a crash left beside the entries (never entries themselves)."""
+    from memvault.vault.store import STALE_TEMP_AGE
+
+    old = vault.temp_files(older_than=STALE_TEMP_AGE)
+    if not old:
+        return Check("temporary files", OK, "no temporary files left by a crash")
+    return Check("temporary files", WARN, f"{len(old)} left by a crash: {listed([str(p) for p in old])}",
+                 fix="--fix removes them (so does the next `memvault serve`)", repair=CLEAN,
+                 paths=[str(p) for p in old])
 
 
 def classify_uncommitted(vault) -> tuple[list[str], dict[str, str]]:
@@ -204,6 +244,9 @@ class IndexSnapshot:
             self.identity = f"{db.get_meta(self.conn, 'embedder')}"
             self.dims = db.get_meta(self.conn, "dims")
             self.rows = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+            from memvault.index.store import BUILD_KEY
+
+            self.build_incomplete = db.get_meta(self.conn, BUILD_KEY)
         except BaseException:
             self.conn.close()
             raise
@@ -253,6 +296,7 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
         else:
             checks.append(Check("index model", OK, f"built with {snapshot.identity}, as configured"))
         plan = sync.plan(vault, snapshot)
+        snapshot_build = snapshot.build_incomplete
     finally:
         snapshot.close()
     missing = [str(p.rel) for p in (*plan.new, *plan.moved)]
@@ -264,6 +308,8 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
         parts.append(f"{len(stale)} changed since indexed: {listed(stale)}")
     if plan.removed:
         parts.append(f"{len(plan.removed)} row(s) whose file is gone: {listed(list(plan.removed))}")
+    if snapshot_build:
+        parts.insert(0, f"a build was interrupted ({snapshot_build}): the next search finishes it")
     if parts:
         checks.append(Check("index sync", WARN, "; ".join(parts), fix="memvault reindex", repair=REINDEX,
                             paths=missing + stale))
@@ -339,7 +385,8 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
     if vault is None:
         return [opened]
     files, tombstones = check_entry_files(vault)
-    return [opened, check_git_state(vault), check_uncommitted(vault), files, tombstones,
+    return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
+            check_uncommitted(vault), check_temp_files(vault), files, tombstones,
             *check_index(vault, embedder_identity)]
 
 
@@ -368,6 +415,20 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
         return []
     done: list[str] = []
     vault = Vault.open(settings.vault.path)
+    memvault = Memvault(settings, vault)  # journals what a recovery puts back, for the index
+    if UNLOCK in actions:
+        with vault.lock():
+            removed = vault.git.remove_stale_locks()
+        if removed:
+            done.append(f"removed {len(removed)} stale git lock file(s): {listed(map(str, removed))}")
+    if RECOVER in actions:
+        with vault.lock():
+            touched = vault.recover_interrupted()
+        done.append(f"finished the write a crash cut short ({len(touched)} file(s))")
+    if CLEAN in actions:
+        removed = vault.remove_temp_files()
+        if removed:
+            done.append(f"removed {len(removed)} temporary file(s) left by a crash")
     if COMMIT in actions:
         paths = [p for c in diagnosis.checks if c.repair == COMMIT for p in c.paths]
         try:
@@ -381,7 +442,6 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
         except VaultError as exc:
             done.append(f"did not commit: {exc}")
     if REBUILD in actions or REINDEX in actions:
-        memvault = Memvault(settings, vault)
         memvault.on_progress = on_progress
         try:
             full = REBUILD in actions

@@ -102,7 +102,7 @@ def test_a_user_repository_is_used_as_is_and_unrelated_changes_are_left_alone(tm
     (repo / "notes.txt").write_text("mine, staged edit\n")
     subprocess.run(["git", "add", "notes.txt"], cwd=repo, check=True)
     (repo / "scratch.txt").write_text("untracked\n")
-    vault = Vault.init(repo / "memory")
+    vault = Vault.init(repo / "memory", use_enclosing_repo=True)  # asked for: issue 15
     add(vault, "a memory")
     status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
     assert "M  notes.txt" in status and "?? scratch.txt" in status

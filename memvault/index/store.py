@@ -2,6 +2,9 @@
 
 The index is derived and disposable: a missing, corrupt or foreign file is set aside and rebuilt
 on open, and a change of embedding model empties it; either way `rebuilt` tells the caller to sync.
+A build under way is recorded in the file itself (meta `build_incomplete`, cleared when a sync
+completes), so a build that a crash or `kill -9` interrupted is known to the next process that opens
+the index, which finishes it before trusting the index.
 Filters arrive as SQL over `entries e` (with `?` placeholders), so dense and lexical search can
 apply them inside the query rather than after it.
 """
@@ -37,6 +40,7 @@ FILE_NAME = "index.sqlite"
 # rowid filter costs less than one partition query per conversation.
 MAX_PARTITION_QUERIES = 16
 FEW_LEFT_OUT = 8  # rows a filter may drop from a partition before listing the kept rowids pays
+BUILD_KEY = "build_incomplete"  # meta key: set while a sync is filling the index, cleared when it completes
 _SELECT_ROW = "SELECT rowid, " + ", ".join(db.ENTRY_COLUMNS) + " FROM entries"
 
 
@@ -194,6 +198,7 @@ class IndexStore:
                 conn.execute("DELETE FROM entries")
                 db.create_fts_table(conn)
                 db.create_vec_table(conn, self.dims)
+                db.set_meta(conn, BUILD_KEY, "new index" if stored is None else "model changed")
                 db.set_meta(conn, "embedder", self.identity)
                 db.set_meta(conn, "dims", str(self.dims))
             if db.get_meta(conn, "lexical") != lexical:
@@ -209,7 +214,28 @@ class IndexStore:
             self.conn.execute("DELETE FROM entries")
             db.create_fts_table(self.conn)
             db.create_vec_table(self.conn, self.dims)
+            db.set_meta(self.conn, BUILD_KEY, "full rebuild")
         self._mark_rebuilt("full rebuild requested")
+
+    @_guarded
+    def begin_build(self, what: str) -> None:
+        """Record on disk that a sync is filling the index: until `finish_build`, any process that
+        opens it knows it is incomplete (`rebuilt`) and syncs before searching."""
+        if db.get_meta(self.conn, BUILD_KEY) is None:
+            with db.immediate(self.conn):
+                db.set_meta(self.conn, BUILD_KEY, what)
+
+    @_guarded
+    def finish_build(self) -> None:
+        """The index holds every file again (a sync completed)."""
+        if db.get_meta(self.conn, BUILD_KEY) is not None:
+            with db.immediate(self.conn):
+                self.conn.execute("DELETE FROM meta WHERE key = ?", (BUILD_KEY,))
+
+    @property
+    def build_incomplete(self) -> str | None:
+        """Why the index is being (or was, when interrupted) built; None when complete."""
+        return db.get_meta(self.conn, BUILD_KEY)
 
     # -- writing -----------------------------------------------------------------------------------
     def _blob(self, vector: Any) -> bytes:

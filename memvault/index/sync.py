@@ -67,6 +67,10 @@ class SyncPlan:
     def writes(self) -> tuple[Pending, ...]:
         return (*self.moved, *self.changed, *self.new)
 
+    @property
+    def is_empty(self) -> bool:
+        return not (self.writes or self.removed)
+
 
 @dataclass(frozen=True)
 class SyncReport:
@@ -191,7 +195,11 @@ def sync(vault: Vault, index: IndexStore, embedder: Embedder, full: bool = False
     started = time.perf_counter()
     if full:
         index.clear()
-    report = apply(plan(vault, index), vault, index, embedder, progress)
+    todo = plan(vault, index)
+    if not todo.is_empty:
+        index.begin_build("sync")  # a crash from here on leaves a mark the next process finishes
+    report = apply(todo, vault, index, embedder, progress)
+    index.finish_build()
     return SyncReport(**{**asdict(report), "broken": report.broken, "seconds": time.perf_counter() - started})
 
 

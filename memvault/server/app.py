@@ -61,15 +61,23 @@ class ServerState:
     def start(self) -> None:
         """Open the vault (created if missing), catch the index up with the files, start watching."""
         from memvault.api import Memory
-        from memvault.server.turns import TurnCommitter, commit_leftovers
+        from memvault.errors import MemvaultError
+        from memvault.server.proxy import curator
+        from memvault.server.turns import TurnCommitter, commit_leftovers, resume_curation
         from memvault.server.watching import start_watcher
 
         self.memory = Memory(settings=self.settings)
-        left = commit_leftovers(self.core)
-        if left:
-            log.warning("committed %d turn file(s) written before the last stop", left)
+        try:
+            left = commit_leftovers(self.core)
+            if left:
+                log.warning("committed %d turn file(s) written before the last stop", left)
+        except MemvaultError as exc:  # the files stay on disk: the next start (or `doctor --fix`) commits them
+            log.error("turn files written before the last stop are not committed: %s", exc)
         self.core.reindex()  # files edited while the server was down become searchable now
         self.turns = TurnCommitter(self.core)
+        resumed = resume_curation(self.core, self.turns.curations, curator(self, None), self.submit_curation)
+        if resumed:
+            log.warning("resuming the curation of %d turn(s) a stop interrupted", resumed)
         self.watcher = start_watcher(self.core, self.stop_watching, own=self.turns.in_flight)
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.

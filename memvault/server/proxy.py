@@ -164,17 +164,20 @@ def finish_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, message
 
     entries = session.turn_entries(turn, last_user_text(messages), answer)
     llm = curator(state, api_key)
-    then = None
+    then = queued = None
     if llm is not None and turn.user_turn is not None:
+        queued = {"scopes": session.scopes, "messages": messages}  # on disk until curated: a stop resumes it
+
         def curate() -> None:
             session.curate(turn, messages, llm, background=False)
+            state.turns.curated(turn.user_turn.id)
             for problem in session.errors:
                 log.warning("memory_id %s: %s", session.conversation, problem)
 
         def then() -> None:
             state.submit_curation(curate)
 
-    state.turns.store(session.conversation, entries, then)
+    state.turns.store(session.conversation, entries, then, curation=queued)
 
 
 def hit_dict(hit) -> dict[str, Any]:

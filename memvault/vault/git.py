@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +18,24 @@ IDENTITY = {"GIT_AUTHOR_NAME": "memvault", "GIT_AUTHOR_EMAIL": "memvault@localho
             "GIT_COMMITTER_NAME": "memvault", "GIT_COMMITTER_EMAIL": "memvault@localhost"}
 TRAILER_PREFIX = "Memvault-"
 FIELD_SEP, RECORD_SEP = "\x1f", "\x1e"
+# Lock files git leaves behind when it is killed mid-write: they block every later write.
+TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "config.lock", "packed-refs.lock",
+             "shallow.lock")
+# Where the running processes cannot all be seen (no /proc, or a git process of another user), a lock
+# is taken for stale only once it is this old: no git write holds its lock for minutes.
+STALE_LOCK_AGE = 600.0
+# A git a killed memvault started lives on and finishes its work: the next writer waits this long for it.
+GIT_WAIT = 10.0
+# Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.store.atomic_write): never entries, never committed.
+TEMP_FILES = ":(exclude,glob)**/.*.tmp"
+
+
+class GitFailed(VaultError):
+    """A git command exited non-zero; `output` is all it said."""
+
+    def __init__(self, message: str, output: str) -> None:
+        super().__init__(message)
+        self.output = output
 
 
 @dataclass
@@ -82,16 +105,33 @@ class VaultGit:
         return cls(root.resolve(), work_dir)
 
     @classmethod
-    def init(cls, root: Path) -> VaultGit:
-        """Make `root` a repository, or use the repository it is already in, as it is."""
+    def init(cls, root: Path, use_enclosing: bool = False) -> VaultGit:
+        """Make `root` a repository of its own. A repository that `root` lies inside (someone else's
+        project, a notes repository) carries the vault's commits only when asked (`use_enclosing`),
+        or when `root` is already a vault in it (made that way before)."""
         import git
 
+        root = root.resolve()
         repo = find_repo(root)
+        if repo is not None and not repo.bare and Path(repo.working_tree_dir).resolve() != root \
+                and not use_enclosing and not is_vault_folder(root):
+            repo = None  # never commit silently into the enclosing repository
         if repo is None:
             repo = git.Repo.init(root, initial_branch="main")
         if repo.bare:
             raise VaultError(f"{root} is inside a bare git repository: choose another folder")
-        return cls(root.resolve(), Path(repo.working_tree_dir), repo)
+        return cls(root, Path(repo.working_tree_dir), repo)
+
+    @property
+    def enclosing(self) -> bool:
+        """True when the vault is a folder inside a larger repository (not a repository of its own)."""
+        return self.work_dir != self.root.resolve()
+
+    def describe(self) -> str:
+        """Which repository carries the vault's commits, in words."""
+        if self.enclosing:
+            return f"the enclosing git repository at {self.work_dir} (the vault is its folder {self.repo_path('.')})"
+        return f"the vault's own git repository at {self.work_dir}"
 
     def repo_path(self, rel: str) -> str:
         return os.path.relpath(self.root / rel, self.work_dir)
@@ -127,23 +167,145 @@ class VaultGit:
         return self.repo.head.is_valid()
 
     def commit(self, paths: list[str], message: str) -> str | None:
-        """Commit exactly `paths` (added, changed or removed), leaving the user's other changes alone."""
-        import git
+        """Commit exactly `paths` (added, changed or removed), leaving the user's other changes alone.
+        Call it holding the vault's write lock (stale git locks are then removed, see remove_stale_locks).
 
+        The message goes on stdin and the paths in a file: a transaction of thousands of entries
+        carries a trailer per event and a path per file, more than a command line takes. If the
+        commit fails, the paths are unstaged again, so git's index is as it was."""
         repo_paths = sorted({self.repo_path(p) for p in paths})
         if not repo_paths:
             return None
-        try:
-            self.repo.git.add("-A", "--", *repo_paths, env=self.env)
+        self.remove_stale_locks()
+        with pathspec_file(repo_paths) as pathspec:
+            self.run("add", "-A", *pathspec)
             only = ["--only"] if self.has_commits() else []
-            self.repo.git.commit("-q", "--no-verify", "-m", message, *only, "--", *repo_paths, env=self.env)
+            try:
+                self.run("commit", "-q", "--no-verify", "-F", "-", *only, *pathspec, input=message)
+            except BaseException as exc:
+                self.unstage(pathspec)
+                if isinstance(exc, GitFailed) and any(phrase in exc.output for phrase in NOTHING_TO_COMMIT):
+                    return None  # a rewrite with the same bytes: nothing to record
+                raise
+        return self.head_sha()
+
+    def head_sha(self) -> str | None:
+        """The commit HEAD names (read from the files, no git process), None on an unborn branch."""
+        try:
             return self.repo.head.commit.hexsha
-        except git.GitCommandError as exc:
-            output = f"{exc.stdout or ''}\n{exc.stderr or ''}"
-            if any(phrase in output for phrase in ("nothing to commit", "no changes added", "nothing added")):
-                return None  # a rewrite with the same bytes: nothing to record
-            detail = [line for line in output.strip().splitlines() if line.strip()]
-            raise VaultError(f"git commit failed: {detail[-1] if detail else exc}") from None
+        except ValueError:
+            return None
+
+    def unstage_paths(self, paths: list[str]) -> None:
+        """Put git's index back to HEAD for these vault paths (with the vault's write lock held)."""
+        self.remove_stale_locks()
+        with pathspec_file(sorted({self.repo_path(p) for p in paths})) as pathspec:
+            self.unstage(pathspec)
+
+    def unstage(self, pathspec: list[str]) -> None:
+        """Put git's index back to HEAD for these paths (what a failed commit staged)."""
+        try:
+            self.run("reset", "-q", *pathspec)  # (on an unborn branch too: then it empties the index)
+        except VaultError:
+            pass  # the commit's own error is the one to report
+
+    def run(self, *args: str, input: str | None = None) -> str:
+        """Run git in the work tree (paths taken literally, never as patterns); its stdout, or a
+        one-line VaultError naming what went wrong."""
+        try:
+            done = subprocess.run(["git", "--literal-pathspecs", *args], cwd=self.work_dir, input=input,
+                                  capture_output=True, text=True, encoding="utf-8", errors="replace",
+                                  env={**os.environ, **self.env})
+        except OSError as exc:
+            raise VaultError(f"cannot run git: {exc.strerror or exc}") from None
+        if done.returncode != 0:
+            output = f"{done.stdout}\n{done.stderr}"
+            raise GitFailed(f"git {args[0]} failed: {self.explain(output)}", output)
+        return done.stdout
+
+    def explain(self, output: str) -> str:
+        """The line of git's output that says what went wrong; a lock file is named with its fix."""
+        import re
+
+        found = re.search(r"Unable to create '([^']+\.lock)'", output)
+        if found:
+            return lock_advice(Path(found.group(1)), self.lock_holders())
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
+        return lines[-1] if lines else "no output"
+
+    # -- stale lock files -----------------------------------------------------------------------------
+    def lock_files(self) -> list[Path]:
+        """Git's lock files present now (index.lock, HEAD.lock, refs/.../*.lock, ...)."""
+        found: list[Path] = []
+        for folder in dict.fromkeys((self.git_dir, Path(self.repo.common_dir))):
+            found += [folder / name for name in TOP_LOCKS if (folder / name).is_file()]
+            found += sorted(p for p in (folder / "refs").rglob("*.lock") if p.is_file())
+        return list(dict.fromkeys(found))
+
+    def lock_holders(self) -> list[int] | None:
+        """Pids of running git processes in this repository (cwd or arguments inside it), from /proc;
+        None where that cannot be told (no /proc, or a git process whose cwd cannot be read)."""
+        proc = Path("/proc")
+        if not (proc / "self" / "cwd").exists():
+            return None
+        places = [str(self.work_dir), str(self.git_dir.resolve())]
+        holders: list[int] = []
+        unknown = False
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                if not (entry / "comm").read_text().startswith("git"):
+                    continue
+                args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+                cwd = os.readlink(entry / "cwd")
+            except FileNotFoundError:
+                continue  # it exited meanwhile
+            except OSError:
+                unknown = True  # another user's git: we cannot see where it works
+                continue
+            if "cat-file" in args[1:3]:
+                continue  # gitpython's persistent object reader: it never takes a lock
+            if any(inside(cwd, place) for place in places) or any(
+                    inside(arg, place) for arg in args[1:] for place in places):
+                holders.append(int(entry.name))
+        return None if unknown and not holders else holders
+
+    def stale_locks(self) -> list[Path]:
+        """Lock files no live git process holds: none runs in this repository (seen in /proc), or,
+        where that cannot be seen, the lock is older than STALE_LOCK_AGE."""
+        locks = self.lock_files()
+        if not locks:
+            return []
+        holders = self.lock_holders()
+        if holders:
+            return []
+        if holders is None:
+            now = time.time()
+            return [lock for lock in locks if now - lock_mtime(lock, now) > STALE_LOCK_AGE]
+        return locks
+
+    def wait_for_git(self) -> None:
+        """Wait a little (GIT_WAIT) for git processes working in this repository to end: when a
+        memvault process is killed, the git it was running goes on and finishes its commit."""
+        deadline = time.monotonic() + GIT_WAIT
+        while self.lock_holders() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def remove_stale_locks(self) -> list[Path]:
+        """Remove git lock files a killed git left behind; returns them. Only with the vault's write
+        lock held: memvault's own git commands then cannot be running, except the orphans of a
+        killed memvault, which are waited for."""
+        if self.lock_files():
+            self.wait_for_git()
+        removed = []
+        for lock in self.stale_locks():
+            try:
+                lock.unlink()
+                removed.append(lock)
+            except FileNotFoundError:
+                continue
+        return removed
 
     def log(self, limit: int | None = None, pathspecs: list[str] | None = None,
             follow_changes: bool = False) -> list[Commit]:
@@ -218,6 +380,7 @@ class VaultGit:
         import git
 
         self.check_state()
+        self.remove_stale_locks()  # memvault.core.Memvault.pull holds the vault's lock
         name = self.remote_name(remote)
         branch = self.repo.active_branch.name
         try:
@@ -231,14 +394,11 @@ class VaultGit:
         """Vault files that differ from HEAD or are untracked (what a crash or a hand edit leaves)."""
         return [path for _, path in self.status()]
 
-    def untracked(self) -> list[str]:
-        """Vault files git does not know yet."""
-        return [path for code, path in self.status() if code == "??"]
-
     def status(self) -> list[tuple[str, str]]:
         """(two-letter status code, vault path) of each file that differs from HEAD or is untracked."""
         # -z: paths come raw (not quoted and escaped as non-ASCII names otherwise are), NUL-separated.
-        out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", self.repo_path("."))
+        out = self.repo.git.status("--porcelain", "-z", "--untracked-files=all", "--", self.repo_path("."),
+                                     TEMP_FILES)
         fields = out.split("\0")
         found: list[tuple[str, str]] = []
         i = 0
@@ -251,6 +411,43 @@ class VaultGit:
             if item[0] in "RC":
                 i += 1  # a rename or copy is followed by its old path
         return found
+
+
+NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added")
+
+
+@contextmanager
+def pathspec_file(repo_paths: list[str]) -> Iterator[list[str]]:
+    """The git options that read these paths from a temporary file (NUL-separated), while it exists."""
+    with tempfile.NamedTemporaryFile("wb", prefix="memvault-paths-", suffix=".txt") as handle:
+        handle.write(b"\0".join(p.encode("utf-8", "surrogateescape") for p in repo_paths))
+        handle.flush()
+        yield [f"--pathspec-from-file={handle.name}", "--pathspec-file-nul"]
+
+
+def is_vault_folder(root: Path) -> bool:
+    from memvault.vault import layout
+
+    return (root / layout.STATE_DIR).is_dir() or (root / layout.ENTRIES).is_dir()
+
+
+def inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def lock_mtime(lock: Path, default: float) -> float:
+    try:
+        return lock.stat().st_mtime
+    except OSError:
+        return default
+
+
+def lock_advice(lock: Path, holders: list[int] | None) -> str:
+    """One line: which lock file blocks git, and what to do about it."""
+    if holders:
+        who = f"git process {', '.join(map(str, holders))} is working in the repository"
+        return f"{lock} exists: {who}; wait for it to finish and retry"
+    return f"{lock} exists (left by a git that stopped?): if no git is running in the repository, remove it: rm {lock}"
 
 
 def last_line(exc) -> str:

@@ -3,10 +3,18 @@
 Only this module writes under entries/. Every mutation runs inside `transaction()`: it holds the
 vault's lock, writes atomically, commits exactly the touched paths, and undoes its file changes if
 anything fails before the commit, so a failed command never leaves half a change behind.
+
+A process killed mid-transaction cannot undo anything itself, so each transaction first notes what
+it is about to change in an intent file (.memvault/transaction.jsonl: the HEAD it started from,
+then each path with its bytes before). The next writer, under the same lock, finds the file: if
+HEAD has not moved, the commit never happened and the half-done change is undone as a rollback
+would have; otherwise the commit landed and only the note is dropped (`recover_interrupted`).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import tempfile
 import uuid
@@ -24,12 +32,20 @@ from memvault.vault.git import VaultGit, format_message
 
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 LOCK_TIMEOUT = 120.0
+# An atomic write's temporary file lives for milliseconds; one older than this was left by a crash.
+STALE_TEMP_AGE = 60.0
+INTENT_FILE = "transaction.jsonl"
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
 # Memvault reads and writes nothing through a symbolic link under entries/ (DESIGN.md section 10):
 # a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
 # vault would make one file two entries. Links are reported, never followed.
 LINK_REASON = "a symbolic link: memvault does not follow links (replace it with the file itself)"
+
+
+def is_temp_name(name: str) -> bool:
+    """The name of an atomic write's temporary file ('.<name>.XXXX.tmp'): never an entry."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -51,6 +67,10 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class LockBusyError(VaultError):
+    """Another process holds the vault's write lock (and kept it longer than we would wait)."""
 
 
 @dataclass
@@ -75,6 +95,7 @@ class Transaction:
         if self.vault.linked_part(rel) is not None:  # neither read, written nor deleted through a link
             raise UnsafePathError(f"refusing to change {rel}: it is reached through a symbolic link")
         before = path.read_bytes() if path.exists() else None
+        self.vault.note_intent(rel, before)
         if entry is not None:
             self.vault.check_new_folder(rel)
             atomic_write(path, render(entry).encode("utf-8"))
@@ -125,6 +146,8 @@ class Vault:
         self.root = root
         self.git = git
         self._paths: dict[str, PurePosixPath] | None = None
+        self._intent_head: str | None = None  # HEAD when the open transaction started
+        self.on_recovered = None  # callable(paths) told which files a recovery put back (the index follows)
 
     # -- opening -------------------------------------------------------------------------------
     @staticmethod
@@ -144,11 +167,12 @@ class Vault:
         return cls(root.resolve(), VaultGit.open(root))
 
     @classmethod
-    def init(cls, path: str | Path) -> Vault:
-        """Create a vault (idempotent): folders, a git repository, and a .gitignore for the index."""
+    def init(cls, path: str | Path, use_enclosing_repo: bool = False) -> Vault:
+        """Create a vault (idempotent): folders, a git repository, and a .gitignore for the index.
+        A new vault inside another repository gets a repository of its own unless `use_enclosing_repo`."""
         root = cls.check_root(Path(path))
         root.mkdir(parents=True, exist_ok=True)
-        git = VaultGit.init(root)
+        git = VaultGit.init(root, use_enclosing_repo)
         vault = cls(root.resolve(), git)
         vault.state_dir.mkdir(exist_ok=True)
         (vault.root / layout.ENTRIES).mkdir(exist_ok=True)
@@ -165,25 +189,31 @@ class Vault:
         return self.root / layout.STATE_DIR
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """The vault's write lock: two processes never interleave writes or commits."""
+    def lock(self, wait: float = LOCK_TIMEOUT) -> Iterator[None]:
+        """The vault's write lock: two processes never interleave writes or commits. The lock is
+        the kernel's (flock): a process killed while holding it releases it."""
         from filelock import FileLock, Timeout
 
         self.state_dir.mkdir(exist_ok=True)
-        lock = FileLock(str(self.state_dir / "write.lock"), timeout=LOCK_TIMEOUT)
+        lock = FileLock(str(self.state_dir / "write.lock"), timeout=wait)
         try:
-            with lock:
-                yield
+            lock.acquire()
         except Timeout:
-            raise VaultError(f"another memvault process has held the vault lock for {LOCK_TIMEOUT:.0f} s") from None
+            raise LockBusyError(f"another memvault process has held the vault lock for {wait:.0f} s") from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def transaction(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
         """Group file changes into one commit; on any error, put the files back as they were."""
         with self.lock():
             self.git.check_state()
+            self.recover_interrupted()
             self.forget_paths()  # another process may have written since we last looked
             tx = Transaction(self, operation, conversation)
+            self._intent_head = self.git.head_sha()
             try:
                 yield tx
                 paths = [str(change.rel) for change in tx.changes]
@@ -192,7 +222,64 @@ class Vault:
                 tx.rollback()
                 raise
             finally:
+                self.intent_path.unlink(missing_ok=True)  # committed or rolled back: nothing left to recover
+                self._intent_head = None
                 self.forget_paths()
+
+    # -- recovery after a crash mid-transaction ----------------------------------------------------
+    @property
+    def intent_path(self) -> Path:
+        return self.state_dir / INTENT_FILE
+
+    def note_intent(self, rel: PurePosixPath, before: bytes | None) -> None:
+        """Append to the intent file, before `rel` changes: its bytes before (None: it did not exist)."""
+        lines = []
+        if not self.intent_path.exists():
+            lines.append({"head": self._intent_head})
+        lines.append({"path": str(rel), "before": None if before is None else base64.b64encode(before).decode()})
+        fd = os.open(self.intent_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            # Written before the change it describes; a killed process's writes survive it (no fsync:
+            # thousands of paths in one gc would each pay for one, and the files' own writes are synced).
+            os.write(fd, "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8"))
+        finally:
+            os.close(fd)
+
+    def recover_interrupted(self) -> list[PurePosixPath]:
+        """Undo what a killed transaction changed but never committed (call with the lock held);
+        returns the paths it had touched (their index rows may need refreshing)."""
+        try:
+            lines = self.intent_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        self.git.wait_for_git()  # the killed writer's `git commit` may still be running: let it land
+        records = []
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue  # the line being written when the process died: its file was not touched yet
+        started_at = records[0].get("head", "?") if records and "head" in records[0] else "?"
+        befores: dict[str, bytes | None] = {}
+        for record in records:
+            if "path" in record and record["path"] not in befores:  # the first note holds the original
+                befores[record["path"]] = None if record["before"] is None else base64.b64decode(record["before"])
+        if started_at == self.git.head_sha():  # HEAD never moved: the commit did not happen
+            for rel, before in befores.items():
+                if not layout.is_entry_path(PurePosixPath(rel)) or ".." in PurePosixPath(rel).parts:
+                    continue  # not a path a transaction writes: never act on it
+                if before is None:
+                    (self.root / rel).unlink(missing_ok=True)
+                else:
+                    atomic_write(self.root / rel, before)
+            if befores:
+                self.git.unstage_paths(list(befores))
+        self.intent_path.unlink(missing_ok=True)
+        self.forget_paths()
+        touched = [PurePosixPath(rel) for rel in befores]
+        if touched and self.on_recovered is not None:
+            self.on_recovered(touched)
+        return touched
 
     def write_new(self, entries: list[Entry]) -> list[Change]:
         """Write new entries now and commit them later with `commit_written` (the proxy answers once its
@@ -219,12 +306,37 @@ class Vault:
         """One commit of files `write_new` wrote (those still there: a person may have removed one)."""
         with self.lock():
             self.git.check_state()
+            self.recover_interrupted()
             present = [change for change in changes if (self.root / change.rel).exists()]
             events = [("ADD", change.entry.id) for change in present if change.entry is not None]
             self.git.commit([str(change.rel) for change in present],
                             format_message(subject, operation, conversation, events))
             self.forget_paths()
         return present
+
+    def temp_files(self, older_than: float = 0.0) -> list[Path]:
+        """Temporary files of atomic writes under entries/ last modified more than `older_than` s ago."""
+        import time
+
+        limit = time.time() - older_than
+        found = []
+        for folder, _, names in os.walk(self.root / layout.ENTRIES):
+            for name in names:
+                path = Path(folder, name)
+                try:
+                    if is_temp_name(name) and path.lstat().st_mtime < limit:
+                        found.append(path)
+                except OSError:
+                    continue
+        return sorted(found)
+
+    def remove_temp_files(self, older_than: float = STALE_TEMP_AGE) -> list[Path]:
+        """Remove the temporary files a crash left (any younger may belong to a write under way)."""
+        removed = []
+        for path in self.temp_files(older_than):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+        return removed
 
     # -- reading -------------------------------------------------------------------------------
     def entry_files(self, include_deleted: bool = False, conversation: str | None = None,

@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command, open_memvault
+from memvault.cli.app import command
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, say
 
@@ -14,12 +14,22 @@ from memvault.cli.output import print_json, say
 def init(
     path: Annotated[Optional[Path], typer.Argument(help="Where to create the vault (default: --vault or the default).",
                                                    show_default=False)] = None,
+    use_enclosing_repo: Annotated[bool, typer.Option(
+        "--use-enclosing-repo", help="When PATH lies inside another git repository, commit into that repository "
+        "instead of making one at PATH.")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
-    """Create a vault: a folder of markdown files in a git repository (an existing repository is used as is)."""
-    memvault = open_memvault(path or vault, config, create=True)
-    root = str(memvault.vault.root)
+    """Create a vault: a folder of markdown files in a git repository of its own.
+
+    Inside another git repository, a new vault gets its own repository unless --use-enclosing-repo is given;
+    an existing vault keeps the repository it is in."""
+    from memvault import settings as settings_module
+    from memvault.core import Memvault
+
+    settings = settings_module.load(config, {"vault.path": str(path or vault) if (path or vault) else None})
+    git = Memvault.open(settings, create=True, use_enclosing_repo=use_enclosing_repo).vault.git
+    root = str(git.root)
     if json:
-        print_json({"vault": root})
+        print_json({"vault": root, "repository": str(git.work_dir), "enclosing_repository": git.enclosing})
     else:
-        say(f"Vault ready at {root}")
+        say(f"Vault ready at {root}; its commits go to {git.describe()}")

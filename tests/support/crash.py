@@ -1,0 +1,147 @@
+"""Crashing memvault on purpose: real `memvault serve` processes killed with SIGKILL, a fake LLM
+that curates (one fact per user message) on loopback, and the checks that follow a crash.
+
+    upstream = FactUpstream()                         # /v1/chat/completions: "ok", or a fact list
+    with serving(upstream.app()) as root:
+        server = ServeProcess(vault, root + "/v1")    # `python -m memvault serve` on a free port
+        server.url ... server.kill()                  # SIGKILL: nothing runs after it
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.upstream import instant_completion
+
+EXTRACTION_MARK = "You extract long-term memories"
+LATEST_MARK = "Latest user message (extract from this only):"
+
+
+class FactUpstream:
+    """An OpenAI-shaped LLM for curation: the extraction prompt gets `["The user said: <message>."]`,
+    every other request "ok" (reconciliation then falls back to adding the fact, as designed).
+    `delay` seconds are spent before answering an extraction (to catch curation in flight)."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.extractions = 0
+
+    def app(self):
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse
+        from starlette.routing import Route
+
+        async def handle(request):
+            body = json.loads(await request.body() or b"{}")
+            prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
+            reply = instant_completion()
+            if EXTRACTION_MARK in prompt:
+                self.extractions += 1
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                message = prompt.split(LATEST_MARK, 1)[-1].strip()
+                reply["choices"][0]["message"]["content"] = json.dumps([f"The user said: {message}."])
+            return JSONResponse(reply)
+
+        return Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST"])])
+
+
+class ServeProcess:
+    """`python -m memvault serve` in its own process (so it can be SIGKILLed), on a free port."""
+
+    def __init__(self, vault: Path, api_base: str = "", model: str = "openai/fake", timeout: float = 120.0) -> None:
+        env = {**os.environ, "MEMVAULT_LLM_API_BASE": api_base, "MEMVAULT_LLM_MODEL": model if api_base else "",
+               "MEMVAULT_LLM_API_KEY": "upstream-key", "MEMVAULT_LLM_MAX_RETRIES": "0"}
+        # The log goes to a file: a pipe nobody reads fills up and then blocks the server mid-request.
+        self.log_path = Path(vault).parent / f"serve-{time.monotonic_ns()}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "memvault", "serve", "--vault", str(vault),
+                                             "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=log)
+        self.url = self._wait_for_url(timeout)
+        self._wait_healthy(timeout)
+
+    def text(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def _wait_for_url(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            found = re.search(r"listening on (http://\S+)/v1", self.text())
+            if found:
+                return found.group(1)
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError("memvault serve did not start:\n" + self.text())
+
+    def _wait_healthy(self, timeout: float) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("memvault serve exited:\n" + self.text())
+            try:
+                if httpx.get(self.url + "/health", timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError("memvault serve never answered /health")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no cleanup (what a crash or the OOM killer does)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def stop(self) -> str:
+        """A clean stop (SIGINT, as Ctrl-C); returns what the server logged."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(30)
+        return self.text()
+
+    def chat(self, text: str, conversation: str = "torture", timeout: float = 60.0) -> Any:
+        """One chat turn through the proxy; the httpx response."""
+        import httpx
+
+        return httpx.post(self.url + "/v1/chat/completions", timeout=timeout,
+                          json={"model": "fake", "messages": [{"role": "user", "content": text}],
+                                "memory_id": conversation})
+
+
+def git(vault: Path, *args: str, check: bool = True) -> str:
+    return subprocess.run(["git", "-C", str(vault), *args], capture_output=True, text=True, check=check).stdout
+
+
+def memvault_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memvault", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def indexed_ids(vault: Path) -> set[str]:
+    """Ids in the index file, read without memvault (which would finish an interrupted build first)."""
+    import apsw
+
+    path = vault / ".memvault" / "index.sqlite"
+    if not path.exists():
+        return set()
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return {row[0] for row in conn.execute("SELECT id FROM entries")}
+    finally:
+        conn.close()
