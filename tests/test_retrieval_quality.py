@@ -59,3 +59,64 @@ def test_an_index_without_the_date_column_is_refilled_on_open(index, tmp_path):
         assert found(reopened, "harbour") == [rowid]
     finally:
         reopened.close()
+
+
+# -- the day share: other entries of a good hit's day (retrieve.scoring.DAY_SLOPE) --------------------
+NOW = datetime(2025, 6, 20, 12, 0, tzinfo=timezone.utc)
+EARLIER_DAY = datetime(2025, 6, 10, 15, 0, tzinfo=timezone.utc)
+LATER_DAY = datetime(2025, 6, 15, 15, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from memvault.models import load_embedder
+
+    return load_embedder("minilm")
+
+
+def search_facts(tmp_path, minilm, facts, query):
+    """The default pipeline over a real index of these (text, created_at) facts, with the real model."""
+    from memvault.retrieve import conversations_for, search
+    from memvault.settings import RetrievalSettings
+
+    store = IndexStore.open(tmp_path / "day", minilm.identity, minilm.dims)
+    try:
+        rows = []
+        for text, when in facts:
+            entry = Entry(text=text, conversation_id="chat", role="memory", created_at=when)
+            rows.append(IndexRow.from_entry(entry, f"entries/chat/memory/{entry.id}.md", "h-" + entry.id))
+        rowids = store.upsert(rows, list(minilm.embed([text for text, _ in facts])))
+        hits = search(store, minilm, None, query, RetrievalSettings(), conversations_for("chat"), now=NOW)
+        return rowids, hits
+    finally:
+        store.close()
+
+
+def test_a_fact_of_the_day_a_question_names_ranks_above_its_newer_twin(tmp_path, minilm):
+    (workshop, then, later), hits = search_facts(tmp_path, minilm, [
+        ("Caroline went to a pottery workshop", EARLIER_DAY),
+        ("Caroline shaped a clay bowl", EARLIER_DAY),
+        ("Caroline shaped a clay bowl", LATER_DAY),  # same words, newer: recency alone would put it first
+    ], "What did Caroline make at the pottery workshop?")
+    order = [hit.rowid for hit in hits]
+    assert order[0] == workshop
+    assert order.index(then) < order.index(later)
+    by_rowid = {hit.rowid: hit for hit in hits}
+    assert by_rowid[then].relevance > by_rowid[later].relevance
+    assert by_rowid[then].explain["gate"] == pytest.approx(by_rowid[later].explain["gate"], abs=1e-6)
+
+
+def test_an_unrelated_fact_of_the_same_day_is_not_lifted_over_the_threshold(tmp_path, minilm):
+    (password, paris), hits = search_facts(tmp_path, minilm, [
+        ("The wifi password is hunter2", EARLIER_DAY),
+        ("Paris is the capital of France", EARLIER_DAY),
+    ], "wifi password")
+    assert [hit.rowid for hit in hits] == [password]
+
+
+def test_fallback_relevance_rises_with_the_day_share_never_below_the_own_share():
+    from memvault.retrieve.scoring import fallback_relevance
+
+    assert fallback_relevance(0.3, 0.0, 1.0) > fallback_relevance(0.3, 0.0, 0.5) > fallback_relevance(0.3, 0.0, 0.0)
+    assert fallback_relevance(0.3, 0.8, 0.0) == fallback_relevance(0.3, 0.8) == fallback_relevance(0.3, 0.8, 0.8)
+    assert fallback_relevance(0.3, 0.0, 9.0) == fallback_relevance(0.3, 0.0, 1.0)  # clamped to [0, 1]
