@@ -105,12 +105,13 @@ def m003_timeline(conn: Any) -> None:
 
 
 def create_fts_table(conn: Any) -> None:
-    """(Re)create the FTS5 table: `body` is the entry's own text, `context` its neighbouring turns'.
+    """(Re)create the FTS5 table: `body` is the entry's own text, `context` its neighbouring turns',
+    `date` the day it was written as words (text.date_words).
     Contentless: the normalised text lives only in the FTS index (entries.text keeps the original);
     contentless_delete lets a row be deleted by rowid alone."""
     conn.execute("DROP TABLE IF EXISTS entries_fts")
     conn.execute(
-        f"CREATE VIRTUAL TABLE entries_fts USING fts5(body, context, content='', contentless_delete=1, "
+        f"CREATE VIRTUAL TABLE entries_fts USING fts5(body, context, date, content='', contentless_delete=1, "
         f"tokenize='{FTS_TOKENIZER}')"
     )
 

@@ -23,9 +23,11 @@ from memvault.index import db
 from memvault.index.text import (
     CONTEXT_TURNS,
     CONTEXT_WEIGHT,
+    DATE_WEIGHT,
     FTS_TOKENIZER,
     LEXICAL_VERSION,
     TURN_ROLES,
+    date_words,
     fts_query,
     normalise,
 )
@@ -394,7 +396,8 @@ class IndexStore:
         if match is None or k <= 0:
             return []
         # The filter comes first in the SQL text so its `?` placeholders keep their positions.
-        rank = f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g})"  # a turn's context counts less than its words
+        # A turn's context and the date it was written count less than its own words.
+        rank = f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
         sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
         return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
@@ -469,25 +472,25 @@ _AFTER = (f"SELECT rowid, text FROM entries WHERE conversation_id = ? AND {_TURN
           "ORDER BY created_at, rowid LIMIT ?")
 
 
-def _around(conn: Any, rowid: int) -> tuple[str, list[tuple[int, str]]] | None:
-    """(the entry's text, [(rowid, text) of the turns around it in time order]); None if it is gone.
-    Only a turn has (and is) context: other roles get an empty list."""
+def _around(conn: Any, rowid: int) -> tuple[str, float, list[tuple[int, str]]] | None:
+    """(the entry's text, its created_at, [(rowid, text) of the turns around it in time order]);
+    None if it is gone. Only a turn has (and is) context: other roles get an empty list."""
     row = conn.execute("SELECT text, role, conversation_id, created_at FROM entries WHERE rowid = ?",
                        (rowid,)).fetchone()
     if row is None:
         return None
     text, role, conversation, created_at = row
     if role not in TURN_ROLES or CONTEXT_TURNS <= 0:
-        return text, []
+        return text, created_at, []
     key = (conversation, created_at, rowid, CONTEXT_TURNS)
     before = conn.execute(_BEFORE, key).fetchall()
-    return text, [*reversed(before), *conn.execute(_AFTER, key).fetchall()]
+    return text, created_at, [*reversed(before), *conn.execute(_AFTER, key).fetchall()]
 
 
 def turn_neighbours(conn: Any, rowid: int) -> list[int]:
     """The turns whose lexical context includes this entry (the same turns as its own context)."""
     found = _around(conn, rowid)
-    return [r for r, _ in found[1]] if found else []
+    return [r for r, _ in found[2]] if found else []
 
 
 def write_fts(conn: Any, rowids: Iterable[int], fresh: bool = False) -> None:
@@ -497,9 +500,9 @@ def write_fts(conn: Any, rowids: Iterable[int], fresh: bool = False) -> None:
             conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
         found = _around(conn, rowid)
         if found is not None:
-            text, context = found
-            conn.execute("INSERT INTO entries_fts (rowid, body, context) VALUES (?, ?, ?)",
-                         (rowid, normalise(text), normalise(" ".join(t for _, t in context))))
+            text, created_at, context = found
+            conn.execute("INSERT INTO entries_fts (rowid, body, context, date) VALUES (?, ?, ?, ?)",
+                         (rowid, normalise(text), normalise(" ".join(t for _, t in context)), date_words(created_at)))
 
 
 def _row_dict(rowid: int, values: Sequence[Any]) -> dict[str, Any]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import UTC, datetime
 
 # Bumped whenever normalise(), the tokenizer or the turn context changes: the index rebuilds its
 # FTS table on a mismatch.
-LEXICAL_VERSION = "2"
+LEXICAL_VERSION = "3"
 # porter stems English words ("hiking" finds "hike"); it leaves words of other scripts alone.
 # Measured on LoCoMo (BM25 alone, recall@10): 0.683 without it, 0.714 with it.
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -28,6 +29,14 @@ TURN_ROLES = ("user", "assistant")
 CONTEXT_TURNS = 2
 CONTEXT_WEIGHT = 0.3
 MAX_QUERY_TOKENS = 64
+
+# Questions name a time the words of the answer do not: "What dish did Nate make on 9 November,
+# 2022?", "... in April 2022?". So every entry is also indexed with the date it was written, as words
+# ("9 november 2022"), in a third column weighed at DATE_WEIGHT of its own words. The date comes from
+# the entry's `created_at` (in UTC: entries carry no zone of their own), so it derives from the file.
+# LoCoMo, default pipeline recall@10, weight chosen on conversations 0-4 (0.15: 0.756, 0.3: 0.758,
+# 0.6: 0.760, 1.0: 0.762; no date: 0.747), reported on the held-out 5-9: 0.714 without, 0.729 with.
+DATE_WEIGHT = 1.0
 
 # Ideographs, kana and Hangul syllables: one token per character, since these scripts do not
 # separate words with spaces.
@@ -71,6 +80,16 @@ def normalise(text: str) -> str:
     # NFC puts back what NFKD split apart and we kept: Hangul syllables, voiced kana.
     joined = unicodedata.normalize("NFC", "".join(kept))
     return " ".join(_CJK.sub(r" \1 ", joined).split())
+
+
+def date_words(epoch: float) -> str:
+    """The calendar date of an entry as indexed words: "9 november 2022" (English month names, UTC)."""
+    moment = datetime.fromtimestamp(float(epoch), UTC)
+    return f"{moment.day} {_MONTHS[moment.month - 1]} {moment.year}"
+
+
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
 
 
 def query_terms(text: str, drop_stop_words: bool = True) -> list[str]:

@@ -122,19 +122,19 @@ def search(
     cosines = matrix @ _unit(qvec, dims)
 
     explain = {rowid: _lane_explain(lanes, rowid) for rowid in rowids}
-    relevances, source = _relevance(reranker, query, [rows[r]["text"] for r in rowids], rowids, cosines, lanes)
+    relevances, gates, source = _relevance(reranker, query, rows, rowids, cosines, lanes)
     threshold = threshold_for(settings.score_threshold, reranker is not None)
     now_epoch = (now or datetime.now(UTC)).timestamp()
 
     kept: list[_Candidate] = []
-    for position, ((rowid, fused_score), relevance) in enumerate(zip(fused, relevances, strict=True)):
-        if relevance < threshold:
+    for position, ((rowid, fused_score), relevance, gate) in enumerate(zip(fused, relevances, gates, strict=True)):
+        if gate < threshold:
             continue
         age = (now_epoch - _freshest(rows[rowid])) / DAY
         fresh = recency(age, settings.recency_days)
         total = combine(relevance, fresh, settings.recency_weight)
         explain[rowid].update(
-            fused_rank=position + 1, fused=fused_score, relevance_source=source, relevance=relevance,
+            fused_rank=position + 1, fused=fused_score, relevance_source=source, relevance=relevance, gate=gate,
             threshold=threshold, age_days=age, recency=fresh, recency_weight=settings.recency_weight, total=total,
         )
         kept.append(_Candidate(rowid, position, fused_score, relevance, fresh, total))
@@ -197,21 +197,48 @@ def _lane_explain(lanes: list[_Lane], rowid: int) -> dict[str, Any]:
     return info
 
 
-def _relevance(reranker, query, texts, rowids, cosines, lanes) -> tuple[list[float], str]:
-    """Cross-encoder probabilities when one is configured, else the cosine + BM25 fallback."""
+def _relevance(reranker, query, rows, rowids, cosines, lanes) -> tuple[list[float], list[float], str]:
+    """(relevances, gates, source): cross-encoder probabilities when one is configured, else the cosine +
+    BM25 + day fallback. The gate is what the threshold sees: without a cross-encoder, the relevance
+    from the candidate's own cosine and words, so that an unrelated memory written the same day as a
+    good hit is not lifted over the threshold by its day."""
     if reranker is None:
-        bm25: dict[int, float] = {}
-        for lane in lanes:
-            if lane.kind == "lexical":  # one FTS table: scores of different scopes share a scale
-                for rowid, score in zip(lane.rowids, lane.scores, strict=True):
-                    bm25[rowid] = max(score, bm25.get(rowid, score))
-        best = max(bm25.values(), default=0.0)
-        return [fallback_relevance(float(cosine), bm25.get(rowid, 0.0) / best if best > 0 else 0.0)
-                for rowid, cosine in zip(rowids, cosines, strict=True)], FALLBACK_NAME
-    scores = [float(s) for s in reranker.score(query, texts)]
-    if len(scores) != len(texts) or not all(0.0 <= s <= 1.0 for s in scores):
-        raise EmbeddingError(f"reranker gave {len(scores)} scores for {len(texts)} texts, or scores outside [0, 1]")
-    return scores, "cross-encoder"
+        shares = _lexical_shares(lanes)
+        days = _day_shares(rows, shares)
+        pairs = [(float(cosine), shares.get(rowid, 0.0), days.get(_day(rows[rowid]), 0.0))
+                 for rowid, cosine in zip(rowids, cosines, strict=True)]
+        return ([fallback_relevance(cosine, share, day) for cosine, share, day in pairs],
+                [fallback_relevance(cosine, share) for cosine, share, _ in pairs], FALLBACK_NAME)
+    scores = [float(s) for s in reranker.score(query, [rows[r]["text"] for r in rowids])]
+    if len(scores) != len(rowids) or not all(0.0 <= s <= 1.0 for s in scores):
+        raise EmbeddingError(f"reranker gave {len(scores)} scores for {len(rowids)} texts, or scores outside [0, 1]")
+    return scores, scores, "cross-encoder"
+
+
+def _lexical_shares(lanes: list[_Lane]) -> dict[int, float]:
+    """rowid -> its BM25 over the query's best BM25, for every lexical hit."""
+    bm25: dict[int, float] = {}
+    for lane in lanes:
+        if lane.kind == "lexical":  # one FTS table: scores of different scopes share a scale
+            for rowid, score in zip(lane.rowids, lane.scores, strict=True):
+                bm25[rowid] = max(score, bm25.get(rowid, score))
+    best = max(bm25.values(), default=0.0)
+    return {rowid: score / best for rowid, score in bm25.items()} if best > 0 else {}
+
+
+def _day_shares(rows: dict[int, dict], shares: dict[int, float]) -> dict[tuple[str, int], float]:
+    """(conversation, day) -> the best lexical share among that day's lexical hits (scoring.DAY_SLOPE)."""
+    best: dict[tuple[str, int], float] = {}
+    for rowid, share in shares.items():
+        if rowid in rows:
+            key = _day(rows[rowid])
+            best[key] = max(share, best.get(key, 0.0))
+    return best
+
+
+def _day(row: dict) -> tuple[str, int]:
+    """The conversation and the UTC day (days since the epoch) an entry was written."""
+    return row["conversation_id"], int(float(row.get("created_at") or 0.0) // DAY)
 
 
 def _unit(vector, dims: int):

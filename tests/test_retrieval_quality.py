@@ -1,0 +1,122 @@
+"""Retrieval quality features of the lexical lane: the date an entry was written is searchable."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from memvault.index import db
+from memvault.index.store import IndexRow, IndexStore
+from memvault.index.text import date_words
+from memvault.vault.entry import Entry
+from tests.support.fakes import WordEmbedder
+
+DIMS = 32
+
+
+@pytest.fixture
+def index(tmp_path):
+    store = IndexStore.open(tmp_path / ".memvault", "test:32", DIMS)
+    yield store
+    store.close()
+
+
+def put(index, text, when, role="memory", conversation="chat"):
+    entry = Entry(text=text, conversation_id=conversation, role=role, created_at=when)
+    row = IndexRow.from_entry(entry, f"entries/{conversation}/{role}/{entry.id}.md", "h-" + entry.id)
+    return index.upsert([row], list(WordEmbedder(dims=DIMS).embed([text])))[0]
+
+
+def found(index, query, k=10):
+    return [rowid for rowid, _ in index.lexical(query, k)]
+
+
+def test_date_words_are_the_utc_calendar_day():
+    assert date_words(datetime(2022, 11, 9, 23, 30, tzinfo=timezone.utc).timestamp()) == "9 november 2022"
+    assert date_words(datetime(2023, 5, 8, 0, 5, tzinfo=timezone.utc).timestamp()) == "8 may 2023"
+
+
+def test_a_question_naming_a_date_finds_what_was_said_that_day(index):
+    november = put(index, "Nate: I tried out some cooking, homemade coconut ice cream",
+                   datetime(2022, 11, 9, 13, 0, tzinfo=timezone.utc))
+    april = put(index, "Nate: I tried out some cooking, homemade coconut ice cream",
+                datetime(2022, 4, 2, 13, 0, tzinfo=timezone.utc))
+    assert found(index, "What did Nate cook on 9 November, 2022?")[0] == november
+    assert found(index, "What did Nate cook in April 2022?")[0] == april
+
+
+def test_an_index_without_the_date_column_is_refilled_on_open(index, tmp_path):
+    rowid = put(index, "the harbour walk", datetime(2023, 8, 14, tzinfo=timezone.utc))
+    # The FTS table of the previous lexical version: two columns, no date.
+    index.conn.execute("DROP TABLE entries_fts")
+    index.conn.execute("CREATE VIRTUAL TABLE entries_fts USING fts5(body, context, content='', contentless_delete=1)")
+    db.set_meta(index.conn, "lexical", "2:porter unicode61 remove_diacritics 2")
+    index.close()
+    reopened = IndexStore.open(tmp_path / ".memvault", "test:32", DIMS)
+    try:
+        assert found(reopened, "august 2023") == [rowid]
+        assert found(reopened, "harbour") == [rowid]
+    finally:
+        reopened.close()
+
+
+# -- the day share: other entries of a good hit's day (retrieve.scoring.DAY_SLOPE) --------------------
+NOW = datetime(2025, 6, 20, 12, 0, tzinfo=timezone.utc)
+EARLIER_DAY = datetime(2025, 6, 10, 15, 0, tzinfo=timezone.utc)
+LATER_DAY = datetime(2025, 6, 15, 15, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    from memvault.models import load_embedder
+
+    return load_embedder("minilm")
+
+
+def search_facts(tmp_path, minilm, facts, query):
+    """The default pipeline over a real index of these (text, created_at) facts, with the real model."""
+    from memvault.retrieve import conversations_for, search
+    from memvault.settings import RetrievalSettings
+
+    store = IndexStore.open(tmp_path / "day", minilm.identity, minilm.dims)
+    try:
+        rows = []
+        for text, when in facts:
+            entry = Entry(text=text, conversation_id="chat", role="memory", created_at=when)
+            rows.append(IndexRow.from_entry(entry, f"entries/chat/memory/{entry.id}.md", "h-" + entry.id))
+        rowids = store.upsert(rows, list(minilm.embed([text for text, _ in facts])))
+        hits = search(store, minilm, None, query, RetrievalSettings(), conversations_for("chat"), now=NOW)
+        return rowids, hits
+    finally:
+        store.close()
+
+
+def test_a_fact_of_the_day_a_question_names_ranks_above_its_newer_twin(tmp_path, minilm):
+    (workshop, then, later), hits = search_facts(tmp_path, minilm, [
+        ("Caroline went to a pottery workshop", EARLIER_DAY),
+        ("Caroline shaped a clay bowl", EARLIER_DAY),
+        ("Caroline shaped a clay bowl", LATER_DAY),  # same words, newer: recency alone would put it first
+    ], "What did Caroline make at the pottery workshop?")
+    order = [hit.rowid for hit in hits]
+    assert order[0] == workshop
+    assert order.index(then) < order.index(later)
+    by_rowid = {hit.rowid: hit for hit in hits}
+    assert by_rowid[then].relevance > by_rowid[later].relevance
+    assert by_rowid[then].explain["gate"] == pytest.approx(by_rowid[later].explain["gate"], abs=1e-6)
+
+
+def test_an_unrelated_fact_of_the_same_day_is_not_lifted_over_the_threshold(tmp_path, minilm):
+    (password, paris), hits = search_facts(tmp_path, minilm, [
+        ("The wifi password is hunter2", EARLIER_DAY),
+        ("Paris is the capital of France", EARLIER_DAY),
+    ], "wifi password")
+    assert [hit.rowid for hit in hits] == [password]
+
+
+def test_fallback_relevance_rises_with_the_day_share_never_below_the_own_share():
+    from memvault.retrieve.scoring import fallback_relevance
+
+    assert fallback_relevance(0.3, 0.0, 1.0) > fallback_relevance(0.3, 0.0, 0.5) > fallback_relevance(0.3, 0.0, 0.0)
+    assert fallback_relevance(0.3, 0.8, 0.0) == fallback_relevance(0.3, 0.8) == fallback_relevance(0.3, 0.8, 0.8)
+    assert fallback_relevance(0.3, 0.0, 9.0) == fallback_relevance(0.3, 0.0, 1.0)  # clamped to [0, 1]
