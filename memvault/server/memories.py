@@ -20,8 +20,8 @@ from fastapi import APIRouter, Query, Request
 from pydantic import AliasChoices, BaseModel, Field
 
 from memvault.errors import NotFoundError, UsageError
-from memvault.server.app import server_state
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine
+from memvault.server.state import server_state
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 PREFIXES = ("/v1/memories", "/v1/reset")
