@@ -6,10 +6,11 @@ imports the LLM client. Writes go through the vault's transactions; the index fo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError, MemvaultError, NotFoundError, UsageError
 from memvault.index.keeper import IndexKeeper
@@ -19,6 +20,9 @@ from memvault.vault.entry import SCOPE_KEYS, Entry, check_text, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
+
+if TYPE_CHECKING:
+    from memvault.curate.ingest import Placement
 
 
 @dataclass
@@ -86,7 +90,6 @@ class RetrievalOverrides:
 
     @classmethod
     def of(cls, overrides: dict[str, Any] | None) -> RetrievalOverrides:
-        import dataclasses
         import math
 
         known = [f.name for f in dataclasses.fields(RetrievalSettings)]
@@ -98,8 +101,6 @@ class RetrievalOverrides:
         return cls({name: value for name, value in (overrides or {}).items() if value is not None})
 
     def applied_to(self, retrieval: RetrievalSettings) -> RetrievalSettings:
-        import dataclasses
-
         return dataclasses.replace(retrieval, **self.values)
 
 
@@ -259,7 +260,7 @@ class Memvault:
         user turn, the facts, tombstones and the rolling summary); without one, store it as given.
 
         `turn`: the user turn is already stored (chat persists turns first); it becomes the source."""
-        from memvault.curate.ingest import MemoryEvent
+        from memvault.curate.ingest import MemoryEvent, Placement
 
         scopes = check_scopes(scopes)
         conversation = layout.check_conversation(conversation or layout.scope_conversation(
@@ -277,34 +278,32 @@ class Memvault:
             self.add_entries(entries, subject)
             notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
             return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
-        return self._curated_add(llm, chat, conversation, scopes, metadata or {}, prompt, turn)
+        return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn)
 
-    def _curated_add(self, llm, chat: list[dict], conversation: str, scopes: dict[str, str],
-                     metadata: dict[str, Any], prompt: str | None, turn: Entry | None) -> AddResult:
-        from memvault.curate.ingest import apply_curation, latest_user_text, plan_curation
-        from memvault.vault.entry import text_hash
+    def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
+                     turn: Entry | None) -> AddResult:
+        from memvault.curate.ingest import StoredFacts, apply_curation, latest_user_text, plan_curation
 
+        conversation = place.conversation
         latest = latest_user_text(chat)
         if turn is None and latest.strip():
-            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
-        seen_hashes: set[str] = set()
+            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **place.scopes)
 
         def neighbours_of(fact: str) -> list[tuple[str, str]]:
-            hits = self.search(fact, conversation, scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
+            hits = self.search(fact, conversation, place.scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
                                recency_weight=0.0, mmr_lambda=1.0, include_global=False)
-            seen_hashes.update(text_hash(h.text) for h in hits)
             return [(h.id, h.text) for h in hits]
 
         previous = self.vault.summary(conversation)
-        curation = plan_curation(llm, chat, conversation, neighbours_of, seen_hashes,
+        curation = plan_curation(llm, chat, conversation, StoredFacts(neighbours_of),
                                  previous.text if previous else None, prompt)
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.vault.transaction("add", subject, conversation) as tx:
             if turn is not None and self.vault.path_of(turn.id) is None:
                 tx.write(turn, event="TURN")
-            events = apply_curation(tx, curation, conversation, scopes, metadata, turn.id if turn else None,
-                                    self.live_entry, previous)
+            source = turn.id if turn else None
+            events = apply_curation(tx, curation, dataclasses.replace(place, source=source), self.live_entry, previous)
         self.keeper.record(tx.changes)
         return AddResult(events, curation.notes, turn, curated=True)
 
