@@ -9,7 +9,6 @@ and any other /v1/* path passed through to the upstream LLM server (llm.api_base
 from __future__ import annotations
 
 import asyncio
-import logging
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,7 +18,6 @@ from memvault import __version__
 from memvault.server.state import ServerState, server_state
 from memvault.settings import Settings
 
-log = logging.getLogger("memvault.server")
 DESCRIPTION = """A persistent memory for LLMs, over HTTP.
 
 * `POST /v1/chat/completions`: OpenAI-compatible; memories are retrieved and injected into the last
