@@ -6,11 +6,12 @@ client and its answer. So `store` only writes the turn files; one background thr
 turn written meanwhile in a single commit (concurrent requests share it), indexes them, and then
 hands each turn to curation, which therefore always follows its turn's commit.
 
-Should the server stop hard between the two, the turn files are on disk but uncommitted (untracked,
-or staged when the stop came between `git add` and `git commit`): the next start commits them
-(`Memvault.commit_leftover_turns`). A turn waiting for curation is written to a queue file under .memvault/ before
-its answer goes out and struck off once curated, so the next start curates what a stop interrupted
-(`resume_curation`).
+The writing and committing are the core's (`Memvault.write_turns`, `commit_turns`); the batching is
+here. Should the server stop hard between the two, the turn files are on disk but uncommitted
+(untracked, or staged when the stop came between `git add` and `git commit`): the next start commits
+them (`Memvault.commit_leftover_turns`). A turn waiting for curation is written to a queue file under
+.memvault/ (memvault.curate.queue) before its answer goes out and struck off once curated, so the next
+start curates what a stop interrupted (`resume_curation`).
 """
 
 from __future__ import annotations
