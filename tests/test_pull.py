@@ -112,3 +112,13 @@ def test_a_file_with_conflict_markers_is_a_broken_file_never_a_memory(tmp_path):
     reindexed = desktop("reindex")
     assert reindexed.exit_code == 1 and "conflict markers" in reindexed.stderr
     assert desktop.ok("search", "boiler service", "--json").json() == []
+
+
+def test_a_pull_from_a_remote_that_is_not_there_says_what_git_said_in_one_line(tmp_path):
+    vault = Cli(tmp_path / "vault")
+    vault.ok("init")
+    git(vault.vault, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
+    pulled = vault("pull")
+    assert pulled.exit_code == 1
+    [line] = pulled.stderr.strip().splitlines()
+    assert "does not appear to be a git repository" in line and not line.endswith("'"), line

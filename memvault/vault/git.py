@@ -473,8 +473,21 @@ class PullClash(VaultError):
 
 
 def last_line(exc) -> str:
-    lines = [line for line in f"{exc.stdout or ''}\n{exc.stderr or ''}".splitlines() if line.strip()]
-    return lines[-1].strip() if lines else str(exc)
+    """What git said, in one line: its first `fatal:` or `error:` line (the cause), else its last line."""
+    lines = [line.strip() for value in (exc.stdout, exc.stderr) for line in as_printed(value).splitlines()
+             if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (said[:1] or lines[-1:] or [str(exc)])[0]
+
+
+def as_printed(output: str | None) -> str:
+    """GitPython's stdout/stderr of a failed command as git printed them (it wraps them as
+    "\n  stderr: '...'", which left a stray quote at the end of our messages)."""
+    text = (output or "").strip()
+    for label in ("stdout: '", "stderr: '"):
+        if text.startswith(label) and text.endswith("'"):
+            return text[len(label):-1]
+    return text
 
 
 def parse_trailers(message: str) -> dict[str, list[str]]:
