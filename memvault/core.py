@@ -486,8 +486,14 @@ class Memvault:
 
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
-        with self.vault.lock():
-            self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+        from memvault.vault.git import PullClash
+
+        try:
+            with self.vault.lock():
+                self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+        except PullClash:
+            self.reindex()  # what arrived is in the files: the index follows them, then the error is told
+            raise
         return self.reindex()
 
     def log(self, limit: int = 20) -> list:
