@@ -223,7 +223,7 @@ def check_entry_files(vault) -> tuple[Check, Check]:
 
 # -- index -------------------------------------------------------------------------------------------
 class IndexSnapshot:
-    """An index file opened read-only, with what sync.plan needs (`files()`)."""
+    """An index file opened read-only, with what sync.scan and sync.diff need (`files()`)."""
 
     def __init__(self, path: Path) -> None:
         import apsw
@@ -252,10 +252,9 @@ class IndexSnapshot:
             raise
 
     def files(self) -> dict:
-        from memvault.index.store import IndexedFile
+        from memvault.index.store import indexed_files
 
-        columns = ", ".join(f.name for f in dataclasses.fields(IndexedFile))
-        return {path: IndexedFile(*rest) for path, *rest in self.conn.execute(f"SELECT path, {columns} FROM entries")}
+        return indexed_files(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -295,10 +294,11 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
                                 repair=REBUILD))
         else:
             checks.append(Check("index model", OK, f"built with {snapshot.identity}, as configured"))
-        plan = sync.plan(vault, snapshot)
+        indexed = snapshot.files()
         snapshot_build = snapshot.build_incomplete
     finally:
         snapshot.close()
+    plan = sync.diff(sync.scan(vault, indexed), indexed)  # what `reindex` would do, from the same code
     missing = [str(p.rel) for p in (*plan.new, *plan.moved)]
     stale = [str(p.rel) for p in plan.changed]
     parts = []
