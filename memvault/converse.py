@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from memvault.curate.extract import last_user_text, message_text
 from memvault.vault.entry import Entry, check_text
 
 SYSTEM_PROMPT = (
@@ -36,23 +37,11 @@ def inject(messages: list[dict], summary: str | None, hits: list) -> list[dict]:
     result = [dict(m) for m in messages]
     for position in range(len(result) - 1, -1, -1):
         if result[position].get("role") == "user":
-            result[position]["content"] = injected_text(summary, hits, text_of(result[position]))
+            result[position]["content"] = injected_text(summary, hits, message_text(result[position]))
             break
     if not any(m.get("role") == "system" for m in result):
         result.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
     return result
-
-
-def text_of(message: dict) -> str:
-    """A message's text; OpenAI content parts are joined (images are not memory)."""
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
-
-
-def last_user_text(messages: list[dict]) -> str:
-    return next((text_of(m) for m in reversed(messages) if m.get("role") == "user"), "")
 
 
 @dataclass
@@ -83,7 +72,7 @@ class MemoryChat:
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
         limit = self.memvault.settings.limits.max_text_chars
         for message in messages:
-            check_text(text_of(message), f"a {message.get('role') or 'chat'} message", limit)
+            check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
         if not self.use_memory:
             return ChatTurn(messages=list(messages))
         query = last_user_text(messages)
