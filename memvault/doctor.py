@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from memvault.errors import EntryFormatError, MemvaultError, VaultError
+from memvault.errors import EntryFormatError, MemvaultError, VaultError, first_line
 from memvault.settings import Settings
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -71,11 +71,6 @@ def listed(paths, reasons: dict[str, str] | None = None) -> str:
     shown = [f"{p} ({reasons[p]})" if reasons and p in reasons else p for p in paths[:SHOWN_PATHS]]
     more = f" and {len(paths) - SHOWN_PATHS} more" if len(paths) > SHOWN_PATHS else ""
     return ", ".join(shown) + more
-
-
-def one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # -- settings and vault ------------------------------------------------------------------------------
@@ -267,7 +262,7 @@ def open_snapshot(path: Path) -> tuple[IndexSnapshot | None, str | None]:
     try:
         return IndexSnapshot(path), None
     except (apsw.Error, MemvaultError) as exc:
-        return None, one_line(exc)
+        return None, first_line(exc)
 
 
 def check_index(vault, embedder_identity: str | None) -> list[Check]:
@@ -334,7 +329,7 @@ def check_embedder(settings: Settings) -> tuple[Check, str | None]:
         if vectors.shape != (1, embedder.dims) or not math.isfinite(norm) or abs(norm - 1.0) > 1e-3:
             raise MemvaultError(f"returned vectors of shape {vectors.shape} and norm {norm:.3f}")
     except Exception as exc:  # any failure of a model library is this check's answer
-        return Check("embedder", FAIL, f"{spec}: {one_line(exc)}", fix="check embedder.model "
+        return Check("embedder", FAIL, f"{spec}: {first_line(exc)}", fix="check embedder.model "
                      "(`memvault config show`) and that its package is installed"), None
     return Check("embedder", OK, f"{embedder.identity} loaded and embedded in {time.perf_counter() - started:.2f} s"), \
         embedder.identity
@@ -353,7 +348,7 @@ def check_reranker(settings: Settings) -> Check:
         if len(scores) != 1 or not 0.0 <= scores[0] <= 1.0:
             raise MemvaultError(f"gave scores {scores}")
     except Exception as exc:
-        return Check("reranker", FAIL, f"{spec}: {one_line(exc)}", fix="check retrieval.reranker")
+        return Check("reranker", FAIL, f"{spec}: {first_line(exc)}", fix="check retrieval.reranker")
     return Check("reranker", OK, f"{spec} loaded and scored in {time.perf_counter() - started:.2f} s")
 
 

@@ -85,3 +85,27 @@ def test_each_edge_keeps_its_own_error():
         parse_time("yesterday", "created_at", "f.md")
     with pytest.raises(ValueError):
         iso_time(3.5)
+
+
+# -- JSON filters, exception lines -----------------------------------------------------------------
+def test_filters_from_json_one_parser_for_the_cli_and_the_rest_api():
+    from memvault.retrieve.filters import filter_from_json
+
+    assert filter_from_json(None) is None and filter_from_json("") is None
+    assert filter_from_json('{"topic": "food"}') == {"topic": "food"}
+    with pytest.raises(UsageError, match=r"^--filter is not valid JSON"):
+        filter_from_json("{topic", "--filter")
+    with pytest.raises(UsageError, match=r"^filters must be a JSON object"):
+        filter_from_json("[1, 2]")
+    with pytest.raises(UsageError, match=r"^filters is nested too deeply"):  # json.loads recurses once per level
+        filter_from_json('{"a":' * 100_000 + "1" + "}" * 100_000)
+
+
+def test_first_line_of_an_exception_and_the_servers_clipped_line():
+    from memvault.errors import first_line
+    from memvault.server.errors import clipped_line
+
+    assert first_line(RuntimeError("  model failed\n  at layer 3\n")) == "model failed"
+    assert first_line(RuntimeError()) == "RuntimeError"
+    assert clipped_line("a\n  b\tc") == "a b c"
+    assert clipped_line("x" * 400) == "x" * 297 + "..."

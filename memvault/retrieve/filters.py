@@ -49,6 +49,24 @@ INT64 = (-(2**63), 2**63 - 1)
 UNSAFE_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
 
 
+def filter_from_json(text: str | None, what: str = "filters") -> dict | None:
+    """A mem0 filter given as JSON text (the CLI's --filter, the REST API's ?filters=): None when
+    empty, a UsageError naming `what` when it is not a JSON object."""
+    import json
+
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:  # json.loads recurses once per level
+        raise UsageError(f"{what} is nested too deeply") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be a JSON object, such as '{{\"topic\": \"food\"}}'")
+    return value
+
+
 def compile_filter(expr: dict | None) -> tuple[str, list]:
     """The SQL boolean (over alias `e`) and its parameters for a mem0 filter; ("1", []) for none."""
     if expr is None:
