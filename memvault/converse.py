@@ -1,4 +1,4 @@
-"""A chat turn with memory: retrieve, inject (DESIGN.md s6.8), answer, persist, curate.
+"""A chat turn with memory: retrieve, inject (docs/architecture.md, Retrieval, step 8), answer, persist, curate.
 
 Shared by `memvault chat` and the OpenAI-compatible proxy, so both inject the same way.
 """

@@ -337,8 +337,8 @@ class Memvault:
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
-        """The retrieval pipeline (DESIGN.md s6) over `conversation` and `global` (all conversations when
-        None); `overrides` replace retrieval settings for this call."""
+        """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
+        (all conversations when None); `overrides` replace retrieval settings for this call."""
         import dataclasses
         import math
 

@@ -340,7 +340,8 @@ def check_reranker(settings: Settings) -> Check:
 
     spec = settings.retrieval.reranker
     if not spec.strip():
-        return Check("reranker", SKIP, "not configured: relevance comes from the fused dense and lexical ranks",
+        return Check("reranker", SKIP, "not configured: relevance is a logistic blend of cosine, lexical share "
+                     "and same-day share (retrieve/scoring.py)",
                      fix="optional: set retrieval.reranker to an ONNX cross-encoder folder")
     started = time.perf_counter()
     try:

@@ -440,7 +440,7 @@ class IndexStore:
 
     @_guarded
     def stats(self) -> dict[str, Any]:
-        """Figures for `memvault status` / `reindex --json`."""
+        """Figures about the index: rows per conversation, model, tokenizer, bytes on disk (WAL included)."""
         conversations = dict(self.conn.execute(
             "SELECT conversation_id, count(*) FROM entries GROUP BY conversation_id ORDER BY conversation_id"))
         size = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())

@@ -37,7 +37,7 @@ STALE_TEMP_AGE = 60.0
 INTENT_FILE = "transaction.jsonl"
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
-# Memvault reads and writes nothing through a symbolic link under entries/ (DESIGN.md section 10):
+# Memvault reads and writes nothing through a symbolic link under entries/ (docs/architecture.md, Trust boundaries):
 # a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
 # vault would make one file two entries. Links are reported, never followed.
 LINK_REASON = "a symbolic link: memvault does not follow links (replace it with the file itself)"
