@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import last_user_text, message_text
+from memvault.curate.extract import last_user_index, last_user_text, message_text
 from memvault.vault.entry import Entry, check_text
 
 SYSTEM_PROMPT = (
@@ -35,10 +35,9 @@ def injected_text(summary: str | None, hits: list, message: str) -> str:
 def inject(messages: list[dict], summary: str | None, hits: list) -> list[dict]:
     """The messages with the last user message wrapped in memory context (the others untouched)."""
     result = [dict(m) for m in messages]
-    for position in range(len(result) - 1, -1, -1):
-        if result[position].get("role") == "user":
-            result[position]["content"] = injected_text(summary, hits, message_text(result[position]))
-            break
+    position = last_user_index(result)
+    if position is not None:
+        result[position]["content"] = injected_text(summary, hits, message_text(result[position]))
     if not any(m.get("role") == "system" for m in result):
         result.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
     return result

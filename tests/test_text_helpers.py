@@ -109,3 +109,14 @@ def test_first_line_of_an_exception_and_the_servers_clipped_line():
     assert first_line(RuntimeError()) == "RuntimeError"
     assert clipped_line("a\n  b\tc") == "a b c"
     assert clipped_line("x" * 400) == "x" * 297 + "..."
+
+
+def test_the_last_user_message_is_found_one_way_for_injection_extraction_and_turns():
+    from memvault.curate.extract import last_user_index
+
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                {"role": "user", "content": "c"}, {"role": "tool", "content": "d"}]
+    assert last_user_index(messages) == 2
+    assert last_user_index([{"role": "system", "content": "s"}]) is None and last_user_index([]) is None
+    injected = inject(messages, None, [])
+    assert [m["content"] for m in injected[1:]][:2] == ["a", "b"] and injected[3]["content"].endswith("c")

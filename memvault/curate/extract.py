@@ -74,11 +74,11 @@ def extraction_messages(latest: str, context: list[dict], prompt: str | None = N
 
 def split_latest(messages: list[dict]) -> tuple[str, list[dict]]:
     """(text of the last user message, up to CONTEXT_TURNS user/assistant turns before it)."""
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].get("role") == "user":
-            earlier = [m for m in messages[:index] if m.get("role") in ("user", "assistant")]
-            return message_text(messages[index]), earlier[-CONTEXT_TURNS:]
-    return "", []
+    index = last_user_index(messages)
+    if index is None:
+        return "", []
+    earlier = [m for m in messages[:index] if m.get("role") in ("user", "assistant")]
+    return message_text(messages[index]), earlier[-CONTEXT_TURNS:]
 
 
 def message_text(message: dict) -> str:
@@ -98,9 +98,15 @@ def is_text_part(part: Any) -> bool:
     return isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str)
 
 
+def last_user_index(messages: list[dict]) -> int | None:
+    """The position of the last user message (None when there is none)."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+
+
 def last_user_text(messages: list[dict]) -> str:
     """The text of the last user message ('' when there is none)."""
-    return next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
+    index = last_user_index(messages)
+    return "" if index is None else message_text(messages[index])
 
 
 def parse_facts(answer: str | None) -> list[str]:
