@@ -182,7 +182,7 @@ def diff(snapshot: Snapshot, indexed: dict[str, IndexedFile]) -> SyncPlan:
                 restat.append((key, stamp, found.size))
             continue
         if found.entry is None:  # scanned against another index: its text was never read
-            broken.append((key, "changed since the scan began: not read"))
+            broken.append((key, "not read by the scan: sync again"))
             continue
         (changed if row else fresh).append(Pending(found.rel, found.entry, found.file_hash, stamp, found.size))
 
