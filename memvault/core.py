@@ -15,7 +15,7 @@ from typing import Any
 from memvault.errors import EntryFormatError, NotFoundError, UsageError
 from memvault.settings import Settings
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry, check_text, now
+from memvault.vault.entry import Entry, check_scopes, check_text, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
@@ -59,21 +59,6 @@ def clean_text(text: str, max_chars: int | None = None) -> str:
     if "\x00" in text:
         raise UsageError("the memory text contains a NUL character")
     return check_text(text, max_chars=max_chars)  # no lone surrogates, at most limits.max_text_chars
-
-
-def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
-    """Scope values as strings; unknown keys are refused so a typo never widens a search."""
-    result: dict[str, str] = {}
-    for key, value in (scopes or {}).items():
-        if key not in SCOPE_KEYS:
-            raise UsageError(f"unknown scope {key!r} (expected {', '.join(SCOPE_KEYS)})")
-        if value is None or value == "":
-            continue
-        text = str(value)
-        if len(text) > 200 or any(ord(c) < 32 for c in text):
-            raise UsageError(f"invalid {key} {text[:40]!r}: at most 200 printable characters")
-        result[key] = text
-    return result
 
 
 def matches(entry: Entry, conversation: str | None, role: str | None, scopes: dict[str, str]) -> bool:
@@ -244,10 +229,11 @@ class Memvault:
 
     def _curated_add(self, llm, chat: list[dict], conversation: str, scopes: dict[str, str],
                      metadata: dict[str, Any], prompt: str | None, turn: Entry | None) -> AddResult:
-        from memvault.curate.ingest import apply_curation, latest_user_text, plan_curation
+        from memvault.curate.extract import last_user_text
+        from memvault.curate.ingest import apply_curation, plan_curation
         from memvault.vault.entry import text_hash
 
-        latest = latest_user_text(chat)
+        latest = last_user_text(chat)
         if turn is None and latest.strip():
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
         seen_hashes: set[str] = set()
@@ -351,8 +337,8 @@ class Memvault:
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
-        """The retrieval pipeline (DESIGN.md s6) over `conversation` and `global` (all conversations when
-        None); `overrides` replace retrieval settings for this call."""
+        """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
+        (all conversations when None); `overrides` replace retrieval settings for this call."""
         import dataclasses
         import math
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import extract_facts, split_latest
+from memvault.curate.extract import extract_facts, last_user_text
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
@@ -56,7 +56,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str,
     try:
         facts = extract_facts(llm, messages, prompt)
     except LLMError as exc:
-        latest, _ = split_latest(messages)
+        latest = last_user_text(messages)
         facts = [latest.strip()] if latest.strip() else []
         notes.append(f"LLM failed ({exc}); stored the message as given")
     plan = reconcile(llm, facts, {fact: neighbours_of(fact) for fact in facts}, stored_hashes)
@@ -98,8 +98,3 @@ def apply_curation(tx: Transaction, curation: CurationPlan, conversation: str, s
                    else Entry(text=curation.summary, role="summary", conversation_id=conversation, **scopes))
         tx.write(summary, event="SUMMARY")
     return events
-
-
-def latest_user_text(messages: list[dict]) -> str:
-    latest, _ = split_latest(messages)
-    return latest

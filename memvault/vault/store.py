@@ -40,7 +40,7 @@ ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 # What git writes into a file it could not merge: such a file is two versions at once, never a memory.
 CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
-# Memvault reads and writes nothing through a symbolic link under entries/ (DESIGN.md section 10):
+# Memvault reads and writes nothing through a symbolic link under entries/ (docs/architecture.md, Trust boundaries):
 # a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
 # vault would make one file two entries. Links are reported, never followed.
 LINK_REASON = "a symbolic link: memvault does not follow links (replace it with the file itself)"
