@@ -267,7 +267,7 @@ def open_snapshot(path: Path) -> tuple[IndexSnapshot | None, str | None]:
 
 def check_index(vault, embedder_identity: str | None) -> list[Check]:
     """The index file, the model it was built with, and whether it matches the files."""
-    from memvault.index import sync
+    from memvault.index import journal, sync
     from memvault.index.store import FILE_NAME
 
     path = vault.state_dir / FILE_NAME
@@ -294,22 +294,27 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
     finally:
         snapshot.close()
     plan = sync.diff(sync.scan(vault, indexed), indexed)  # what `reindex` would do, from the same code
-    missing = [str(p.rel) for p in (*plan.new, *plan.moved)]
-    stale = [str(p.rel) for p in plan.changed]
+    # Writes since the index last caught up wait in the journal: the next search indexes them.
+    pending = journal.peek(vault.state_dir)
+    waiting = {path for path in pending.values() if path}
+    missing = [str(p.rel) for p in (*plan.new, *plan.moved) if str(p.rel) not in waiting]
+    stale = [str(p.rel) for p in plan.changed if str(p.rel) not in waiting]
+    removed = [memory_id for memory_id in plan.removed if memory_id not in pending]
     parts = []
     if missing:
         parts.append(f"{len(missing)} file(s) not indexed: {listed(missing)}")
     if stale:
         parts.append(f"{len(stale)} changed since indexed: {listed(stale)}")
-    if plan.removed:
-        parts.append(f"{len(plan.removed)} row(s) whose file is gone: {listed(list(plan.removed))}")
+    if removed:
+        parts.append(f"{len(removed)} row(s) whose file is gone: {listed(removed)}")
     if snapshot_build:
         parts.insert(0, f"a build was interrupted ({snapshot_build}): the next search finishes it")
     if parts:
         checks.append(Check("index sync", WARN, "; ".join(parts), fix="memvault reindex", repair=REINDEX,
                             paths=missing + stale))
     else:
-        checks.append(Check("index sync", OK, f"{plan.unchanged} file(s) indexed and unchanged"))
+        queued = f"; {len(pending)} recent write(s) wait in the journal for the next search" if pending else ""
+        checks.append(Check("index sync", OK, f"{plan.unchanged} file(s) indexed and unchanged{queued}"))
     return checks
 
 
