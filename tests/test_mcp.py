@@ -266,12 +266,17 @@ def test_bad_arguments_are_tool_errors(mcp, tool, arguments, says):
     assert ok(mcp.live.call("list_memories", limit=1)) is not None  # still serving
 
 
-def test_summary_of_unknown_or_unsafe_conversation_is_an_error(mcp):
+def test_unknown_or_unsafe_conversations_in_resources_and_prompt_are_errors(mcp):
     from mcp import MCPError
 
-    for uri in ("memvault://conversations/nowhere/summary", "memvault://conversations/..%2Fx/summary"):
-        with pytest.raises(MCPError):
+    for uri, says in (("memvault://conversations/nowhere/summary", "has no summary yet"),
+                      ("memvault://conversations/..%2Fx/summary", "Unknown resource"),
+                      ("memvault://conversations/%2E%2E/summary", "Unknown resource"),
+                      ("memvault://conversations/.git/summary", "invalid conversation name")):
+        with pytest.raises(MCPError, match=says):
             mcp.live.run(lambda s, uri=uri: s.read_resource(uri))
+    with pytest.raises(MCPError, match="invalid conversation name"):
+        mcp.live.run(lambda s: s.get_prompt("with-memory", {"message": "hi", "conversation": "../x"}))
     assert ok(mcp.live.call("list_memories", limit=1)) is not None
 
 

@@ -19,7 +19,8 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memvault import __version__
@@ -207,14 +208,18 @@ class MemoryTools:
 
     def with_memory(self, message: str, conversation: str | None = None, user_id: str | None = None,
                     agent_id: str | None = None, run_id: str | None = None) -> str:
-        """The chat injection (summary, relevant memories, the message), as `memvault chat` sends it."""
+        """The chat injection (summary, relevant memories, the message), as `memvault chat` sends it.
+        A bad argument is an invalid-params error with memvault's message (the SDK would hide it)."""
         from memvault.converse import MemoryChat, text_of
 
         scopes = scopes_of(user_id, agent_id, run_id)
         conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)
-        with self.lock:
-            chat = MemoryChat(self.core, layout.check_conversation(conversation), scopes)
-            turn = chat.prepare([{"role": "user", "content": message}])
+        try:
+            with self.lock:
+                chat = MemoryChat(self.core, layout.check_conversation(conversation), scopes)
+                turn = chat.prepare([{"role": "user", "content": message}])
+        except MemvaultError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
         return text_of(turn.messages[-1])
 
 
