@@ -223,25 +223,26 @@ class MemoryTools:
         return text_of(turn.messages[-1])
 
 
-TOOLS: list[tuple[str, str, ToolAnnotations]] = [
-    ("remember", "Save something worth keeping across sessions: a preference, a fact about the user, a "
-     "decision. With an LLM configured the text is curated (facts extracted and reconciled with what is "
-     "already known: added, updated or deleted); without one it is stored as given. Each call is one git "
-     "commit in the user's vault.", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
-    ("recall", "Search long-term memory for what is relevant to a query (semantic + keyword search, reranked). "
-     "Use it before answering questions that may depend on earlier sessions. Returns the best memories "
-     "with ids and scores.", ToolAnnotations(read_only_hint=True)),
-    ("get_memory", "Read one memory by id (deleted ones too), with its scopes, metadata and file path.",
-     ToolAnnotations(read_only_hint=True)),
-    ("list_memories", "List memories newest first, by scope, conversation or filter, without a query. "
-     "Prefer recall to find something specific.", ToolAnnotations(read_only_hint=True)),
-    ("update_memory", "Correct a memory in place (same id): new text and/or metadata. Git keeps the old "
-     "version.", ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)),
-    ("forget", "Delete a memory the user wants gone or that is wrong. Soft delete: the file moves to "
-     "deleted/ and git history keeps it.", ToolAnnotations(read_only_hint=False, destructive_hint=True)),
-    ("memory_history", "How a memory changed over time (ADD, UPDATE, DELETE events with their commits), "
-     "read back from git.", ToolAnnotations(read_only_hint=True)),
-]
+# What a model reads to choose a tool, and the hints clients use to ask before a write.
+TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
+    "remember": ("Save something worth keeping across sessions: a preference, a fact about the user, a "
+        "decision. With an LLM configured the text is curated (facts extracted and reconciled with what is "
+        "already known: added, updated or deleted); without one it is stored as given. Each call is one git "
+        "commit in the user's vault.", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+    "recall": ("Search long-term memory for what is relevant to a query (semantic + keyword search, reranked). "
+        "Use it before answering questions that may depend on earlier sessions. Returns the best memories "
+        "with ids and scores.", ToolAnnotations(read_only_hint=True)),
+    "get_memory": ("Read one memory by id (deleted ones too), with its scopes, metadata and file path.",
+        ToolAnnotations(read_only_hint=True)),
+    "list_memories": ("List memories newest first, by scope, conversation or filter, without a query. "
+        "Prefer recall to find something specific.", ToolAnnotations(read_only_hint=True)),
+    "update_memory": ("Correct a memory in place (same id): new text and/or metadata. Git keeps the old "
+        "version.", ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)),
+    "forget": ("Delete a memory the user wants gone or that is wrong. Soft delete: the file moves to "
+        "deleted/ and git history keeps it.", ToolAnnotations(read_only_hint=False, destructive_hint=True)),
+    "memory_history": ("How a memory changed over time (ADD, UPDATE, DELETE events with their commits), "
+        "read back from git.", ToolAnnotations(read_only_hint=True)),
+}
 
 
 def build_server(settings: Settings, warm: bool = True) -> MCPServer:
@@ -250,9 +251,10 @@ def build_server(settings: Settings, warm: bool = True) -> MCPServer:
     if warm:
         threading.Thread(target=tools.warm_up, name="memvault-mcp-warm-up", daemon=True).start()
     server = MCPServer("memvault", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    for name, description, hints in TOOLS:
-        server.add_tool(tools.guarded(getattr(tools, name)), name=name, description=description,
-                        annotations=hints)
+    for fn in (tools.remember, tools.recall, tools.get_memory, tools.list_memories, tools.update_memory,
+               tools.forget, tools.memory_history):
+        description, hints = TOOLS[fn.__name__]
+        server.add_tool(tools.guarded(fn), name=fn.__name__, description=description, annotations=hints)
     server.resource("memvault://conversations", name="conversations", mime_type="application/json",
                     description="The conversations in the vault (folder names), as JSON.")(tools.conversations)
     server.resource("memvault://conversations/{conversation}/summary", name="conversation-summary",
