@@ -304,6 +304,21 @@ def test_http_refuses_a_public_address_without_a_key(tmp_path):
     assert result.exit_code == 1 and "refusing to bind 0.0.0.0 without an API key" in result.stderr
 
 
+def test_http_refuses_scoped_keys_it_cannot_honour(tmp_path):
+    from memvault.errors import ConfigError
+    from memvault.mcp.transport import http_app
+
+    settings = http_settings(tmp_path / "vault")
+    settings.server.keys = {"alice-key": {"user_id": ("alice",)}}
+    with pytest.raises(ConfigError, match="scoped keys"):
+        http_app(settings, "127.0.0.1")  # served open, alice's key would reach everyone's memories
+
+
+def test_an_address_without_http_is_a_usage_error(tmp_path):
+    result = Cli(tmp_path / "vault")("mcp", "--port", "9000")
+    assert result.exit_code == 2 and "--host and --port go with --http" in result.stderr
+
+
 def test_help_does_not_import_the_sdk():
     code = "import sys; from memvault.cli.app import app; sys.argv = ['memvault', '--help']\n" \
            "try:\n    app()\nexcept SystemExit:\n    pass\nprint('mcp' in sys.modules, file=sys.stderr)"
