@@ -206,8 +206,9 @@ class MemoryTools:
             raise ResourceNotFoundError(f"conversation {conversation!r} has no summary yet")
         return summary.text
 
-    def with_memory(self, message: str, conversation: str | None = None, user_id: str | None = None,
-                    agent_id: str | None = None, run_id: str | None = None) -> str:
+    def with_memory(self, message: Annotated[str, Field(description="The user's message to answer.")],
+                    conversation: Conversation = None, user_id: UserId = None, agent_id: AgentId = None,
+                    run_id: RunId = None) -> str:
         """The chat injection (summary, relevant memories, the message), as `memvault chat` sends it.
         A bad argument is an invalid-params error with memvault's message (the SDK would hide it)."""
         from memvault.converse import MemoryChat, text_of
