@@ -211,7 +211,8 @@ class MemoryTools:
                     run_id: RunId = None) -> str:
         """The chat injection (summary, relevant memories, the message), as `memvault chat` sends it.
         A bad argument is an invalid-params error with memvault's message (the SDK would hide it)."""
-        from memvault.converse import MemoryChat, text_of
+        from memvault.converse import MemoryChat
+        from memvault.curate.extract import message_text
 
         scopes = scopes_of(user_id, agent_id, run_id)
         conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)
@@ -221,7 +222,7 @@ class MemoryTools:
                 turn = chat.prepare([{"role": "user", "content": message}])
         except MemvaultError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None
-        return text_of(turn.messages[-1])
+        return message_text(turn.messages[-1])
 
 
 # What a model reads to choose a tool, and the hints clients use to ask before a write.
