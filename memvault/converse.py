@@ -1,4 +1,4 @@
-"""A chat turn with memory: retrieve, inject (DESIGN.md s6.8), answer, persist, curate.
+"""A chat turn with memory: retrieve, inject (docs/architecture.md, Retrieval, step 8), answer, persist, curate.
 
 Shared by `memvault chat` and the OpenAI-compatible proxy, so both inject the same way.
 """
@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from memvault.curate.extract import last_user_index, last_user_text, message_text
 from memvault.vault.entry import Entry, check_text
 
 SYSTEM_PROMPT = (
@@ -34,25 +35,12 @@ def injected_text(summary: str | None, hits: list, message: str) -> str:
 def inject(messages: list[dict], summary: str | None, hits: list) -> list[dict]:
     """The messages with the last user message wrapped in memory context (the others untouched)."""
     result = [dict(m) for m in messages]
-    for position in range(len(result) - 1, -1, -1):
-        if result[position].get("role") == "user":
-            result[position]["content"] = injected_text(summary, hits, text_of(result[position]))
-            break
+    position = last_user_index(result)
+    if position is not None:
+        result[position]["content"] = injected_text(summary, hits, message_text(result[position]))
     if not any(m.get("role") == "system" for m in result):
         result.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
     return result
-
-
-def text_of(message: dict) -> str:
-    """A message's text; OpenAI content parts are joined (images are not memory)."""
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return "" if content is None else str(content)
-
-
-def last_user_text(messages: list[dict]) -> str:
-    return next((text_of(m) for m in reversed(messages) if m.get("role") == "user"), "")
 
 
 @dataclass
@@ -83,7 +71,7 @@ class MemoryChat:
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
         limit = self.memvault.settings.limits.max_text_chars
         for message in messages:
-            check_text(text_of(message), f"a {message.get('role') or 'chat'} message", limit)
+            check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
         if not self.use_memory:
             return ChatTurn(messages=list(messages))
         query = last_user_text(messages)

@@ -16,7 +16,7 @@ from memvault.errors import EntryFormatError, MemvaultError, NotFoundError, Usag
 from memvault.index.keeper import IndexKeeper
 from memvault.settings import RetrievalSettings, Settings
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry, check_text, now
+from memvault.vault.entry import Entry, check_scopes, check_text, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
@@ -63,21 +63,6 @@ def clean_text(text: str, max_chars: int | None = None) -> str:
     if "\x00" in text:
         raise UsageError("the memory text contains a NUL character")
     return check_text(text, max_chars=max_chars)  # no lone surrogates, at most limits.max_text_chars
-
-
-def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
-    """Scope values as strings; unknown keys are refused so a typo never widens a search."""
-    result: dict[str, str] = {}
-    for key, value in (scopes or {}).items():
-        if key not in SCOPE_KEYS:
-            raise UsageError(f"unknown scope {key!r} (expected {', '.join(SCOPE_KEYS)})")
-        if value is None or value == "":
-            continue
-        text = str(value)
-        if len(text) > 200 or any(ord(c) < 32 for c in text):
-            raise UsageError(f"invalid {key} {text[:40]!r}: at most 200 printable characters")
-        result[key] = text
-    return result
 
 
 @dataclass(frozen=True)
@@ -282,10 +267,11 @@ class Memvault:
 
     def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
                      turn: Entry | None) -> AddResult:
-        from memvault.curate.ingest import StoredFacts, apply_curation, latest_user_text, plan_curation
+        from memvault.curate.extract import last_user_text
+        from memvault.curate.ingest import StoredFacts, apply_curation, plan_curation
 
         conversation = place.conversation
-        latest = latest_user_text(chat)
+        latest = last_user_text(chat)
         if turn is None and latest.strip():
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **place.scopes)
 
@@ -380,8 +366,9 @@ class Memvault:
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
-        """The retrieval pipeline (DESIGN.md s6) over `conversation` and `global` (all conversations when
-        None); `overrides` replace retrieval settings for this call (see RetrievalOverrides)."""
+        """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
+        (all conversations when None); `overrides` replace retrieval settings for this call (see
+        RetrievalOverrides)."""
         from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
@@ -453,8 +440,14 @@ class Memvault:
 
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
-        with self.vault.lock():
-            self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+        from memvault.vault.git import PullClash
+
+        try:
+            with self.vault.lock():
+                self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+        except PullClash:
+            self.reindex()  # what arrived is in the files: the index follows them, then the error is told
+            raise
         return self.reindex()
 
     def log(self, limit: int = 20) -> list:

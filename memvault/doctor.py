@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from memvault.errors import EntryFormatError, MemvaultError, VaultError
+from memvault.errors import EntryFormatError, MemvaultError, VaultError, first_line
 from memvault.settings import Settings
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
@@ -71,11 +71,6 @@ def listed(paths, reasons: dict[str, str] | None = None) -> str:
     shown = [f"{p} ({reasons[p]})" if reasons and p in reasons else p for p in paths[:SHOWN_PATHS]]
     more = f" and {len(paths) - SHOWN_PATHS} more" if len(paths) > SHOWN_PATHS else ""
     return ", ".join(shown) + more
-
-
-def one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 # -- settings and vault ------------------------------------------------------------------------------
@@ -223,7 +218,7 @@ def check_entry_files(vault) -> tuple[Check, Check]:
 
 # -- index -------------------------------------------------------------------------------------------
 class IndexSnapshot:
-    """An index file opened read-only, with what sync.plan needs (`files()`)."""
+    """An index file opened read-only, with what sync.scan and sync.diff need (`files()`)."""
 
     def __init__(self, path: Path) -> None:
         import apsw
@@ -252,10 +247,9 @@ class IndexSnapshot:
             raise
 
     def files(self) -> dict:
-        from memvault.index.store import IndexedFile
+        from memvault.index.store import indexed_files
 
-        columns = ", ".join(f.name for f in dataclasses.fields(IndexedFile))
-        return {path: IndexedFile(*rest) for path, *rest in self.conn.execute(f"SELECT path, {columns} FROM entries")}
+        return indexed_files(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -268,12 +262,12 @@ def open_snapshot(path: Path) -> tuple[IndexSnapshot | None, str | None]:
     try:
         return IndexSnapshot(path), None
     except (apsw.Error, MemvaultError) as exc:
-        return None, one_line(exc)
+        return None, first_line(exc)
 
 
 def check_index(vault, embedder_identity: str | None) -> list[Check]:
     """The index file, the model it was built with, and whether it matches the files."""
-    from memvault.index import sync
+    from memvault.index import journal, sync
     from memvault.index.store import FILE_NAME
 
     path = vault.state_dir / FILE_NAME
@@ -295,26 +289,32 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
                                 repair=REBUILD))
         else:
             checks.append(Check("index model", OK, f"built with {snapshot.identity}, as configured"))
-        plan = sync.plan(vault, snapshot)
+        indexed = snapshot.files()
         snapshot_build = snapshot.build_incomplete
     finally:
         snapshot.close()
-    missing = [str(p.rel) for p in (*plan.new, *plan.moved)]
-    stale = [str(p.rel) for p in plan.changed]
+    plan = sync.diff(sync.scan(vault, indexed), indexed)  # what `reindex` would do, from the same code
+    # Writes since the index last caught up wait in the journal: the next search indexes them.
+    pending = journal.peek(vault.state_dir)
+    waiting = {path for path in pending.values() if path}
+    missing = [str(p.rel) for p in (*plan.new, *plan.moved) if str(p.rel) not in waiting]
+    stale = [str(p.rel) for p in plan.changed if str(p.rel) not in waiting]
+    removed = [memory_id for memory_id in plan.removed if memory_id not in pending]
     parts = []
     if missing:
         parts.append(f"{len(missing)} file(s) not indexed: {listed(missing)}")
     if stale:
         parts.append(f"{len(stale)} changed since indexed: {listed(stale)}")
-    if plan.removed:
-        parts.append(f"{len(plan.removed)} row(s) whose file is gone: {listed(list(plan.removed))}")
+    if removed:
+        parts.append(f"{len(removed)} row(s) whose file is gone: {listed(removed)}")
     if snapshot_build:
         parts.insert(0, f"a build was interrupted ({snapshot_build}): the next search finishes it")
     if parts:
         checks.append(Check("index sync", WARN, "; ".join(parts), fix="memvault reindex", repair=REINDEX,
                             paths=missing + stale))
     else:
-        checks.append(Check("index sync", OK, f"{plan.unchanged} file(s) indexed and unchanged"))
+        queued = f"; {len(pending)} recent write(s) wait in the journal for the next search" if pending else ""
+        checks.append(Check("index sync", OK, f"{plan.unchanged} file(s) indexed and unchanged{queued}"))
     return checks
 
 
@@ -334,7 +334,7 @@ def check_embedder(settings: Settings) -> tuple[Check, str | None]:
         if vectors.shape != (1, embedder.dims) or not math.isfinite(norm) or abs(norm - 1.0) > 1e-3:
             raise MemvaultError(f"returned vectors of shape {vectors.shape} and norm {norm:.3f}")
     except Exception as exc:  # any failure of a model library is this check's answer
-        return Check("embedder", FAIL, f"{spec}: {one_line(exc)}", fix="check embedder.model "
+        return Check("embedder", FAIL, f"{spec}: {first_line(exc)}", fix="check embedder.model "
                      "(`memvault config show`) and that its package is installed"), None
     return Check("embedder", OK, f"{embedder.identity} loaded and embedded in {time.perf_counter() - started:.2f} s"), \
         embedder.identity
@@ -345,7 +345,8 @@ def check_reranker(settings: Settings) -> Check:
 
     spec = settings.retrieval.reranker
     if not spec.strip():
-        return Check("reranker", SKIP, "not configured: relevance comes from the fused dense and lexical ranks",
+        return Check("reranker", SKIP, "not configured: relevance is a logistic blend of cosine, lexical share "
+                     "and same-day share (retrieve/scoring.py)",
                      fix="optional: set retrieval.reranker to an ONNX cross-encoder folder")
     started = time.perf_counter()
     try:
@@ -353,7 +354,7 @@ def check_reranker(settings: Settings) -> Check:
         if len(scores) != 1 or not 0.0 <= scores[0] <= 1.0:
             raise MemvaultError(f"gave scores {scores}")
     except Exception as exc:
-        return Check("reranker", FAIL, f"{spec}: {one_line(exc)}", fix="check retrieval.reranker")
+        return Check("reranker", FAIL, f"{spec}: {first_line(exc)}", fix="check retrieval.reranker")
     return Check("reranker", OK, f"{spec} loaded and scored in {time.perf_counter() - started:.2f} s")
 
 

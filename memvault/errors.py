@@ -52,3 +52,10 @@ class EmbeddingError(MemvaultError):
 
 class LLMError(MemvaultError):
     """The configured LLM could not be reached or answered unusably."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none): for errors from
+    libraries (onnxruntime, huggingface_hub) whose messages run to many lines."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__

@@ -173,13 +173,12 @@ def convert(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be {expected}, got {value!r}") from None
 
 
-SCOPE_NAMES = ("user_id", "agent_id", "run_id")
-
-
 def scoped_keys(key: str, value: Any, source: str) -> dict[str, dict[str, tuple[str, ...]]]:
     """server.keys checked: {api key: {scope name: allowed ids}}, from a TOML table or (environment)
     JSON text. A key must name at least one scope; a single id may be given as a string."""
     import json
+
+    from memvault.vault.entry import SCOPE_KEYS
 
     if isinstance(value, str):
         try:
@@ -193,7 +192,7 @@ def scoped_keys(key: str, value: Any, source: str) -> dict[str, dict[str, tuple[
         where = f"{source}: {key}: key {str(api_key)[:4]}..."  # never the whole key in a message
         if not isinstance(api_key, str) or len(api_key.strip()) < 8:
             raise ConfigError(f"{where} is too short: use at least 8 characters")
-        if not isinstance(scopes, dict) or not scopes or set(scopes) - set(SCOPE_NAMES):
+        if not isinstance(scopes, dict) or not scopes or set(scopes) - set(SCOPE_KEYS):
             raise ConfigError(f"{where} must map to {{user_id/agent_id/run_id = [ids]}}, got {scopes!r}")
         allowed = {name: (ids,) if isinstance(ids, str) else ids for name, ids in scopes.items()}
         if not all(isinstance(ids, (list, tuple)) and ids and all(isinstance(i, str) and i for i in ids)

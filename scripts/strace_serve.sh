@@ -1,5 +1,5 @@
 #!/bin/bash
-# Evidence that `memvault serve` makes no network call but to its LLM (DESIGN.md section 10):
+# Evidence that `memvault serve` makes no network call but to its LLM (docs/architecture.md, Trust boundaries):
 # 60 s of `memvault serve` under strace, with a fake OpenAI server on loopback as its LLM, a REST add
 # and search (they load the embedding model) and a chat completion through the proxy; then a summary
 # of every connect() and DNS lookup, and the files left under the fresh HOME (onnxruntime's telemetry

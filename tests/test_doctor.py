@@ -207,3 +207,19 @@ def test_table_output_for_people(indexed, vault):
     result = Cli(vault)("doctor", "--no-llm-check")
     assert result.exit_code == 0
     assert all(word in result.stdout for word in ("check", "status", "index sync", "embedder"))
+
+
+def test_writes_waiting_in_the_journal_are_not_reported_as_an_index_out_of_step(indexed, vault):
+    """`add` and `rm` journal their changes for the next search (no model load): doctor right after
+    them is ok, and says writes are waiting; a hand edit is still reported."""
+    cli = Cli(vault)
+    cli.ok("add", "Dana keeps bees on the roof", "-c", "c1", "--no-llm")
+    [bob] = [e["id"] for e in cli.ok("list", "--json").json() if e["text"] == "Bob repairs old bicycles"]
+    cli.ok("rm", bob)
+    code, checks, _ = doctor(vault, "--no-llm-check")
+    assert code == 0 and checks["index sync"]["status"] == "ok", checks["index sync"]
+    assert "2 recent write(s) wait in the journal" in checks["index sync"]["detail"]
+    path = next(p for p in (vault / "entries" / "c1" / "facts").glob("*.md") if "Alice" in p.read_text())
+    path.write_text(path.read_text().replace("Alice drinks green tea", "Alice drinks black tea"))
+    _, checks, _ = doctor(vault, "--no-llm-check")
+    assert checks["index sync"]["status"] == "warn" and "changed since indexed" in checks["index sync"]["detail"]

@@ -7,8 +7,6 @@ reindex` the vault is whole again and the other machine receives the result.
 
 import subprocess
 
-import pytest
-
 from tests.support.cli import Cli
 
 
@@ -86,16 +84,41 @@ def test_a_pull_with_nothing_in_common_changes_merges_cleanly(tmp_path):
     assert subjects[0].startswith("memvault add:") and subjects[1].startswith("memvault update:")  # rebased
 
 
-@pytest.mark.xfail(strict=True, reason="bug in vault/git.py pull: `git pull --rebase --autostash` exits 0 when "
-                   "the stash cannot be re-applied; the file is left with conflict markers (unmerged), the hand "
-                   "edit in `git stash`, and the markers are indexed as the memory's text")
-def test_an_uncommitted_hand_edit_that_conflicts_with_the_pull_stops_it(tmp_path):
+def test_an_uncommitted_hand_edit_that_clashes_with_the_pull_is_kept_in_the_stash(tmp_path):
+    """`git pull --autostash` exits 0 when the stash cannot be re-applied, leaving conflict markers in
+    the file: memvault puts the pulled version back, keeps the hand edit in the stash, and says so."""
     memory_id, laptop, desktop = machines(tmp_path)
     laptop.ok("edit", memory_id, "--text", "The boiler service is due in April")
     laptop.ok("push")
     [path] = (desktop.vault / "entries").rglob(f"*{memory_id}.md")
     path.write_text(path.read_text().replace("due in March", "due in June"))  # by hand, not committed
     pulled = desktop("pull")
-    found = [hit["text"] for hit in desktop.ok("search", "boiler service", "--json").json()]
-    assert not any("<<<<<<<" in text for text in found), found
     assert pulled.exit_code == 1 and "git pull from origin stopped" in pulled.stderr
+    assert "stash" in pulled.stderr and len(pulled.stderr.strip().splitlines()) == 1
+    assert "<<<<<<<" not in path.read_text() and "due in April" in path.read_text()
+    assert "due in June" in git(desktop.vault, "stash", "show", "-p")  # the hand edit is not lost
+    [hit] = desktop.ok("search", "boiler service", "--json").json()
+    assert (hit["id"], hit["text"]) == (memory_id, "The boiler service is due in April")  # indexed as pulled
+    desktop.ok("add", "Writes still work after the clash", "--no-llm")
+
+
+def test_a_file_with_conflict_markers_is_a_broken_file_never_a_memory(tmp_path):
+    memory_id, laptop, desktop = machines(tmp_path)
+    [path] = (desktop.vault / "entries").rglob(f"*{memory_id}.md")
+    text = path.read_text()
+    path.write_text(text.replace("The boiler service is due in March",
+                                 "<<<<<<< HEAD\nThe boiler service is due in March\n=======\n"
+                                 "The boiler service is due in June\n>>>>>>> theirs"))
+    reindexed = desktop("reindex")
+    assert reindexed.exit_code == 1 and "conflict markers" in reindexed.stderr
+    assert desktop.ok("search", "boiler service", "--json").json() == []
+
+
+def test_a_pull_from_a_remote_that_is_not_there_says_what_git_said_in_one_line(tmp_path):
+    vault = Cli(tmp_path / "vault")
+    vault.ok("init")
+    git(vault.vault, "remote", "add", "origin", str(tmp_path / "nowhere.git"))
+    pulled = vault("pull")
+    assert pulled.exit_code == 1
+    [line] = pulled.stderr.strip().splitlines()
+    assert "does not appear to be a git repository" in line and not line.endswith("'"), line

@@ -1,4 +1,4 @@
-"""search(): the DESIGN s6 pipeline glued to an index.
+"""search(): the pipeline of docs/architecture.md, Retrieval, glued to an index.
 
 `SqlIndex` below implements the index API over a real SQLite table (apsw), so every WHERE the search
 builds is executed for real; its dense lane is exact cosine and its lexical lane counts shared words.

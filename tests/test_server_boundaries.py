@@ -1,4 +1,4 @@
-"""The server keeps its boundaries (DESIGN.md section 10): a client never chooses where the operator's
+"""The server keeps its boundaries (docs/architecture.md, Trust boundaries): a client never chooses where the operator's
 key goes, and scopes are boundaries on every route, with or without per-key scopes."""
 
 from __future__ import annotations

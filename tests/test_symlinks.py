@@ -1,4 +1,4 @@
-"""Nothing is read or written through a symbolic link under entries/ (DESIGN.md section 10): a link
+"""Nothing is read or written through a symbolic link under entries/ (docs/architecture.md, Trust boundaries): a link
 is reported (reindex, list, doctor), never indexed, never returned, never written through."""
 
 from __future__ import annotations

@@ -232,7 +232,7 @@ def test_write_path_indexes_at_once_and_sync_then_embeds_nothing(vault, index, e
 
 
 def test_no_change_sync_of_10k_files(tmp_path, monkeypatch):
-    """The DESIGN target: confirming that 10k files are unchanged takes about a second, because
+    """The design target: confirming that 10k files are unchanged takes about a second, because
     no file is even opened when its stat matches."""
     vault = Vault.init(tmp_path / "big")
     created = datetime(2024, 1, 1, tzinfo=timezone.utc)

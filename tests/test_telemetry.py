@@ -1,5 +1,5 @@
 """No telemetry: onnxruntime (1.29+ on Linux and macOS) must create no device id, queue no event and
-upload nothing when memvault loads a model (DESIGN.md section 10)."""
+upload nothing when memvault loads a model (docs/architecture.md, Trust boundaries)."""
 
 import os
 import subprocess

@@ -64,7 +64,7 @@ def load_prompt(path: str) -> str | None:
 def extraction_messages(latest: str, context: list[dict], prompt: str | None = None) -> list[dict]:
     """The chat sent to the LLM for one extraction."""
     context_text = "\n".join(
-        f"{turn.get('role', 'user')}: {clip(message_content(turn), CONTEXT_CHARS)}" for turn in context
+        f"{turn.get('role', 'user')}: {clip(message_text(turn), CONTEXT_CHARS)}" for turn in context
     ) or "(none)"
     if prompt and "{message}" in prompt:
         return [{"role": "user", "content": prompts.fill(prompt, message=latest, context=context_text)}]
@@ -74,21 +74,39 @@ def extraction_messages(latest: str, context: list[dict], prompt: str | None = N
 
 def split_latest(messages: list[dict]) -> tuple[str, list[dict]]:
     """(text of the last user message, up to CONTEXT_TURNS user/assistant turns before it)."""
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].get("role") == "user":
-            earlier = [m for m in messages[:index] if m.get("role") in ("user", "assistant")]
-            return message_content(messages[index]), earlier[-CONTEXT_TURNS:]
-    return "", []
+    index = last_user_index(messages)
+    if index is None:
+        return "", []
+    earlier = [m for m in messages[:index] if m.get("role") in ("user", "assistant")]
+    return message_text(messages[index]), earlier[-CONTEXT_TURNS:]
 
 
-def message_content(message: dict) -> str:
-    """A message's text; OpenAI content parts ([{"type": "text", "text": ...}]) are joined."""
+def message_text(message: dict) -> str:
+    """A chat message's text: a string as it is; OpenAI content parts joined by newlines, text parts
+    only (`{"type": "text", "text": ...}`, or a part with a text and no type). Images, audio and
+    files are not memory, and leave no blank line behind. The one home of this rule: the proxy, chat,
+    `Memory.add` and extraction all read messages through it."""
     content = message.get("content")
-    if isinstance(content, str):
-        return content
+    if content is None:
+        return ""
     if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
+        return "\n".join(part["text"] for part in content if is_text_part(part))
+    return content if isinstance(content, str) else str(content)
+
+
+def is_text_part(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str)
+
+
+def last_user_index(messages: list[dict]) -> int | None:
+    """The position of the last user message (None when there is none)."""
+    return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
+
+
+def last_user_text(messages: list[dict]) -> str:
+    """The text of the last user message ('' when there is none)."""
+    index = last_user_index(messages)
+    return "" if index is None else message_text(messages[index])
 
 
 def parse_facts(answer: str | None) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import extract_facts, split_latest
+from memvault.curate.extract import extract_facts, last_user_text
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
@@ -79,7 +79,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     try:
         facts = extract_facts(llm, messages, prompt)
     except LLMError as exc:
-        latest, _ = split_latest(messages)
+        latest = last_user_text(messages)
         facts = [latest.strip()] if latest.strip() else []
         notes.append(f"LLM failed ({exc}); stored the message as given")
     neighbours = {fact: stored.near(fact) for fact in facts}
@@ -123,8 +123,3 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
                    else Entry(text=curation.summary, role="summary", conversation_id=conversation, **scopes))
         tx.write(summary, event="SUMMARY")
     return events
-
-
-def latest_user_text(messages: list[dict]) -> str:
-    latest, _ = split_latest(messages)
-    return latest

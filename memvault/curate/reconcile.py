@@ -3,7 +3,7 @@
 Pure decision logic around one LLM call; the caller fetches neighbours before and applies the plan
 after (ADD makes a new memory, UPDATE leaves a tombstone with `replaced_by`, DELETE is soft).
 
-Safeguards (DESIGN.md s7), in the order they apply:
+Safeguards (docs/architecture.md, Curation), in the order they apply:
 - an exact duplicate (same md5 as a stored fact, or repeated among the new facts) is NONE, unasked;
 - a fact with no stored neighbours is ADDed unasked; with none for any fact the LLM is not called;
 - an LLM failure, or an answer holding no list of events, ADDs every remaining fact as given;

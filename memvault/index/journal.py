@@ -29,9 +29,16 @@ def record(state_dir: Path, items: list[tuple[str, str | None]]) -> None:
 
 def take(state_dir: Path) -> dict[str, str | None]:
     """Read and clear the journal: the last word on each id wins. Call with the vault locked."""
-    path = state_dir / FILE_NAME
+    latest = peek(state_dir)
+    (state_dir / FILE_NAME).unlink(missing_ok=True)
+    return latest
+
+
+def peek(state_dir: Path) -> dict[str, str | None]:
+    """The journal's ids and live paths (None: left the index), the last word on each id winning,
+    without clearing it."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = (state_dir / FILE_NAME).read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         return {}
     latest: dict[str, str | None] = {}
@@ -41,5 +48,4 @@ def take(state_dir: Path) -> dict[str, str | None]:
             latest[str(item["id"])] = item.get("path")
         except (ValueError, KeyError, TypeError):
             continue  # a torn line from a crash: the next reindex covers that file anyway
-    path.unlink(missing_ok=True)
     return latest

@@ -92,6 +92,12 @@ class IndexedFile:
     size: int
 
 
+def indexed_files(conn: Any) -> dict[str, IndexedFile]:
+    """path -> what sync compares, for every row of an index connection (also a read-only one: doctor)."""
+    return {path: IndexedFile(*rest) for path, *rest in conn.execute(
+        "SELECT path, rowid, id, file_hash, text_hash, mtime_ns, size FROM entries")}
+
+
 def _guarded(method):
     """Turn SQLite's 'the file is damaged' errors met mid-use into one clear memvault error."""
 
@@ -330,8 +336,7 @@ class IndexStore:
     @_guarded
     def files(self) -> dict[str, IndexedFile]:
         """path -> what sync compares, for every indexed entry (one query)."""
-        return {path: IndexedFile(*rest) for path, *rest in self.conn.execute(
-            "SELECT path, rowid, id, file_hash, text_hash, mtime_ns, size FROM entries")}
+        return indexed_files(self.conn)
 
     @_guarded
     def text_hashes(self, ids: Iterable[str]) -> dict[str, str]:
@@ -435,7 +440,7 @@ class IndexStore:
 
     @_guarded
     def stats(self) -> dict[str, Any]:
-        """Figures for `memvault status` / `reindex --json`."""
+        """Figures about the index: rows per conversation, model, tokenizer, bytes on disk (WAL included)."""
         conversations = dict(self.conn.execute(
             "SELECT conversation_id, count(*) FROM entries GROUP BY conversation_id ORDER BY conversation_id"))
         size = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())

@@ -1,4 +1,5 @@
-"""Keeping the index in step with the files: a pure plan (what differs), then apply (make it so).
+"""Keeping the index in step with the files: scan (I/O: a snapshot of the files), diff (pure: what
+differs from the index), then apply (make it so).
 
 Files are compared by a hash of their bytes; a cheap (mtime_ns, size) check recorded per row lets
 an unchanged vault of 10k files be confirmed without reading them. Only entries whose text is new
@@ -11,12 +12,12 @@ import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index.store import IndexedFile, IndexRow, IndexStore
 from memvault.vault.store import LINK_REASON, too_large
 
 if TYPE_CHECKING:
@@ -93,65 +94,102 @@ class SyncReport:
         return data
 
 
+@dataclass(frozen=True)
+class ScannedFile:
+    """One live entry file as the scan found it. `file_hash` None: its (mtime_ns, size) matched the
+    index, so it was not read. `entry` is parsed only when the bytes differ from the indexed ones."""
+
+    rel: PurePosixPath
+    mtime_ns: int
+    size: int
+    file_hash: str | None = None
+    entry: Entry | None = None
+    problem: str | None = None  # why the file is left alone (too large, unreadable, does not parse)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the vault's live entry files were at one moment: the scan's result, diff's input."""
+
+    files: tuple[ScannedFile, ...] = ()
+    links: tuple[str, ...] = ()  # symbolic links under entries/: never followed, reported
+    started_ns: int = 0  # when the scan began: a file modified after (or just before) is "racy"
+
+
 def _trusted_stamp(mtime_ns: int, started_ns: int) -> int:
     return 0 if mtime_ns >= started_ns - RACY_NS else mtime_ns
 
 
-def plan(vault: Vault, index: IndexStore) -> SyncPlan:
-    """Compare the vault's live entry files with the index. Reads files; changes nothing."""
+def _stat_matches(row: IndexedFile | None, mtime_ns: int, size: int) -> bool:
+    return bool(row and row.mtime_ns) and (row.mtime_ns, row.size) == (mtime_ns, size)
+
+
+def scan(vault: Vault, indexed: dict[str, IndexedFile]) -> Snapshot:
+    """Walk the vault's live entry files (the I/O half of a sync): stat each, hash those whose stat
+    differs from `indexed`, parse those whose bytes differ. Changes nothing."""
     started = time.time_ns()
-    indexed = index.files()
+    root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
+    links: list[str] = []
+    files = [_scan_one(vault, root, rel, indexed.get(str(rel))) for rel in vault.entry_files(links=links)]
+    return Snapshot(files=tuple(files), links=tuple(links), started_ns=started)
+
+
+def _scan_one(vault: Vault, root: str, rel: PurePosixPath, row: IndexedFile | None) -> ScannedFile:
+    key = str(rel)
+    try:
+        # Before reading: an edit after this point shows as a new stat next time. Not followed: a
+        # file swapped for a link since it was listed fails to open (O_NOFOLLOW) and is reported.
+        stat = os.stat(root + key, follow_symlinks=False)
+        found = ScannedFile(rel, stat.st_mtime_ns, stat.st_size)
+        if _stat_matches(row, stat.st_mtime_ns, stat.st_size):
+            return found
+        if stat.st_size > vault.max_file_bytes:  # not even hashed: reading it whole is the harm
+            return replace(found, problem=too_large(vault.max_file_bytes))
+        with os.fdopen(os.open(root + key, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as handle:
+            found = replace(found, file_hash=hash_bytes(handle.read()))
+    except OSError as exc:
+        return ScannedFile(rel, 0, -1, problem=f"cannot be read: {exc.strerror}")
+    if row and row.file_hash == found.file_hash:
+        return found
+    try:
+        return replace(found, entry=vault.read(rel))
+    except EntryFormatError as exc:
+        return replace(found, problem=exc.reason)  # an indexed older version stays searchable
+
+
+def diff(snapshot: Snapshot, indexed: dict[str, IndexedFile]) -> SyncPlan:
+    """What differs between a scan of the files and the index (pure: no I/O)."""
     seen: set[str] = set()
     fresh: list[Pending] = []
     changed: list[Pending] = []
     restat: list[tuple[str, int, int]] = []
-    broken: list[tuple[str, str]] = []
+    broken: list[tuple[str, str]] = [(link, LINK_REASON) for link in snapshot.links]
     unchanged = 0
-    root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
-    links: list[str] = []  # symbolic links under entries/: never followed, reported
-    for rel in vault.entry_files(links=links):
-        key = str(rel)
+    for found in snapshot.files:
+        key = str(found.rel)
         seen.add(key)
         row = indexed.get(key)
-        try:
-            # Before reading: an edit after this point shows as a new stat next time. Not followed: a
-            # file swapped for a link since it was listed fails to open (O_NOFOLLOW) and is reported.
-            stat = os.stat(root + key, follow_symlinks=False)
-            if row and row.mtime_ns and (row.mtime_ns, row.size) == (stat.st_mtime_ns, stat.st_size):
-                unchanged += 1
-                continue
-            if stat.st_size > vault.max_file_bytes:  # not even hashed: reading it whole is the harm
-                broken.append((key, too_large(vault.max_file_bytes)))
-                continue
-            with os.fdopen(os.open(root + key, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), "rb") as handle:
-                digest = hash_bytes(handle.read())
-        except OSError as exc:
-            broken.append((key, f"cannot be read: {exc.strerror}"))
+        if found.problem is not None:
+            broken.append((key, found.problem))
             continue
-        stamp = _trusted_stamp(stat.st_mtime_ns, started)
-        if row and row.file_hash == digest:
+        if found.file_hash is None or _stat_matches(row, found.mtime_ns, found.size):
             unchanged += 1
-            if stamp != row.mtime_ns or stat.st_size != row.size:
-                restat.append((key, stamp, stat.st_size))
             continue
-        try:
-            entry = vault.read(rel)
-        except EntryFormatError as exc:
-            broken.append((key, exc.reason))  # an indexed older version stays searchable meanwhile
+        stamp = _trusted_stamp(found.mtime_ns, snapshot.started_ns)
+        if row and row.file_hash == found.file_hash:
+            unchanged += 1
+            if stamp != row.mtime_ns or found.size != row.size:
+                restat.append((key, stamp, found.size))
             continue
-        (changed if row else fresh).append(Pending(rel, entry, digest, stamp, stat.st_size))
-    broken += [(link, LINK_REASON) for link in links]
+        if found.entry is None:  # scanned against another index: its text was never read
+            broken.append((key, "not read by the scan: sync again"))
+            continue
+        (changed if row else fresh).append(Pending(found.rel, found.entry, found.file_hash, stamp, found.size))
 
     missing = {path: row for path, row in indexed.items() if path not in seen}
     missing_path_of = {row.id: path for path, row in missing.items()}
-    new: list[Pending] = []
-    moved: list[Pending] = []
-    for item in fresh:
-        old = missing_path_of.get(item.entry.id)
-        if old is None:
-            new.append(item)
-        else:
-            moved.append(Pending(item.rel, item.entry, item.file_hash, item.mtime_ns, item.size))
+    new = [item for item in fresh if item.entry.id not in missing_path_of]
+    moved = [item for item in fresh if item.entry.id in missing_path_of]
 
     # One id, one file: a copy of a file (same id at a second path) is reported, not indexed.
     changed_paths = {str(item.rel) for item in changed}
@@ -171,6 +209,12 @@ def plan(vault: Vault, index: IndexStore) -> SyncPlan:
         removed=tuple(sorted(row.id for row in missing.values() if row.id not in claimed)),
         restat=tuple(restat), unchanged=unchanged, broken=tuple(sorted(broken)),
     )
+
+
+def plan(vault: Vault, index: IndexStore) -> SyncPlan:
+    """Compare the vault's live entry files with the index: scan, then diff. Changes nothing."""
+    indexed = index.files()
+    return diff(scan(vault, indexed), indexed)
 
 
 def apply(plan: SyncPlan, vault: Vault, index: IndexStore, embedder: Embedder,

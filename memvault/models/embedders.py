@@ -10,7 +10,7 @@ import functools
 import os
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memvault.errors import ConfigError, EmbeddingError, UsageError
+from memvault.errors import ConfigError, EmbeddingError, UsageError, first_line
 from memvault.models.batching import in_length_batches, l2_normalise
 from memvault.models.onnx_runtime import file_in_package, input_names, onnx_session, padded_inputs, text_tokenizer
 
@@ -251,7 +251,7 @@ class LiteLLMEmbedder(BatchedEmbedder):
                 model=self.model, input=texts, api_base=self.api_base or None, api_key=self.api_key or None
             )
         except Exception as exc:  # litellm maps every provider failure to its own exception types
-            raise EmbeddingError(f"embedding with {self.model} failed: {_one_line(exc)}") from exc
+            raise EmbeddingError(f"embedding with {self.model} failed: {first_line(exc)}") from exc
         items = sorted(response.data, key=lambda item: _field(item, "index"))
         vectors = np.asarray([_field(item, "embedding") for item in items], dtype=np.float32)
         if vectors.ndim == 2:
@@ -262,11 +262,6 @@ class LiteLLMEmbedder(BatchedEmbedder):
 def _field(item, name: str):
     # litellm returns plain dicts from some providers and objects from others.
     return item[name] if isinstance(item, dict) else getattr(item, name)
-
-
-def _one_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 EMBEDDER_SPECS = "minilm (default), e5, st:<model name or folder>, litellm:<model>"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from memvault.errors import ConfigError
+from memvault.errors import ConfigError, first_line
 from memvault.models.batching import in_length_batches
 from memvault.models.onnx_runtime import input_names, onnx_session, padded_inputs, text_tokenizer
 
@@ -102,8 +102,7 @@ def download_reranker(name: str) -> Path:
     try:
         folder = snapshot_download(name, allow_patterns=["tokenizer.json", *MODEL_FILES])
     except Exception as exc:  # offline, unknown repository, no permission...
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ConfigError(f"reranker {name!r} is not a folder and could not be downloaded: {first_line}") from exc
+        raise ConfigError(f"reranker {name!r} is not a folder and could not be downloaded: {first_line(exc)}") from exc
     return Path(folder)
 
 

@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime, time
+from datetime import date
 from typing import Any
 
 from memvault.errors import UsageError
-from memvault.vault.entry import check_text
+from memvault.vault.entry import check_scopes, check_text, iso_time
 
 TEXT_COLUMNS = ("user_id", "agent_id", "run_id", "role", "conversation_id", "id", "text")
 TIME_COLUMNS = ("created_at", "updated_at")
-SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 LOGICAL = ("and", "or", "not")
 COMPARISONS = {"eq": "=", "ne": "IS NOT", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 OPERATORS = (*COMPARISONS, "in", "nin", "contains", "icontains")
@@ -48,6 +47,24 @@ INT64 = (-(2**63), 2**63 - 1)
 # A metadata key becomes a quoted JSON path label `$."key"`: a quote, a backslash or a control
 # character could end the label early, and a leading `$` reads as an operator.
 UNSAFE_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
+
+
+def filter_from_json(text: str | None, what: str = "filters") -> dict | None:
+    """A mem0 filter given as JSON text (the CLI's --filter, the REST API's ?filters=): None when
+    empty, a UsageError naming `what` when it is not a JSON object."""
+    import json
+
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:  # json.loads recurses once per level
+        raise UsageError(f"{what} is nested too deeply") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be a JSON object, such as '{{\"topic\": \"food\"}}'")
+    return value
 
 
 def compile_filter(expr: dict | None) -> tuple[str, list]:
@@ -74,7 +91,7 @@ def scope_where(conversations: list[str] | None, scopes: dict | None) -> tuple[s
     """The mandatory part of every search: live, non-summary entries of these conversations and scopes.
 
     `conversations` None searches every conversation; `scopes` maps user_id / agent_id / run_id to the
-    value every hit must carry (None values are ignored).
+    value every hit must carry (vault.entry.check_scopes: None or "" is "not given").
     """
     parts = ["e.role <> 'summary'"]
     params: list = []
@@ -84,14 +101,7 @@ def scope_where(conversations: list[str] | None, scopes: dict | None) -> tuple[s
             raise UsageError("conversations to search must be a non-empty list of names")
         parts.append(f"e.conversation_id IN ({', '.join('?' * len(names))})")
         params.extend(names)
-    for key, value in (scopes or {}).items():
-        if key not in SCOPE_KEYS:
-            raise UsageError(f"unknown scope {key!r}: use {', '.join(SCOPE_KEYS)}")
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value:
-            raise UsageError(f"scope {key} must be a non-empty string, got {value!r:.60}")
-        check_text(value, f"scope {key}")
+    for key, value in check_scopes(scopes).items():
         parts.append(f"e.{key} = ?")
         params.append(value)
     return " AND ".join(parts), params
@@ -267,17 +277,9 @@ def to_epoch(value: Any, key: str = "time") -> float:
         if not math.isfinite(value) or abs(value) > 2**53:  # beyond that no float (nor any calendar) is exact
             raise UsageError(f"{key}: not a time: {value!r:.60}")
         return float(value)
-    if isinstance(value, datetime):
-        moment = value
-    elif isinstance(value, date):
-        moment = datetime.combine(value, time(0))
-    elif isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise UsageError(f"{key}: not an ISO 8601 time: {value!r}") from None
-    else:
-        raise UsageError(f"{key}: not a time: {value!r}")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    if not isinstance(value, (str, date)):
+        raise UsageError(f"{key}: not a time: {value!r:.60}")
+    try:
+        return iso_time(value).timestamp()
+    except ValueError:
+        raise UsageError(f"{key}: not an ISO 8601 time: {value!r:.60}") from None

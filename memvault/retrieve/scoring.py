@@ -1,6 +1,6 @@
 """Scores that turn candidates into an order: relevance without a cross-encoder, recency, their mix.
 
-Relevance with a cross-encoder is sigmoid(logit), a calibrated probability, so DESIGN's threshold of
+Relevance with a cross-encoder is sigmoid(logit), a calibrated probability, so the threshold of
 0.35 means something. Without one, relevance comes from `fallback_relevance` below, whose scale
 differs: the threshold chosen when none is set (`score_threshold` None, "auto") is then
 `NO_RERANKER_THRESHOLD`. A threshold that is set, from any source, is used as given.
@@ -32,7 +32,7 @@ FALLBACK_NAME = "cosine+bm25+day"
 # query scores 0.007-0.013 ("any pets?" / "Bob has two cats": cosine 0.26, 0.0072; "favourite food" /
 # "enjoys spicy Thai curry": 0.40, 0.013), an unrelated memory 0.002-0.003 (cosine -0.06-0.04).
 # 0.005 keeps the paraphrases (cosine >= 0.17, or any shared word, passes).
-# DESIGN's 0.35 is for sigmoid(cross-encoder logit), so it is chosen only with a cross-encoder.
+# 0.35 (docs/architecture.md, Retrieval, step 5) is for sigmoid(cross-encoder logit): chosen only with one.
 NO_RERANKER_THRESHOLD = 0.005
 CROSS_ENCODER_THRESHOLD = 0.35
 
@@ -45,7 +45,7 @@ def recency(age_days: float, days: float = 30.0) -> float:
 
 
 def combine(relevance: float, recency_score: float, w: float) -> float:
-    """(1 - w) * relevance + w * recency: DESIGN s6 step 5."""
+    """(1 - w) * relevance + w * recency: docs/architecture.md, Retrieval, step 6."""
     return (1.0 - w) * relevance + w * recency_score
 
 

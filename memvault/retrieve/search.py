@@ -1,6 +1,7 @@
-"""Search: DESIGN s6 steps 1-7 glued to the index (candidates → fusion → rerank → threshold → recency → MMR).
+"""Search: docs/architecture.md, Retrieval, steps 1-7 glued to the index (lanes → fusion → relevance →
+threshold → recency → MMR).
 
-Scopes ("per scope" in DESIGN): every conversation searched gets its own dense and lexical lanes of
+Lanes (Retrieval, step 2): every conversation searched gets its own dense and lexical lanes of
 `top_k * candidate_multiplier` candidates, so a large `global` cannot crowd the conversation out;
 all lanes are then fused by one weighted RRF (a conversation's first hit ties with global's first).
 `conversations` is taken literally; `conversations_for(name)` gives the usual [name, "global"].

@@ -3,7 +3,6 @@ with a one-line message, so OpenAI clients and plain HTTP clients read it the sa
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from memvault.errors import LLMError, MemvaultError, NotFoundError, UsageError
@@ -11,16 +10,16 @@ from memvault.errors import LLMError, MemvaultError, NotFoundError, UsageError
 TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
          404: "not_found_error", 409: "conflict_error", 413: "invalid_request_error", 422: "invalid_request_error",
          429: "rate_limit_error"}
-LITELLM_PREFIX = re.compile(r"^litellm\.(\w+):\s*(?:\1:\s*)?(?:\w+Exception\s*-\s*)?")
 
 
-def one_line(text: str, limit: int = 300) -> str:
+def clipped_line(text: str, limit: int = 300) -> str:
+    """`text` with every run of whitespace (newlines too) made one space, cut to `limit` characters."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def error_body(status: int, message: str, code: str | None = None, kind: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": one_line(message), "type": kind or TYPES.get(status, "api_error"),
+    return {"error": {"message": clipped_line(message), "type": kind or TYPES.get(status, "api_error"),
                       "code": code if code is not None else str(status)}}
 
 
@@ -51,7 +50,9 @@ def upstream_error(exc: Exception) -> tuple[int, str, str | None]:
     elif never_answered(exc) or not isinstance(status, int) or not 400 <= status <= 599:
         status = 502
     message = getattr(exc, "message", None) or str(exc) or name
-    message = LITELLM_PREFIX.sub(r"\1: ", one_line(message), count=1)
+    from memvault.curate.llm import LITELLM_PREFIX  # one pattern for the proxy's errors and curation's
+
+    message = LITELLM_PREFIX.sub(r"\1: ", clipped_line(message), count=1)
     code = getattr(exc, "code", None)
     return status, f"upstream LLM error: {message}", str(code) if code else None
 

@@ -13,13 +13,13 @@ each runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from pydantic import AliasChoices, BaseModel, Field
 
 from memvault.errors import NotFoundError, UsageError
+from memvault.retrieve.filters import filter_from_json
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine
 from memvault.server.state import server_state
 
@@ -89,18 +89,6 @@ async def call(request: Request, method: str, *args: Any, **kwargs: Any) -> Any:
     return await asyncio.to_thread(getattr(memory, method), *args, **kwargs)
 
 
-def parsed_filters(text: str | None) -> dict | None:
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"filters is not valid JSON: {exc.msg}") from None
-    if not isinstance(value, dict):
-        raise UsageError("filters must be a JSON object")
-    return value
-
-
 @router.post("/memories/", summary="Add memories (curated by the LLM unless infer=false)")
 async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
     messages = body.messages if isinstance(body.messages, str) else [m.model_dump() for m in body.messages]
@@ -111,7 +99,7 @@ async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
 @router.get("/memories/search/", summary="Search memories (query parameters)")
 async def search_memories(params: Annotated[SearchQuery, Query()], request: Request) -> dict[str, Any]:
     return await call(request, "search", params.query, **scopes_of(request, params), limit=params.limit,
-                      threshold=params.threshold, filters=parsed_filters(params.filters))
+                      threshold=params.threshold, filters=filter_from_json(params.filters))
 
 
 @router.post("/memories/search/", summary="Search memories (JSON body, as mem0's server takes it)")
@@ -123,7 +111,7 @@ async def search_memories_post(body: SearchRequest, request: Request) -> dict[st
 @router.get("/memories/", summary="List the memories of a scope")
 async def list_memories(params: Annotated[ListQuery, Query()], request: Request) -> dict[str, Any]:
     return await call(request, "get_all", **scopes_of(request, params), limit=params.limit,
-                      filters=parsed_filters(params.filters))
+                      filters=filter_from_json(params.filters))
 
 
 @router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them)")

@@ -68,6 +68,26 @@ def check_text(text: str, what: str = "the memory text", max_chars: int | None =
     return text
 
 
+MAX_SCOPE_CHARS = 200
+
+
+def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
+    """Scope values as strings, the one rule for every caller (writes, search, filters): an unknown key
+    is refused so a typo never widens a search; None or "" means "not given"; a value is at most
+    MAX_SCOPE_CHARS printable characters (it is written to front matter and compared in SQL)."""
+    result: dict[str, str] = {}
+    for key, value in (scopes or {}).items():
+        if key not in SCOPE_KEYS:
+            raise UsageError(f"unknown scope {key!r} (expected {', '.join(SCOPE_KEYS)})")
+        if value is None or value == "":
+            continue
+        text = str(value)
+        if len(text) > MAX_SCOPE_CHARS or any(ord(c) < 32 for c in text):
+            raise UsageError(f"invalid {key} {text[:40]!r}: at most {MAX_SCOPE_CHARS} printable characters")
+        result[key] = check_text(text, f"scope {key}")
+    return result
+
+
 def metadata_problem(value: Any) -> str | None:
     """Why `value` cannot be a memory's metadata, or None. Metadata is a mapping of string keys to
     strings, finite numbers, booleans, nulls, dates, and lists or mappings of those, at most
@@ -132,20 +152,28 @@ def front_matter_too_nested(content: str) -> bool:
     return flow_nesting(head) > MAX_FLOW_NESTING
 
 
+def iso_time(value: Any) -> datetime:
+    """A timezone-aware datetime from an ISO 8601 string (a trailing Z too), a date or a datetime;
+    a naive time is read as UTC. ValueError when `value` is none of these. The one time parser:
+    entry files (`parse_time`) and filters (`retrieve.filters.to_epoch`) both read times with it."""
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, date):  # a bare YAML date, or a date in a filter: its midnight
+        moment = datetime.combine(value, datetime.min.time())
+    elif isinstance(value, str):
+        moment = datetime.fromisoformat(value.strip())  # Python 3.11 reads a trailing Z
+    else:
+        raise ValueError(f"not a time: {value!r:.60}")
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
 def parse_time(value: Any, key: str, where: str) -> datetime | None:
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        moment = value
-    elif hasattr(value, "isoformat") and not isinstance(value, str):  # a bare YAML date
-        moment = datetime.fromisoformat(value.isoformat())
-    else:
-        try:
-            moment = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r:.60}") from None
-    if moment.tzinfo is None:  # a person may write a naive time: read it as UTC
-        moment = moment.replace(tzinfo=timezone.utc)
+    try:
+        moment = iso_time(value if isinstance(value, (date, datetime)) else str(value))
+    except ValueError:
+        raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r:.60}") from None
     # To the millisecond, as files keep times: what is read equals what it is written back as.
     return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 

@@ -388,7 +388,25 @@ class VaultGit:
         except git.GitCommandError as exc:
             raise VaultError(f"git pull from {name} stopped: {last_line(exc)} (resolve it with git, then "
                              "run `memvault reindex`)") from None
+        clashed = self.unmerged()
+        if clashed:
+            # --autostash exits 0 when the person's uncommitted edits clash with what arrived: the files
+            # then hold conflict markers and the edits sit in the stash. Put the pulled version back
+            # (the stash keeps the edits) rather than leave two versions in one memory.
+            repo_paths = [self.repo_path(p) for p in clashed]
+            self.repo.git.reset("-q", "--", *repo_paths, env=self.env)
+            self.repo.git.checkout("--", *repo_paths, env=self.env)
+            raise PullClash(
+                f"git pull from {name} stopped: your uncommitted edit of {', '.join(clashed[:3])}"
+                f"{' ...' if len(clashed) > 3 else ''} clashes with what arrived; the pulled version is in "
+                f"place and your edit is kept in git's stash (`git -C {self.root} stash show -p`, then "
+                "`git stash pop` to merge it by hand)")
         return name
+
+    def unmerged(self) -> list[str]:
+        """Vault paths git could not merge (they hold conflict markers)."""
+        out = self.repo.git.diff("--name-only", "-z", "--diff-filter=U", "--", self.repo_path("."))
+        return [self.vault_path(path) for path in out.split("\0") if path]
 
     def uncommitted(self) -> list[str]:
         """Vault files that differ from HEAD or are untracked (what a crash or a hand edit leaves)."""
@@ -450,9 +468,26 @@ def lock_advice(lock: Path, holders: list[int] | None) -> str:
     return f"{lock} exists (left by a git that stopped?): if no git is running in the repository, remove it: rm {lock}"
 
 
+class PullClash(VaultError):
+    """A pull whose commits arrived, but whose clashing uncommitted edits were set aside in the stash."""
+
+
 def last_line(exc) -> str:
-    lines = [line for line in f"{exc.stdout or ''}\n{exc.stderr or ''}".splitlines() if line.strip()]
-    return lines[-1].strip() if lines else str(exc)
+    """What git said, in one line: its first `fatal:` or `error:` line (the cause), else its last line."""
+    lines = [line.strip() for value in (exc.stdout, exc.stderr) for line in as_printed(value).splitlines()
+             if line.strip()]
+    said = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (said[:1] or lines[-1:] or [str(exc)])[0]
+
+
+def as_printed(output: str | None) -> str:
+    """GitPython's stdout/stderr of a failed command as git printed them (it wraps them as
+    "\n  stderr: '...'", which left a stray quote at the end of our messages)."""
+    text = (output or "").strip()
+    for label in ("stdout: '", "stderr: '"):
+        if text.startswith(label) and text.endswith("'"):
+            return text[len(label):-1]
+    return text
 
 
 def parse_trailers(message: str) -> dict[str, list[str]]:

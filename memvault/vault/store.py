@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -36,8 +37,10 @@ LOCK_TIMEOUT = 120.0
 STALE_TEMP_AGE = 60.0
 INTENT_FILE = "transaction.jsonl"
 ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
+# What git writes into a file it could not merge: such a file is two versions at once, never a memory.
+CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
-# Memvault reads and writes nothing through a symbolic link under entries/ (DESIGN.md section 10):
+# Memvault reads and writes nothing through a symbolic link under entries/ (docs/architecture.md, Trust boundaries):
 # a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
 # vault would make one file two entries. Links are reported, never followed.
 LINK_REASON = "a symbolic link: memvault does not follow links (replace it with the file itself)"
@@ -414,6 +417,9 @@ class Vault:
             raise EntryFormatError(rel, "not UTF-8 text") from None
         except OSError as exc:
             raise EntryFormatError(rel, f"cannot be read: {exc.strerror}") from None
+        if CONFLICT_MARKER.search(content):
+            raise EntryFormatError(rel, "holds unresolved git conflict markers (<<<<<<< ... >>>>>>>): "
+                                        "resolve them with git, then run `memvault reindex`")
         return parse(content, str(rel), self.defaults_for(rel, path))
 
     def defaults_for(self, rel: PurePosixPath, path: Path) -> dict:

@@ -1,5 +1,5 @@
-"""The torture rounds (DESIGN.md s10: a crash at any instant loses nothing acknowledged and leaves
-nothing that needs a person): `kill -9` at random instants of `memvault add`, `memvault reindex
+"""The torture rounds (docs/architecture.md, Trust boundaries: a crash at any instant loses nothing
+acknowledged and leaves nothing that needs a person): `kill -9` at random instants of `memvault add`, `memvault reindex
 --full` and `memvault serve` under load, each followed by the next ordinary command and checks.
 
 Used by tests/test_torture.py (small, bounded counts) and scripts/torture.py (any counts, prints the

@@ -9,6 +9,7 @@ from memvault.cli.commands import (  # noqa: F401
     index,
     init,
     maintenance,
+    mcp,
     remote,
     search,
     serve,

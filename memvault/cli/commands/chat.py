@@ -77,7 +77,7 @@ def one_shot(session, llm, text: str, show: bool) -> None:
     history = [{"role": "user", "content": text}]
     turn = session.prepare(history)
     if show:
-        with_stderr_table(turn.hits)
+        print_memories_used(turn.hits)
     answer = stream_reply(llm, turn.messages, pretty=False)
     session.persist(turn, text, answer)
     session.curate(turn, history, llm, background=False)  # after the answer is out: the reader has it
@@ -85,7 +85,8 @@ def one_shot(session, llm, text: str, show: bool) -> None:
         warn(problem)
 
 
-def with_stderr_table(hits) -> None:
+def print_memories_used(hits) -> None:
+    """One dim line per memory on stderr, so the answer on stdout stays clean for a pipe."""
     for hit in hits:  # the memory's text is literal, never markup
         err_console().print(f"memory {hit.rank}: [{hit.role}] {for_terminal(hit.text)} ({hit.total:.2f})", style="dim",
                             markup=False, highlight=False)

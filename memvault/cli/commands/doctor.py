@@ -21,8 +21,10 @@ def show(diagnosis, title: str | None = None) -> None:
 
 @command("doctor")
 def doctor(
-    fix: Annotated[bool, typer.Option("--fix", help="Apply the safe fixes: reindex or rebuild the index, commit "
-                                      "entry files left uncommitted that parse. Never rewrites a file.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Apply the safe fixes: undo a write a crash cut short, remove "
+                                      "git locks no live git holds and temporary files a crash left, commit entry "
+                                      "files left uncommitted that parse, reindex or rebuild the index. Never "
+                                      "rewrites an entry file.")] = False,
     no_llm_check: Annotated[bool, typer.Option("--no-llm-check", help="Skip the call to the configured LLM "
                                                "(offline).")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,

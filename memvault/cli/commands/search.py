@@ -1,6 +1,5 @@
 """`memvault search QUERY`: the retrieval pipeline, as a table or JSON, with `--explain`."""
 
-import json as jsonlib
 from typing import Annotated, Optional
 
 import typer
@@ -9,25 +8,11 @@ from memvault.cli.base import command, open_memvault
 from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt, finite
 from memvault.cli.output import age, console, print_json, table
-from memvault.errors import UsageError
+from memvault.retrieve.filters import filter_from_json
 
 
-def parse_filter(text: str | None) -> dict | None:
-    if not text:
-        return None
-    try:
-        value = jsonlib.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--filter is not valid JSON: {exc}") from None
-    except RecursionError:  # json.loads recurses once per level
-        raise UsageError("--filter is nested too deeply") from None
-    if not isinstance(value, dict):
-        raise UsageError("--filter must be a JSON object, such as '{\"topic\": \"food\"}'")
-    return value
-
-
-def attach_progress(memvault) -> None:
-    """Show index building on a terminal; stay quiet in pipes and cron."""
+def show_notices(memvault) -> None:
+    """Print the library's notices (an index being built or caught up) as `say` lines, on stdout."""
     from memvault.cli.output import say
 
     memvault.on_notice = say
@@ -61,9 +46,9 @@ def search(
 
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)
-    attach_progress(memvault)
-    hits = memvault.search(query, conversation, scopes_of(user, agent, run), parse_filter(filter), top_k=top_k,
-                           recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
+    show_notices(memvault)
+    hits = memvault.search(query, conversation, scopes_of(user, agent, run), filter_from_json(filter, "--filter"),
+                           top_k=top_k, recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
     if json:
         print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])
         return

@@ -1,0 +1,269 @@
+"""The MCP server: memvault's memory as tools, resources and a prompt for an agent.
+
+Every tool calls the library facade (memvault.core.Memvault) exactly as the CLI does, so inputs are
+checked by the same code and fail with the same messages; a MemvaultError becomes an MCP tool error
+(`isError` result) and the server keeps serving. Results are the Python API's dicts
+(memvault.api.shapes) as structured content, with a short readable text beside them.
+
+Tools run on the SDK's worker threads; one lock makes them take turns, because the index and the
+vault's caches are not shared across threads (the Python API does the same).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from memvault import __version__
+from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
+from memvault.core import Memvault
+from memvault.errors import MemvaultError, UsageError
+from memvault.settings import Settings
+from memvault.vault import layout
+
+INSTRUCTIONS = (
+    "memvault is the user's long-term memory: facts kept as markdown files in a git repository they can "
+    "read and edit. Call `recall` before answering anything that may depend on what the user told you "
+    "earlier (preferences, people, projects, decisions). Call `remember` when the user tells you something "
+    "worth keeping across sessions. Use the same user_id (and agent_id/run_id) on every call of a session."
+)
+LIST_LIMIT = 20  # list_memories' default: enough to scan, small enough for a context window
+MAX_LIMIT = 500
+
+# Input types shared by several tools: the schema a model sees, with what each field is for.
+Conversation = Annotated[str | None, Field(description=(
+    "Conversation (a folder name: letters, digits, '.', '_', '-'). Omit it to use the one the scopes imply "
+    "(or 'default').") )]
+UserId = Annotated[str | None, Field(description="The user the memory belongs to (scope).")]
+AgentId = Annotated[str | None, Field(description="The agent the memory belongs to (scope).")]
+RunId = Annotated[str | None, Field(description="The run or session the memory belongs to (scope).")]
+MemoryId = Annotated[str, Field(description="A memory id, or a unique prefix of one (8 characters are "
+                                            "usually enough), as returned by recall or list_memories.")]
+Filters = Annotated[dict[str, Any] | None, Field(description=(
+    'A mem0 filter on fields and metadata, e.g. {"topic": "food"} or {"AND": [{"topic": {"in": ["food", '
+    '"travel"]}}, {"created_at": {"gte": "2026-01-01"}}]}; operators eq ne gt gte lt lte in nin contains '
+    "icontains, combined with AND, OR, NOT."))]
+
+
+def scopes_of(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
+    return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
+def described(entry, rel=None) -> dict[str, Any]:
+    """An entry as the Python API shows it, with what an agent needs beside it."""
+    data = {**item_from_entry(entry), "role": entry.role, "conversation": entry.conversation_id,
+            "deleted": entry.deleted}
+    if rel is not None:
+        data["path"] = str(rel)
+    return data
+
+
+def answer(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def lines_of(items: list[dict[str, Any]], empty: str) -> str:
+    """One line per memory: short id, text (and score when there is one)."""
+    if not items:
+        return empty
+    return "\n".join(f"[{item['id'][:8]}] {item['memory']}" + (f"  (score {item['score']:.2f})" if "score" in item
+                                                                 else "") for item in items)
+
+
+class MemoryTools:
+    """The vault behind the server, one call at a time."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.core = Memvault.open(settings, create=True)
+        self.lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        """Bring the index in step with the files (hand edits since the last run) and load the model,
+        so the agent's first recall does not pay for it. Run in a thread at start-up; a failure here
+        is left for the first call that needs the index to report."""
+        try:
+            with self.lock:
+                self.core.reindex()
+        except Exception:  # noqa: BLE001 - reported by the call that needs the index
+            pass
+
+    def guarded(self, fn: Callable) -> Callable:
+        """`fn` one call at a time, its memvault errors turned into MCP tool errors."""
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                with self.lock:
+                    return fn(*args, **kwargs)
+            except MemvaultError as exc:
+                raise ToolError(str(exc)) from None
+
+        return wrapper
+
+    # -- tools -------------------------------------------------------------------------------------
+    def remember(self, text: Annotated[str, Field(description="What to remember, in the user's words or "
+                                                              "as a short fact.")],
+                 conversation: Conversation = None, user_id: UserId = None, agent_id: AgentId = None,
+                 run_id: RunId = None,
+                 metadata: Annotated[dict[str, Any] | None, Field(description=(
+                     'Extra fields kept with the memory, e.g. {"topic": "food"} (filterable later).'))] = None,
+                 ) -> CallToolResult:
+        result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)
+        events = [event_dict(event) for event in result.events if event.event != "NONE"]
+        structured = {"results": events, "notes": list(result.notes), "curated": result.curated}
+        text_lines = [f"{e['event']} [{(e['id'] or '')[:8]}] {e['memory']}" for e in events] or [
+            "Nothing new to remember in that."]
+        return answer("\n".join(text_lines + [f"note: {note}" for note in result.notes]), structured)
+
+    def recall(self, query: Annotated[str, Field(description="What to look for, in plain words (a question "
+                                                             "or the topic at hand).")],
+               conversation: Annotated[str | None, Field(description=(
+                   "Search this conversation (and 'global') only; omit to search every conversation."))] = None,
+               user_id: UserId = None, agent_id: AgentId = None, run_id: RunId = None,
+               filters: Filters = None,
+               top_k: Annotated[int | None, Field(ge=1, le=MAX_LIMIT, description="How many results (default: "
+                                                                                 "the configured top_k, 5).")] = None,
+               threshold: Annotated[float | None, Field(ge=0, le=1, allow_inf_nan=False, description=(
+                   "Drop results less relevant than this (0-1; default: the configured threshold)."))] = None,
+               ) -> CallToolResult:
+        if not query.strip():
+            raise UsageError("the query is empty")
+        hits = self.core.search(query, conversation, scopes_of(user_id, agent_id, run_id), filters, top_k=top_k,
+                                score_threshold=threshold)
+        items = [{**item_from_hit(hit), "role": hit.role, "conversation": hit.conversation_id} for hit in hits]
+        return answer(lines_of(items, "No memory matches that."), {"results": items})
+
+    def get_memory(self, memory_id: MemoryId) -> CallToolResult:
+        rel, entry = self.core.get(memory_id)
+        item = described(entry, rel)
+        return answer(f"[{entry.id[:8]}] {entry.text}" + (" (deleted)" if entry.deleted else ""), item)
+
+    def list_memories(self, conversation: Annotated[str | None, Field(description=(
+                          "Only this conversation; omit for all."))] = None,
+                      user_id: UserId = None, agent_id: AgentId = None, run_id: RunId = None,
+                      role: Annotated[Literal["memory", "user", "assistant"], Field(description=(
+                          "memory: curated facts (default); user/assistant: stored conversation turns."))] = "memory",
+                      filters: Filters = None,
+                      limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="At most this many, newest "
+                                                                                 "first.")] = LIST_LIMIT,
+                      ) -> CallToolResult:
+        if conversation is not None:
+            conversation = layout.check_conversation(conversation)
+            filters = {"AND": [{"conversation_id": conversation}, filters]} if filters else {
+                "conversation_id": conversation}
+        rows = self.core.select(scopes_of(user_id, agent_id, run_id), filters, role=role, limit=limit)
+        items = [{**item_from_row(row), "role": row["role"], "conversation": row["conversation_id"]} for row in rows]
+        return answer(lines_of(items, "No memories."), {"results": items})
+
+    def update_memory(self, memory_id: MemoryId,
+                      text: Annotated[str | None, Field(description="The new text (replaces the old; git keeps "
+                                                                    "it).")] = None,
+                      metadata: Annotated[dict[str, Any] | None, Field(description=(
+                          "Fields to set in the memory's metadata (merged with what is there)."))] = None,
+                      ) -> CallToolResult:
+        if text is None and not metadata:
+            raise UsageError("nothing to update: give text or metadata")
+        _, before = self.core.get_live(memory_id)
+        updated = self.core.update(before.id, text=text, metadata=metadata)
+        structured = {"event": "UPDATE", "id": updated.id, "old_memory": before.text, "memory": updated.text,
+                      "metadata": updated.metadata}
+        return answer(f"UPDATE [{updated.id[:8]}] {updated.text}", structured)
+
+    def forget(self, memory_id: MemoryId) -> CallToolResult:
+        removed = self.core.delete([memory_id])[0]
+        return answer(f"DELETE [{removed.id[:8]}] {removed.text}",
+                      {"event": "DELETE", "id": removed.id, "memory": removed.text})
+
+    def memory_history(self, memory_id: MemoryId) -> CallToolResult:
+        _, entry = self.core.get(memory_id)
+        records = [history_record(event) for event in self.core.history(entry.id)]
+        text = "\n".join(f"{r['created_at']} {r['event']}: {r['new_memory'] or r['old_memory'] or ''}"
+                         for r in records) or "No history."
+        return answer(text, {"id": entry.id, "history": records})
+
+    # -- resources and prompt ----------------------------------------------------------------------
+    def conversations(self) -> str:
+        with self.lock:
+            names = self.core.vault.conversations()
+        return json.dumps({"conversations": names}, ensure_ascii=False)
+
+    def summary(self, conversation: str) -> str:
+        try:
+            with self.lock:
+                summary = self.core.vault.summary(conversation)
+        except MemvaultError as exc:
+            raise ResourceError(str(exc)) from None
+        if summary is None:
+            raise ResourceNotFoundError(f"conversation {conversation!r} has no summary yet")
+        return summary.text
+
+    def with_memory(self, message: Annotated[str, Field(description="The user's message to answer.")],
+                    conversation: Conversation = None, user_id: UserId = None, agent_id: AgentId = None,
+                    run_id: RunId = None) -> str:
+        """The chat injection (summary, relevant memories, the message), as `memvault chat` sends it.
+        A bad argument is an invalid-params error with memvault's message (the SDK would hide it)."""
+        from memvault.converse import MemoryChat
+        from memvault.curate.extract import message_text
+
+        scopes = scopes_of(user_id, agent_id, run_id)
+        conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)
+        try:
+            with self.lock:
+                chat = MemoryChat(self.core, layout.check_conversation(conversation), scopes)
+                turn = chat.prepare([{"role": "user", "content": message}])
+        except MemvaultError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        return message_text(turn.messages[-1])
+
+
+# What a model reads to choose a tool, and the hints clients use to ask before a write.
+TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
+    "remember": ("Save something worth keeping across sessions: a preference, a fact about the user, a "
+        "decision. With an LLM configured the text is curated (facts extracted and reconciled with what is "
+        "already known: added, updated or deleted); without one it is stored as given. Each call is one git "
+        "commit in the user's vault.", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+    "recall": ("Search long-term memory for what is relevant to a query (semantic + keyword search, reranked). "
+        "Use it before answering questions that may depend on earlier sessions. Returns the best memories "
+        "with ids and scores.", ToolAnnotations(read_only_hint=True)),
+    "get_memory": ("Read one memory by id (deleted ones too), with its scopes, metadata and file path.",
+        ToolAnnotations(read_only_hint=True)),
+    "list_memories": ("List memories newest first, by scope, conversation or filter, without a query. "
+        "Prefer recall to find something specific.", ToolAnnotations(read_only_hint=True)),
+    "update_memory": ("Correct a memory in place (same id): new text and/or metadata. Git keeps the old "
+        "version.", ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)),
+    "forget": ("Delete a memory the user wants gone or that is wrong. Soft delete: the file moves to "
+        "deleted/ and git history keeps it.", ToolAnnotations(read_only_hint=False, destructive_hint=True)),
+    "memory_history": ("How a memory changed over time (ADD, UPDATE, DELETE events with their commits), "
+        "read back from git.", ToolAnnotations(read_only_hint=True)),
+}
+
+
+def build_server(settings: Settings, warm: bool = True) -> MCPServer:
+    """The MCP server over the vault `settings` name (created if missing)."""
+    tools = MemoryTools(settings)
+    if warm:
+        threading.Thread(target=tools.warm_up, name="memvault-mcp-warm-up", daemon=True).start()
+    server = MCPServer("memvault", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    for fn in (tools.remember, tools.recall, tools.get_memory, tools.list_memories, tools.update_memory,
+               tools.forget, tools.memory_history):
+        description, hints = TOOLS[fn.__name__]
+        server.add_tool(tools.guarded(fn), name=fn.__name__, description=description, annotations=hints)
+    server.resource("memvault://conversations", name="conversations", mime_type="application/json",
+                    description="The conversations in the vault (folder names), as JSON.")(tools.conversations)
+    server.resource("memvault://conversations/{conversation}/summary", name="conversation-summary",
+                    mime_type="text/markdown",
+                    description="The rolling summary of a conversation (kept up to date by curated adds)."
+                    )(tools.summary)
+    server.prompt("with-memory", title="Message with memory", description=(
+        "The message wrapped in what memvault remembers: the conversation's summary, then the most "
+        "relevant memories, then the message itself (what `memvault chat` sends the model)."))(tools.with_memory)
+    return server
