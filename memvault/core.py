@@ -6,19 +6,23 @@ imports the LLM client. Writes go through the vault's transactions; the index fo
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memvault.errors import EntryFormatError, NotFoundError, UsageError
-from memvault.settings import Settings
+from memvault.errors import EntryFormatError, MemvaultError, NotFoundError, UsageError
+from memvault.index.keeper import IndexKeeper
+from memvault.settings import RetrievalSettings, Settings
 from memvault.vault import layout
 from memvault.vault.entry import Entry, check_scopes, check_text, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.history import Event, memory_events
 from memvault.vault.store import Change, Vault
+
+if TYPE_CHECKING:
+    from memvault.curate.ingest import Placement
 
 
 @dataclass
@@ -61,6 +65,30 @@ def clean_text(text: str, max_chars: int | None = None) -> str:
     return check_text(text, max_chars=max_chars)  # no lone surrogates, at most limits.max_text_chars
 
 
+@dataclass(frozen=True)
+class RetrievalOverrides:
+    """Retrieval settings replaced for one search (a value of None keeps the configured one).
+    Built by `of`, which refuses a name that is not a retrieval setting (a typo would otherwise
+    be silently ignored or surface as a TypeError) and a number that is not finite."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, overrides: dict[str, Any] | None) -> RetrievalOverrides:
+        import math
+
+        known = [f.name for f in dataclasses.fields(RetrievalSettings)]
+        for name, value in (overrides or {}).items():
+            if name not in known:
+                raise UsageError(f"unknown retrieval setting {name!r} (expected one of {', '.join(known)})")
+            if isinstance(value, float) and not math.isfinite(value):  # nan passes every range check
+                raise UsageError(f"{name} must be a finite number, got {value!r}")
+        return cls({name: value for name, value in (overrides or {}).items() if value is not None})
+
+    def applied_to(self, retrieval: RetrievalSettings) -> RetrievalSettings:
+        return dataclasses.replace(retrieval, **self.values)
+
+
 def matches(entry: Entry, conversation: str | None, role: str | None, scopes: dict[str, str]) -> bool:
     return ((conversation is None or entry.conversation_id == conversation)
             and (role is None or entry.role == role)
@@ -73,17 +101,11 @@ class Memvault:
     def __init__(self, settings: Settings, vault: Vault) -> None:
         self.settings = settings
         self.vault = vault
-        self._index = None
-        # One thread at a time in the index (chat curates in the background while the next turn searches).
-        self._index_lock = threading.RLock()
-        self.on_progress = None  # callable(done, total) shown during long syncs (the CLI sets it)
-        self.on_notice = None  # callable(message) for things a person should know (index rebuilt...)
-        vault.on_recovered = self.reindex_paths  # files a crashed write left and recovery put back
+        self.keeper = IndexKeeper(vault, self.embedder)
+        vault.on_recovered = self.keeper.journal_paths  # files a crashed write left and recovery put back
 
     def close(self) -> None:
-        if self._index is not None:
-            self._index.close()
-            self._index = None
+        self.keeper.close()
 
     # -- models and index (loaded on first need) ----------------------------------------------------
     def embedder(self):
@@ -97,71 +119,57 @@ class Memvault:
 
         return load_reranker(self.settings.retrieval.reranker)
 
+    @property
+    def on_progress(self):
+        """callable(done, total) shown during long syncs (the CLI sets it)."""
+        return self.keeper.on_progress
+
+    @on_progress.setter
+    def on_progress(self, callback) -> None:
+        self.keeper.on_progress = callback
+
+    @property
+    def on_notice(self):
+        """callable(message) for things a person should know (index rebuilt...)."""
+        return self.keeper.on_notice
+
+    @on_notice.setter
+    def on_notice(self, callback) -> None:
+        self.keeper.on_notice = callback
+
     def open_index(self):
         """The index file, opened (created or repaired if need be) but not yet caught up."""
-        if self._index is None:
-            from memvault.index.store import IndexStore
-
-            embedder = self.embedder()
-            self._index = IndexStore.open(self.vault.state_dir, embedder.identity, embedder.dims)
-        return self._index
+        return self.keeper.open()
 
     def index(self):
-        """The index, caught up with every write: rebuilt in full when new, corrupt or of another
-        model, and finished when a build was interrupted (by this process or another: the mark is in
-        the file); otherwise just the journal of recent writes is embedded."""
-        from memvault.vault.store import LockBusyError
-
-        with self._index_lock:
-            index = self.open_index()
-            if index.rebuilt:
-                if self.on_notice:
-                    self.on_notice(f"building the search index ({index.rebuild_reason})")
-                self.reindex()
-            elif index.build_incomplete:
-                try:  # a build whose process died: finished now; one under way elsewhere is left to it
-                    self.reindex(wait=0)
-                    if self.on_notice:
-                        self.on_notice("finished an index build that was interrupted")
-                except LockBusyError:
-                    pass
-            self.flush_journal()
-            return index
+        """The index, caught up with every write (see memvault.index.keeper)."""
+        return self.keeper.current()
 
     def reindex(self, full: bool = False, wait: float | None = None):
         """Bring the index in step with the files, embedding only what changed (`full`: everything).
         `wait`: how long to wait for the vault's lock (LockBusyError after it; default: the usual)."""
-        from memvault.index import journal
-        from memvault.index.sync import sync
+        return self.keeper.reindex(full, wait)
 
-        with self._index_lock:
-            index = self.open_index()
-            with self.vault.lock() if wait is None else self.vault.lock(wait):
-                journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
-                return sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
+    def resync_paths(self, paths: Collection[PurePosixPath], skip: Collection[str] = ()) -> None:
+        """Catch the index up with these files after they changed on disk (a watcher's report);
+        `skip`: paths whose indexing is under way elsewhere (turns written and not yet committed)."""
+        self.keeper.resync(paths, skip)
 
-    def flush_journal(self, embedder=None) -> None:
-        """Index the entries written since the index last caught up (`embedder`: the model, or one
-        that already holds some of their vectors)."""
-        from memvault.index import journal
-        from memvault.index.sync import hash_file, index_entries, unindex
+    def watch(self, on_change: Callable[[frozenset[PurePosixPath]], None], stop_event=None, ready=None) -> None:
+        """Call `on_change(paths)` after each burst of file changes in the vault, until `stop_event`."""
+        from memvault.index.watch import watch
 
-        if not (self.vault.state_dir / journal.FILE_NAME).exists():
-            return
-        with self._index_lock, self.vault.lock():
-            pending = journal.take(self.vault.state_dir)
-            gone = [memory_id for memory_id, rel in pending.items() if rel is None]
-            items = []
-            for memory_id, rel in pending.items():
-                if rel is None:
-                    continue
-                try:
-                    entry = self.vault.read(PurePosixPath(rel))
-                    items.append((PurePosixPath(rel), entry, hash_file(self.vault.root / rel)))
-                except (EntryFormatError, OSError):
-                    gone.append(memory_id)  # edited away or broken since: reindex reports it
-            unindex(self._index, gone)
-            index_entries(self._index, embedder or self.embedder(), items)
+        watch(self.vault, on_change, stop_event=stop_event, ready=ready)
+
+    def index_summary(self) -> dict[str, Any]:
+        """The model the index was built with, and how many entries are searchable."""
+        with self.keeper.caught_up() as index:
+            return {"embedder": index.identity, "size": index.count()}
+
+    def has_facts_from(self, turn_id: str) -> bool:
+        """True when the index holds a fact taken from this turn (its curation was committed)."""
+        with self.keeper.caught_up() as index:
+            return index.count("e.role = 'memory' AND e.source = ?", (turn_id,)) > 0
 
     @classmethod
     def open(cls, settings: Settings, create: bool = False, use_enclosing_repo: bool = False) -> Memvault:
@@ -177,8 +185,38 @@ class Memvault:
         with self.vault.transaction(operation, subject, conversation) as tx:
             for entry in entries:
                 tx.write(entry, event="ADD")
-        self.after_change(tx.changes)
+        self.keeper.record(tx.changes)
         return entries
+
+    def write_turns(self, entries: list[Entry]) -> list[Change]:
+        """Write chat turns' files now, durable but not committed: a client need not wait for git.
+        `commit_turns` commits them later (many requests' turns in one commit); should the process
+        stop before that, `commit_leftover_turns` at the next start does."""
+        return self.vault.write_new(entries)
+
+    def commit_turns(self, written: list[Change], subject: str, conversation: str | None = None) -> None:
+        """Commit turn files `write_turns` wrote (any number of batches at once), then index them."""
+        self.keeper.record(self.vault.commit_written(written, subject, "chat", conversation))
+
+    def commit_leftover_turns(self) -> int:
+        """Commit turn files a hard stop left written but uncommitted (untracked, or staged new);
+        returns how many. Temporary files of atomic writes are never turns: old ones are removed."""
+        self.vault.remove_temp_files()
+        written = []
+        for code, path in self.vault.git.status():
+            rel = PurePosixPath(path)
+            if code != "??" and code[0] != "A":
+                continue  # tracked already: a person's edit or removal is theirs to commit
+            if not layout.is_entry_path(rel) or "turns" not in rel.parts or layout.is_deleted_path(rel):
+                continue
+            try:
+                written.append(Change(rel, None, self.vault.read(rel)))
+            except MemvaultError:
+                continue  # not a readable entry: doctor reports it, we leave it alone
+        if written:
+            self.commit_turns(written, f"memvault serve: {len(written)} turn file(s) written before a stop, "
+                              "committed now")
+        return len(written)
 
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
@@ -207,7 +245,7 @@ class Memvault:
         user turn, the facts, tombstones and the rolling summary); without one, store it as given.
 
         `turn`: the user turn is already stored (chat persists turns first); it becomes the source."""
-        from memvault.curate.ingest import MemoryEvent
+        from memvault.curate.ingest import MemoryEvent, Placement
 
         scopes = check_scopes(scopes)
         conversation = layout.check_conversation(conversation or layout.scope_conversation(
@@ -225,36 +263,34 @@ class Memvault:
             self.add_entries(entries, subject)
             notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
             return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
-        return self._curated_add(llm, chat, conversation, scopes, metadata or {}, prompt, turn)
+        return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn)
 
-    def _curated_add(self, llm, chat: list[dict], conversation: str, scopes: dict[str, str],
-                     metadata: dict[str, Any], prompt: str | None, turn: Entry | None) -> AddResult:
+    def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
+                     turn: Entry | None) -> AddResult:
         from memvault.curate.extract import last_user_text
-        from memvault.curate.ingest import apply_curation, plan_curation
-        from memvault.vault.entry import text_hash
+        from memvault.curate.ingest import StoredFacts, apply_curation, plan_curation
 
+        conversation = place.conversation
         latest = last_user_text(chat)
         if turn is None and latest.strip():
-            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
-        seen_hashes: set[str] = set()
+            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **place.scopes)
 
         def neighbours_of(fact: str) -> list[tuple[str, str]]:
-            hits = self.search(fact, conversation, scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
+            hits = self.search(fact, conversation, place.scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
                                recency_weight=0.0, mmr_lambda=1.0, include_global=False)
-            seen_hashes.update(text_hash(h.text) for h in hits)
             return [(h.id, h.text) for h in hits]
 
         previous = self.vault.summary(conversation)
-        curation = plan_curation(llm, chat, conversation, neighbours_of, seen_hashes,
+        curation = plan_curation(llm, chat, conversation, StoredFacts(neighbours_of),
                                  previous.text if previous else None, prompt)
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.vault.transaction("add", subject, conversation) as tx:
             if turn is not None and self.vault.path_of(turn.id) is None:
                 tx.write(turn, event="TURN")
-            events = apply_curation(tx, curation, conversation, scopes, metadata, turn.id if turn else None,
-                                    self.live_entry, previous)
-        self.after_change(tx.changes)
+            source = turn.id if turn else None
+            events = apply_curation(tx, curation, dataclasses.replace(place, source=source), self.live_entry, previous)
+        self.keeper.record(tx.changes)
         return AddResult(events, curation.notes, turn, curated=True)
 
     def live_entry(self, memory_id: str) -> Entry | None:
@@ -285,7 +321,7 @@ class Memvault:
         with self.vault.transaction("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                                     entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")
-        self.after_change(tx.changes)
+        self.keeper.record(tx.changes)
         return updated
 
     def delete(self, memory_ids: Iterable[str]) -> list[Entry]:
@@ -299,7 +335,7 @@ class Memvault:
         with self.vault.transaction("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
             for entry in targets:
                 tx.soft_delete(entry)
-        self.after_change(tx.changes)
+        self.keeper.record(tx.changes)
         return targets
 
     def gc(self, max_entries: int | None = None, purge_older_than: str | None = None, dry_run: bool = False,
@@ -322,97 +358,29 @@ class Memvault:
                     tx.soft_delete(entry, event="EVICT")
                 for rel, entry in plan.purge:
                     tx.purge(rel, entry.id)
-            self.after_change(tx.changes)
+            self.keeper.record(tx.changes)
         if git_gc:
             self.vault.git.repo.git.gc("--quiet")
-        self.compact_index()
+        self.keeper.compact()
         return plan
-
-    def compact_index(self) -> None:
-        """Vacuum the index if there is one (never build one just for that)."""
-        from memvault.index.store import FILE_NAME
-
-        if (self.vault.state_dir / FILE_NAME).exists():
-            self.index().vacuum()
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
         """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
-        (all conversations when None); `overrides` replace retrieval settings for this call."""
-        import dataclasses
-        import math
-
-        from memvault.retrieve.search import embed_query
+        (all conversations when None); `overrides` replace retrieval settings for this call (see
+        RetrievalOverrides)."""
+        from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
             layout.check_conversation(conversation)
-        for name, value in overrides.items():  # nan passes every range check (all comparisons are false)
-            if isinstance(value, float) and not math.isfinite(value):
-                raise UsageError(f"{name} must be a finite number, got {value!r}")
-        retrieval = dataclasses.replace(self.settings.retrieval,
-                                        **{k: v for k, v in overrides.items() if v is not None})
+        retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
+        scopes = check_scopes(scopes)
+        conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
         query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
-        with self._index_lock:
-            return self._search(query, conversation, scopes, filters, include_global, retrieval, query_vector)
-
-    def _search(self, query, conversation, scopes, filters, include_global, retrieval, query_vector) -> list:
-        from memvault.retrieve.search import conversations_for, search
-
-        index = self.index()
-        conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
-        return search(index, self.embedder(), self.reranker(), query, retrieval, conversations,
-                      check_scopes(scopes), filters, query_vector=query_vector)
-
-    def after_change(self, changes: list[Change]) -> None:
-        """Tell the index what a committed change touched: indexed now if it is open, else journalled."""
-        from memvault.index import journal
-
-        items: list[tuple[str, str | None]] = []
-        for change in changes:
-            if change.entry is not None and not change.entry.deleted and change.entry.role != "summary":
-                items.append((change.entry.id, str(change.rel)))
-            elif change.entry is not None:
-                items.append((change.entry.id, None))
-            else:
-                gone_id = layout.id_from_filename(change.rel.name)
-                if gone_id:
-                    items.append((gone_id, None))
-        if self._index is None:
-            journal.record(self.vault.state_dir, items)  # the next command that searches embeds them
-            return
-        self.index_now(items, [c.entry.text for c in changes
-                               if c.entry is not None and not c.entry.deleted and c.entry.role != "summary"])
-
-    def reindex_paths(self, rels: list[PurePosixPath]) -> None:
-        """Journal these files for the index as they are now (live, gone or tombstoned)."""
-        from memvault.index import journal
-
-        items: list[tuple[str, str | None]] = []
-        for rel in rels:
-            memory_id = layout.id_from_filename(rel.name)
-            if memory_id is None:
-                continue  # summaries are never indexed
-            live = (self.vault.root / rel).is_file() and not layout.is_deleted_path(rel)
-            items.append((memory_id, str(rel) if live else None))
-        journal.record(self.vault.state_dir, items)
-
-    def index_now(self, items: list[tuple[str, str | None]], texts: list[str]) -> None:
-        """Index (id, live path or None) items at once, in a long-lived process (server, API).
-
-        `texts`, theirs, are embedded before the items are journalled and before the index lock is
-        taken, so searches in other threads neither wait for the model nor run it on these items."""
-        from memvault.index import journal
-        from memvault.models.embedders import KnownVectors
-
-        try:
-            embedder = KnownVectors(self.embedder(), texts)
-        except BaseException:
-            journal.record(self.vault.state_dir, items)  # not lost: the next search embeds them
-            raise
-        with self._index_lock:  # journalled and flushed at once: a search meanwhile would embed them again
-            journal.record(self.vault.state_dir, items)
-            self.flush_journal(embedder)
+        with self.keeper.caught_up() as index:
+            return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes, filters,
+                          query_vector=query_vector)
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
@@ -494,8 +462,8 @@ class Memvault:
 
         where, params = and_where(scope_where(None, check_scopes(scopes)), compile_filter(filters),
                                   ("e.role = ?", [role]) if role else ("1", []))
-        with self._index_lock:
-            return self.index().select(where, params, limit)
+        with self.keeper.caught_up() as index:
+            return index.select(where, params, limit)
 
     def reset(self) -> int:
         """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
@@ -504,7 +472,7 @@ class Memvault:
             # Listed under the vault lock, so an entry another process writes meanwhile is included.
             for entry in [item for _, item in self.vault.iter_entries() if isinstance(item, Entry)]:
                 tx.soft_delete(entry)
-        self.after_change(tx.changes)
+        self.keeper.record(tx.changes)
         self.reindex(full=True)
         return len(tx.events)
 

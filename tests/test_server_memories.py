@@ -166,7 +166,7 @@ def test_hand_edits_are_searchable_while_serving(api):
 
 
 def test_watcher_handles_bursts_by_path_and_falls_back_to_a_full_sync(tmp_path):
-    from memvault.server.watching import journal_items
+    from memvault.index.keeper import journal_items
 
     memory_id = "0f3c2d8e-6a4b-4c1d-9e2f-123456789abc"
     live = PurePosixPath(f"entries/c1/facts/20240101T000000000Z__{memory_id}.md")

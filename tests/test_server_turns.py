@@ -142,14 +142,12 @@ def test_the_answer_does_not_wait_for_the_commit_but_the_commit_comes(tmp_path, 
 
 
 def test_the_watcher_leaves_turns_in_flight_to_the_committer(tmp_path):
-    from memvault.server.watching import resync
-
     core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
     core.index()  # built before the turns exist, as in a running server
     changes = core.vault.write_new(turn_entries(core, "a", "watch me"))
     paths = frozenset(change.rel for change in changes)
-    resync(core, paths, own={str(p) for p in paths})
+    core.resync_paths(paths, skip={str(p) for p in paths})
     assert all(core.index().by_id(c.entry.id) is None for c in changes)  # not embedded a second time
-    resync(core, paths)
+    core.resync_paths(paths)
     assert all(core.index().by_id(c.entry.id) is not None for c in changes)
     core.close()

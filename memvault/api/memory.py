@@ -72,6 +72,11 @@ class Memory:
     def vault_path(self) -> Path:
         return self._core.vault.root
 
+    @property
+    def core(self) -> Memvault:
+        """The Memvault under this Memory, for a server that serves both APIs over one index and lock."""
+        return self._core
+
     def close(self) -> None:
         with self._lock:
             self._core.close()

@@ -17,7 +17,7 @@ from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
 from memvault.errors import LLMError
-from memvault.vault.entry import Entry, now
+from memvault.vault.entry import Entry, now, text_hash
 from memvault.vault.store import Transaction
 
 
@@ -40,6 +40,30 @@ class MemoryEvent:
         return data
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where the entries of one curated add go, and what they carry."""
+
+    conversation: str
+    scopes: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    source: str | None = None  # the user turn the facts were taken from
+
+
+@dataclass
+class StoredFacts:
+    """The stored facts new ones are reconciled with: `find(fact)` gives the (id, text) of the nearest;
+    the hashes of every text found are kept, so an exact repeat is never stored twice."""
+
+    find: Callable[[str], list[tuple[str, str]]]
+    hashes: set[str] = field(default_factory=set)
+
+    def near(self, fact: str) -> list[tuple[str, str]]:
+        found = self.find(fact)
+        self.hashes.update(text_hash(text) for _, text in found)
+        return found
+
+
 @dataclass
 class CurationPlan:
     facts: list[str]
@@ -48,8 +72,7 @@ class CurationPlan:
     notes: list[str] = field(default_factory=list)
 
 
-def plan_curation(llm: LLM, messages: list[dict], conversation: str,
-                  neighbours_of: Callable[[str], list[tuple[str, str]]], stored_hashes: set[str],
+def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,
                   previous_summary: str | None, prompt: str | None = None) -> CurationPlan:
     """Ask the LLM what the latest user message teaches, and how it changes what is stored."""
     notes: list[str] = []
@@ -59,18 +82,20 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str,
         latest = last_user_text(messages)
         facts = [latest.strip()] if latest.strip() else []
         notes.append(f"LLM failed ({exc}); stored the message as given")
-    plan = reconcile(llm, facts, {fact: neighbours_of(fact) for fact in facts}, stored_hashes)
+    neighbours = {fact: stored.near(fact) for fact in facts}
+    plan = reconcile(llm, facts, neighbours, stored.hashes)
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
     summary = update_summary(llm, previous_summary, learned, conversation) if learned else None
     return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes)
 
 
-def apply_curation(tx: Transaction, curation: CurationPlan, conversation: str, scopes: dict[str, str],
-                   metadata: dict[str, Any], source: str | None, live: Callable[[str], Entry | None],
+def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, live: Callable[[str], Entry | None],
                    previous_summary: Entry | None) -> list[MemoryEvent]:
-    """Write the planned changes into an open transaction; returns the events, in mem0's shape."""
+    """Write the planned changes into an open transaction; returns the events, in mem0's shape.
+    `live(id)`: the memory as it is now (None when gone)."""
     events: list[MemoryEvent] = []
+    conversation, scopes, metadata, source = place.conversation, place.scopes, place.metadata, place.source
 
     def new_fact(text: str) -> Entry:
         entry = Entry(text=text, conversation_id=conversation, metadata=dict(metadata), source=source, **scopes)

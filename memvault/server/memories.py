@@ -20,8 +20,8 @@ from pydantic import AliasChoices, BaseModel, Field
 
 from memvault.errors import NotFoundError, UsageError
 from memvault.retrieve.filters import filter_from_json
-from memvault.server.app import server_state
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine
+from memvault.server.state import server_state
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 PREFIXES = ("/v1/memories", "/v1/reset")

@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
@@ -28,9 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.curate.llm import upstream_api_key
 from memvault.errors import UsageError
-from memvault.server.app import ServerState, server_state
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
 from memvault.server.errors import error_body, error_response, upstream_error
+from memvault.server.state import ServerState, server_state
+from memvault.server.upstream import curator, litellm_model
 
 if TYPE_CHECKING:
     from memvault.converse import ChatTurn, MemoryChat
@@ -69,20 +71,6 @@ class ChatCompletionRequest(BaseModel):
     memory_score_threshold: float | None = Field(None, ge=0, le=1)
 
 
-def litellm_model(model: str, api_base: str) -> str:
-    """The model string for litellm: a name litellm cannot place is an OpenAI-compatible model at
-    `api_base` (what OpenAI clients of a local server send, e.g. "smollm2")."""
-    from memvault.curate.llm import import_litellm
-
-    if not api_base or model.startswith("openai/"):
-        return model
-    try:
-        import_litellm().get_llm_provider(model)
-        return model
-    except Exception:  # noqa: BLE001 - litellm's "LLM Provider NOT provided"
-        return f"openai/{model}"
-
-
 def upstream_request(state: ServerState, body: ChatCompletionRequest, request: Request) -> dict[str, Any]:
     """litellm.acompletion arguments (messages excepted): the client's options minus memory fields."""
     settings = state.settings
@@ -118,20 +106,6 @@ def server_keyed(state: ServerState) -> bool:
     return bool(state.settings.server.api_key or state.settings.server.keys)
 
 
-def curator(state: ServerState, api_key: str | None):
-    """The LLM that curates the turns: the configured llm.model (no configured model: turns are
-    stored, not curated; storing the message again as a fact would only duplicate the turn)."""
-    import dataclasses
-
-    from memvault.curate.llm import LLMClient
-
-    llm = state.settings.llm
-    if not llm.model:
-        return None
-    return LLMClient(dataclasses.replace(llm, model=litellm_model(llm.model, llm.api_base),
-                                         api_key=llm.api_key or api_key or ""))
-
-
 def new_session(state: ServerState, body: ChatCompletionRequest, request: Request) -> MemoryChat:
     from memvault.converse import MemoryChat
 
@@ -156,14 +130,25 @@ def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
     return check_conversation(f"{folder}+chat-{memory_id}"), scopes
 
 
-def finish_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,
-                api_key: str | None) -> None:
+@dataclass
+class ProxyTurn:
+    """One chat completion on its way through the proxy, from retrieval to the stored turns."""
+
+    state: ServerState
+    session: MemoryChat  # the conversation's memory: retrieval done, turns to write
+    turn: ChatTurn  # what was sent upstream and what it used
+    messages: list[dict]  # the client's messages, as it sent them
+    api_key: str | None  # the upstream key of this request (curation uses it when llm.api_key is empty)
+
+
+def finish_turn(chat: ProxyTurn, answer: str) -> None:
     """Write the turns now (blocking: run it in a thread); their commit, then their curation, follow
     in the background (memvault.server.turns)."""
     from memvault.converse import last_user_text
 
+    state, session, turn, messages = chat.state, chat.session, chat.turn, chat.messages
     entries = session.turn_entries(turn, last_user_text(messages), answer)
-    llm = curator(state, api_key)
+    llm = curator(state.settings.llm, chat.api_key)
     then = queued = None
     if llm is not None and turn.user_turn is not None:
         queued = {"scopes": session.scopes, "messages": messages}  # on disk until curated: a stop resumes it
@@ -195,6 +180,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     session = new_session(state, body, request)
     started = time.perf_counter()
     turn = await asyncio.to_thread(session.prepare, body.messages)
+    chat = ProxyTurn(state, session, turn, body.messages, kwargs.get("api_key"))
     retrieved = time.perf_counter()
     try:
         response = await litellm.acompletion(messages=turn.messages, stream=body.stream, **kwargs)
@@ -207,12 +193,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     if body.stream:
         from starlette.responses import StreamingResponse
 
-        return StreamingResponse(relay(state, session, turn, body.messages, first, chunks, kwargs.get("api_key")),
+        return StreamingResponse(relay(chat, first, chunks),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     answered = time.perf_counter()
     data = response.model_dump()
-    problem = await store_turn(state, session, turn, body.messages, message_text(response), kwargs.get("api_key"))
+    problem = await store_turn(chat, message_text(response))
     data["memory_hits"] = [hit_dict(hit) for hit in turn.hits]
     if problem:
         data["memory_error"] = problem
@@ -226,8 +212,7 @@ def sse(data: str) -> bytes:
     return f"data: {data}\n\n".encode()
 
 
-async def relay(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], first, chunks,
-                api_key: str | None):
+async def relay(chat: ProxyTurn, first, chunks):
     """Server-sent events: each upstream chunk as it arrives; the turns stored at the end."""
     from memvault.curate.llm import delta_text
 
@@ -242,36 +227,34 @@ async def relay(state: ServerState, session: MemoryChat, turn: ChatTurn, message
         status, message, code = upstream_error(exc)
         yield sse(json.dumps(error_body(status, message, code)))
     except BaseException:  # the client went away (cancelled): still keep what was said
-        keep_partial_turn(state, session, turn, messages, "".join(pieces), api_key)
+        keep_partial_turn(chat, "".join(pieces))
         raise
-    problem = await store_turn(state, session, turn, messages, "".join(pieces), api_key)
+    problem = await store_turn(chat, "".join(pieces))
     if problem:
         yield f": {problem}\n\n".encode()  # an SSE comment: the answer is out, only its storage failed
     yield b"data: [DONE]\n\n"
 
 
-def keep_partial_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,
-                      api_key: str | None) -> None:
+def keep_partial_turn(chat: ProxyTurn, answer: str) -> None:
     """finish_turn for a stream the client left: on the event loop (a cancelled task cannot await),
     which costs the few milliseconds of writing two small files."""
     from memvault.errors import MemvaultError
 
     try:
-        finish_turn(state, session, turn, messages, answer, api_key)
+        finish_turn(chat, answer)
     except MemvaultError as exc:
-        log.error("memory_id %s: the turn was not stored: %s", session.conversation, exc)
+        log.error("memory_id %s: the turn was not stored: %s", chat.session.conversation, exc)
 
 
-async def store_turn(state: ServerState, session: MemoryChat, turn: ChatTurn, messages: list[dict], answer: str,
-                     api_key: str | None) -> str | None:
+async def store_turn(chat: ProxyTurn, answer: str) -> str | None:
     """finish_turn in a thread; a failure is logged and returned as one line (the client still gets
     the answer it waited for)."""
     from memvault.errors import MemvaultError
 
     try:
-        await asyncio.to_thread(finish_turn, state, session, turn, messages, answer, api_key)
+        await asyncio.to_thread(finish_turn, chat, answer)
     except MemvaultError as exc:
-        log.error("memory_id %s: the turn was not stored: %s", session.conversation, exc)
+        log.error("memory_id %s: the turn was not stored: %s", chat.session.conversation, exc)
         return f"the turn was not stored in memory: {exc}"
     return None
 

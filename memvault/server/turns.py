@@ -6,93 +6,34 @@ client and its answer. So `store` only writes the turn files; one background thr
 turn written meanwhile in a single commit (concurrent requests share it), indexes them, and then
 hands each turn to curation, which therefore always follows its turn's commit.
 
-Should the server stop hard between the two, the turn files are on disk but uncommitted (untracked,
-or staged when the stop came between `git add` and `git commit`): the next start commits them
-(`commit_leftovers`). A turn waiting for curation is written to a queue file under .memvault/ before
-its answer goes out and struck off once curated, so the next start curates what a stop interrupted
-(`resume_curation`).
+The writing and committing are the core's (`Memvault.write_turns`, `commit_turns`); the batching is
+here. Should the server stop hard between the two, the turn files are on disk but uncommitted
+(untracked, or staged when the stop came between `git add` and `git commit`): the next start commits
+them (`Memvault.commit_leftover_turns`). A turn waiting for curation is written to a queue file under
+.memvault/ (memvault.curate.queue) before its answer goes out and struck off once curated, so the next
+start curates what a stop interrupted (`resume_curation`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 
+from memvault.curate.queue import CurationQueue
 from memvault.errors import MemvaultError
 from memvault.vault import layout
 
 log = logging.getLogger("memvault.server")
 STOP = object()
-CURATION_QUEUE = "curation-queue.jsonl"
-
-
-class CurationQueue:
-    """Turns handed to curation and not yet curated, on disk: one JSON line per turn queued
-    ({"turn", "conversation", "scopes", "messages"}) and one per turn done ({"done": id}).
-    Appends are single O_APPEND writes, so request threads and the curation worker share the file."""
-
-    def __init__(self, state_dir: Path) -> None:
-        self.path = Path(state_dir) / CURATION_QUEUE
-
-    def _append(self, record: dict, sync: bool) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the messages are the user's
-        try:
-            os.write(fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def add(self, turn_id: str, conversation: str, scopes: dict, messages: list[dict]) -> None:
-        # Synced like the turn files themselves: a turn that survives a power cut keeps its curation.
-        self._append({"turn": turn_id, "conversation": conversation, "scopes": scopes, "messages": messages}, True)
-
-    def done(self, turn_id: str) -> None:
-        # Not synced: a lost "done" costs a second look at the turn (its facts are found, nothing is redone).
-        self._append({"done": turn_id}, False)
-
-    def pending(self) -> list[dict]:
-        """The turns queued and not done, oldest first (a torn last line from a crash is skipped)."""
-        try:
-            lines = self.path.read_bytes().decode("utf-8", "surrogatepass").splitlines()
-        except FileNotFoundError:
-            return []
-        waiting: dict[str, dict] = {}
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "done" in record:
-                waiting.pop(str(record["done"]), None)
-            elif isinstance(record, dict) and isinstance(record.get("turn"), str):
-                waiting[record["turn"]] = record
-        return list(waiting.values())
-
-    def compact(self) -> list[dict]:
-        """Rewrite the file with only the pending turns (at start-up, before any writer); returns them."""
-        from memvault.vault.store import atomic_write
-
-        waiting = self.pending()
-        if waiting:
-            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in waiting)
-            atomic_write(self.path, data.encode("utf-8", "surrogatepass"))
-        else:
-            self.path.unlink(missing_ok=True)
-        return waiting
 
 
 @dataclass
 class WrittenTurn:
     conversation: str
-    changes: list  # memvault.vault.store.Change of each file written
+    written: list  # what Memvault.write_turns returned, for Memvault.commit_turns
     then: Callable[[], None] | None  # what follows the commit (curation), run in the committer thread
 
 
@@ -120,11 +61,11 @@ class TurnCommitter:
         paths = {str(layout.relative_path(entry)) for entry in entries}
         self.in_flight |= paths  # before the files exist, so the watcher never sees them first
         try:
-            changes = self.core.vault.write_new(entries)
+            written = self.core.write_turns(entries)
         except BaseException:
             self.in_flight -= paths
             raise
-        self.queue.put(WrittenTurn(conversation, changes, then))
+        self.queue.put(WrittenTurn(conversation, written, then))
 
     def curated(self, turn_id: str) -> None:
         """Strike a turn off the curation queue (its curation ran)."""
@@ -150,14 +91,12 @@ class TurnCommitter:
                 self._commit(turns)
 
     def _commit(self, turns: list[WrittenTurn]) -> None:
-        changes = [change for turn in turns for change in turn.changes]
+        written = [change for turn in turns for change in turn.written]
         conversations = sorted({turn.conversation for turn in turns})
         subject = (f"memvault chat: turn in {conversations[0]}" if len(turns) == 1
                    else f"memvault chat: {len(turns)} turns in {', '.join(conversations)}")
         try:
-            committed = self.core.vault.commit_written(changes, subject, "chat",
-                                                       conversations[0] if len(conversations) == 1 else None)
-            self.core.after_change(committed)
+            self.core.commit_turns(written, subject, conversations[0] if len(conversations) == 1 else None)
         except MemvaultError as exc:  # the files stay on disk; the next start commits them
             log.error("%d turn(s) written but not committed: %s", len(turns), exc)
             return
@@ -165,35 +104,10 @@ class TurnCommitter:
             log.exception("committing %d turn(s) failed", len(turns))
             return
         finally:
-            self.in_flight.difference_update(str(change.rel) for change in changes)
+            self.in_flight.difference_update(str(change.rel) for change in written)
         for turn in turns:
             if turn.then is not None:
                 turn.then()
-
-
-def commit_leftovers(core) -> int:
-    """Commit turn files a hard stop left written but uncommitted (untracked, or staged new);
-    returns how many. Temporary files of atomic writes are never turns: old ones are removed."""
-    from memvault.vault.store import Change
-
-    vault = core.vault
-    vault.remove_temp_files()
-    changes = []
-    for code, path in vault.git.status():
-        rel = PurePosixPath(path)
-        if code != "??" and code[0] != "A":
-            continue  # tracked already: a person's edit or removal is theirs to commit
-        if not layout.is_entry_path(rel) or "turns" not in rel.parts or layout.is_deleted_path(rel):
-            continue
-        try:
-            changes.append(Change(rel, None, vault.read(rel)))
-        except MemvaultError:
-            continue  # not a readable entry: doctor reports it, we leave it alone
-    if changes:
-        committed = vault.commit_written(changes, f"memvault serve: {len(changes)} turn file(s) written before "
-                                         "a stop, committed now", "chat")
-        core.after_change(committed)
-    return len(changes)
 
 
 def resume_curation(core, curations: CurationQueue, llm, submit: Callable[[Callable[[], None]], None]) -> int:
@@ -204,7 +118,7 @@ def resume_curation(core, curations: CurationQueue, llm, submit: Callable[[Calla
     for record in curations.compact():
         turn_id = record["turn"]
         turn = core.live_entry(turn_id)
-        if llm is None or turn is None or has_facts_from(core, turn_id):
+        if llm is None or turn is None or core.has_facts_from(turn_id):
             curations.done(turn_id)
             continue
 
@@ -217,9 +131,3 @@ def resume_curation(core, curations: CurationQueue, llm, submit: Callable[[Calla
         submit(work)
         resumed += 1
     return resumed
-
-
-def has_facts_from(core, turn_id: str) -> bool:
-    """True when the index holds a fact taken from this turn (its curation was committed)."""
-    with core._index_lock:
-        return core.index().count("e.role = 'memory' AND e.source = ?", (turn_id,)) > 0

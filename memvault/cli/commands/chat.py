@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command, open_memvault, read_text_argument
+from memvault.cli.base import command, open_memvault, read_text_argument
 from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import console, err_console, for_terminal, say, table, warn

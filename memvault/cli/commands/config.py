@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.app import app, command
+from memvault.cli.base import app, command
 from memvault.cli.options import ConfigOpt, JsonOpt
 from memvault.cli.output import print_json, say, table
 

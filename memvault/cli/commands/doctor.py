@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.app import command
+from memvault.cli.base import command
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import Styled, print_json, say, table
 

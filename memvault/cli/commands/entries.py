@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command, open_memvault, read_text_argument
+from memvault.cli.base import command, open_memvault, read_text_argument
 from memvault.cli.options import (
     AgentOpt,
     ConfigOpt,

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.app import command, open_memvault
+from memvault.cli.base import command, open_memvault
 from memvault.cli.options import ConfigOpt, HistoryIdArg, JsonOpt, VaultOpt
 from memvault.cli.output import age, print_json, table
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.app import command, open_memvault
+from memvault.cli.base import command, open_memvault
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, say, warn
 
@@ -62,8 +62,6 @@ def follow(memvault, quiet: bool) -> None:
     """Re-sync after each burst of edits until Ctrl-C."""
     import threading
 
-    from memvault.index.watch import watch
-
     def resync(_paths=None) -> None:
         report = memvault.reindex()
         if not quiet and (report.added or report.updated or report.removed or report.moved):
@@ -80,7 +78,7 @@ def follow(memvault, quiet: bool) -> None:
 
     threading.Thread(target=announce, daemon=True).start()
     try:
-        watch(memvault.vault, resync, ready=ready)
+        memvault.watch(resync, ready=ready)
     except KeyboardInterrupt:
         if not quiet:
             say("Stopped.")

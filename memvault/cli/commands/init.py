@@ -5,7 +5,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command
+from memvault.cli.base import command
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, say
 

@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command
+from memvault.cli.base import command
 from memvault.cli.options import ConfigOpt, VaultOpt
 from memvault.cli.output import say
 from memvault.errors import UsageError

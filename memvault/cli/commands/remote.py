@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command, open_memvault
+from memvault.cli.base import command, open_memvault
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, say
 

@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.app import command, open_memvault
+from memvault.cli.base import command, open_memvault
 from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt, finite
 from memvault.cli.output import age, console, print_json, table
@@ -42,7 +42,7 @@ def search(
     """Search memories: dense + lexical candidates, rerank, threshold, recency, MMR."""
     from rich.markup import escape
 
-    from memvault.cli.app import read_text_argument
+    from memvault.cli.base import read_text_argument
 
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)

@@ -1,0 +1,98 @@
+"""The typer application object and what every command module uses: the `command` decorator (errors
+caught here once), opening the vault, reading TEXT. Command modules import this, never cli/app.py,
+which imports them all to register them."""
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from memvault import __version__
+from memvault.errors import MemvaultError
+
+app = typer.Typer(
+    name="memvault",
+    help="A persistent memory for LLMs that you can read, edit and audit: markdown files in git.",
+    no_args_is_help=True,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    # Plain click help: typer's rich help imports rich.markdown and markdown-it, which alone cost more
+    # than the 0.3 s that `--help` and every TAB completion may take.
+    rich_markup_mode=None,
+)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"memvault {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
+                                      help="Print the version and exit.")) -> None:
+    """A persistent memory for LLMs that you can read, edit and audit: markdown files in git."""
+
+
+def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Callable:
+    """Register a command whose memvault errors become one line on stderr and an exit code."""
+
+    def register(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            from memvault.cli.output import error
+
+            try:
+                return fn(*a, **kw)
+            except MemvaultError as exc:
+                error(str(exc))
+                raise typer.Exit(exc.exit_code) from None
+            except KeyboardInterrupt:
+                sys.stderr.write("\nmemvault: interrupted\n")
+                raise typer.Exit(130) from None
+            except BrokenPipeError:
+                # The reader of a pipe went away (| head): not an error worth a word.
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                raise typer.Exit(0) from None
+            except (typer.Exit, typer.Abort, SystemExit):
+                raise
+            except Exception as exc:  # a bug: say so in one line unless asked for the traceback
+                if os.environ.get("MEMVAULT_DEBUG"):
+                    raise
+                error(f"internal error: {type(exc).__name__}: {exc} (set MEMVAULT_DEBUG=1 for the traceback)")
+                raise typer.Exit(1) from None
+
+        return (group or app).command(*args, **kwargs)(wrapper)
+
+    return register
+
+
+def open_memvault(vault: Path | None, config: Path | None, create: bool = False, **flags: Any):
+    """Settings from every source (flags last), then the vault they name."""
+    from memvault import settings as settings_module
+    from memvault.core import Memvault
+
+    flag_values = {"vault.path": str(vault) if vault else None, **flags}
+    settings = settings_module.load(config, flag_values)
+    return Memvault.open(settings, create=create)
+
+
+def read_text_argument(text: str | None) -> str:
+    """TEXT, or standard input when TEXT is '-' or absent and input is piped."""
+    if text == "-" or (text is None and not sys.stdin.isatty()):
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MemvaultError("standard input is not UTF-8 text") from None
+    if text is None:
+        from memvault.errors import UsageError
+
+        raise UsageError("no text given: pass TEXT, or '-' to read standard input")
+    return text
