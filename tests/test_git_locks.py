@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -144,3 +145,35 @@ def test_serve_starts_with_a_stale_lock_and_commits_the_turns_left_over(vault):
     assert not lock.exists()
     tracked = git(vault, "ls-files").split()
     assert all(str(change.rel) in tracked for change in written)
+
+
+def test_a_lock_a_live_git_takes_during_a_commit_is_waited_for(vault, monkeypatch):
+    """A person's `git status` refreshes the index under index.lock: one that starts between our
+    stale-lock check and our `git add` made the commit fail (the proxy's turns then stayed
+    uncommitted until a restart). The write waits for it and goes on."""
+    from memvault.vault.git import VaultGit
+
+    checked = VaultGit.remove_stale_locks
+
+    def then_someone_takes_the_lock(self):
+        removed = checked(self)
+        lock = leave_lock(vault)
+        person = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL)  # a live git working in the repository
+
+        def their_git_finishes():
+            lock.unlink()
+            person.stdin.close()
+            person.wait(10)
+
+        threading.Timer(0.5, their_git_finishes).start()
+        return removed
+
+    monkeypatch.setattr(VaultGit, "remove_stale_locks", then_someone_takes_the_lock)
+    core = Memvault.open(settings_module.load(None, {"vault.path": str(vault)}))
+    try:
+        core.add_verbatim("written while a person ran git status")
+    finally:
+        core.close()
+    assert "written while a person ran git status" in git(vault, "log", "-1", "--format=%s")
+    assert not git(vault, "status", "--porcelain")

@@ -211,17 +211,36 @@ class VaultGit:
 
     def run(self, *args: str, input: str | None = None) -> str:
         """Run git in the work tree (paths taken literally, never as patterns); its stdout, or a
-        one-line VaultError naming what went wrong."""
-        try:
-            done = subprocess.run(["git", "--literal-pathspecs", *args], cwd=self.work_dir, input=input,
-                                  capture_output=True, text=True, encoding="utf-8", errors="replace",
-                                  env={**os.environ, **self.env})
-        except OSError as exc:
-            raise VaultError(f"cannot run git: {exc.strerror or exc}") from None
+        one-line VaultError naming what went wrong.
+
+        A lock that a live git took meanwhile (a person's `git status` refreshes the index under
+        index.lock) is waited for and the command tried again, for up to GIT_WAIT seconds."""
+        deadline = time.monotonic() + GIT_WAIT
+        while True:
+            done = self.run_once(args, input)
+            if done.returncode == 0 or not self.lock_passing(done.stderr) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         if done.returncode != 0:
             output = f"{done.stdout}\n{done.stderr}"
             raise GitFailed(f"git {args[0]} failed: {self.explain(output)}", output)
         return done.stdout
+
+    def lock_passing(self, stderr: str) -> bool:
+        """Whether git failed on a lock that is gone already or that a live git holds (worth waiting
+        for), rather than on one nobody will remove."""
+        import re
+
+        found = re.search(r"Unable to create '([^']+\.lock)'", stderr)
+        return bool(found) and (not Path(found.group(1)).exists() or bool(self.lock_holders()))
+
+    def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(["git", "--literal-pathspecs", *args], cwd=self.work_dir, input=input,
+                                  capture_output=True, text=True, encoding="utf-8", errors="replace",
+                                  env={**os.environ, **self.env})
+        except OSError as exc:
+            raise VaultError(f"cannot run git: {exc.strerror or exc}") from None
 
     def explain(self, output: str) -> str:
         """The line of git's output that says what went wrong; a lock file is named with its fix."""
