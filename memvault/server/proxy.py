@@ -32,7 +32,7 @@ from memvault.errors import UsageError
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
 from memvault.server.errors import error_body, error_response, upstream_error
 from memvault.server.state import ServerState, server_state
-from memvault.server.upstream import curator, litellm_model
+from memvault.server.upstream import client_model, curator
 
 if TYPE_CHECKING:
     from memvault.converse import ChatTurn, MemoryChat
@@ -74,11 +74,8 @@ class ChatCompletionRequest(BaseModel):
 def upstream_request(state: ServerState, body: ChatCompletionRequest, request: Request) -> dict[str, Any]:
     """litellm.acompletion arguments (messages excepted): the client's options minus memory fields."""
     settings = state.settings
-    model = body.model or settings.llm.model
-    if not model:
-        raise UsageError("no model: give `model` in the request or set llm.model / MEMVAULT_LLM_MODEL")
     options = forwarded_options(body)
-    kwargs: dict[str, Any] = {**options, "model": litellm_model(model, settings.llm.api_base),
+    kwargs: dict[str, Any] = {**options, "model": client_model(body.model, settings.llm),
                               "timeout": settings.llm.timeout,
                               "max_retries": 0}  # the client decides whether to retry, not the proxy
     if settings.llm.api_base:

@@ -1,0 +1,126 @@
+"""The server's trust boundaries under hostile requests: a real uvicorn memvault server in front of a
+recording fake upstream on loopback. Nothing here may leave 127.0.0.1: a guard refuses any other
+connection and records it, so a leak shows up as a recorded address, not as traffic."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from memvault.server.run import running
+from memvault.server.upstream import client_model
+from memvault.settings import LLMSettings
+from tests.support.server import isolated_env, server_settings
+from tests.support.upstream import Upstream, serving
+
+ADMIN = {"Authorization": "Bearer admin"}
+ALICE = {"Authorization": "Bearer alice-key"}
+HI = [{"role": "user", "content": "hi"}]
+# Prefixes the review used to send the operator's key to another provider or host.
+FOREIGN = ["groq/llama3-8b-8192", "deepseek/deepseek-chat", "mistral/mistral-small", "together_ai/x",
+           "anthropic/claude-3-haiku-20240307", "ollama/x"]
+ESCAPING_WITH_BASE = ["replicate/x", "sagemaker/x", "bedrock/x", "vertex_ai/x", "watsonx/x", *FOREIGN]
+
+
+@pytest.fixture(scope="module")
+def outside():
+    """Every connection attempt beyond loopback, refused and recorded."""
+    attempts: list = []
+    original = socket.socket.connect
+
+    def connect(self, address):
+        if isinstance(address, tuple) and address[0] not in ("127.0.0.1", "::1", "localhost"):
+            attempts.append(address)
+            raise OSError("the tests never leave loopback")
+        return original(self, address)
+
+    socket.socket.connect = connect
+    try:
+        yield attempts
+    finally:
+        socket.socket.connect = original
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    fake = Upstream()
+    with serving(fake.app()) as root:
+        fake.root = root
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def server(upstream, outside, tmp_path_factory):
+    base = tmp_path_factory.mktemp("hardening")
+    settings = server_settings(base / "vault", upstream.root + "/v1", "fake", api_key="admin", llm_key="sk-OPERATOR")
+    settings.server.keys = {"alice-key": {"user_id": ("alice",)}}
+    with isolated_env(base / "home"), running(settings) as url:
+        yield SimpleNamespace(url=url, settings=settings, vault=Path(settings.vault.path))
+
+
+def chat(server, model, headers=ADMIN, **extra):
+    return httpx.post(server.url + "/v1/chat/completions", json={"model": model, "messages": HI, **extra},
+                      headers=headers, timeout=120)
+
+
+def requests_for(upstream, before: int, model: str) -> list[dict]:
+    """The upstream requests since `before` for `model` (the configured model, "fake", curates the
+    turns in the background: those requests aside)."""
+    return [r for r in upstream.requests[before:] if (r["json"] or {}).get("model") == model]
+
+
+# 1. The client's model never chooses the provider or the host.
+
+@pytest.mark.parametrize("model", ESCAPING_WITH_BASE)
+def test_with_api_base_every_client_model_goes_to_that_base(server, upstream, outside, model):
+    before = len(upstream.requests)
+    reply = chat(server, model, ALICE)
+    assert reply.status_code == 200, reply.text
+    sent = requests_for(upstream, before, model)
+    assert [r["path"] for r in sent] == ["/v1/chat/completions"]
+    assert sent[0]["headers"]["authorization"] == "Bearer sk-OPERATOR"
+    assert outside == []
+
+
+@pytest.mark.parametrize("model", FOREIGN)
+def test_without_api_base_another_provider_is_refused(server, upstream, outside, model, monkeypatch):
+    monkeypatch.setattr(server.settings.llm, "api_base", "")
+    monkeypatch.setattr(server.settings.llm, "model", "openai/gpt-4o-mini")
+    before = len(upstream.requests)
+    reply = chat(server, model, ALICE)
+    assert reply.status_code == 400 and model in reply.text, reply.text
+    assert requests_for(upstream, before, model) == [] and outside == []
+
+
+@pytest.mark.parametrize(("configured", "requested", "expected"), [
+    ("openai/gpt-4o-mini", "gpt-4o", "openai/gpt-4o"),
+    ("openai/gpt-4o-mini", "openai/gpt-4o", "openai/gpt-4o"),
+    ("openai/gpt-4o-mini", None, "openai/gpt-4o-mini"),
+    ("groq/llama3-8b-8192", "llama3-70b-8192", "groq/llama3-70b-8192"),
+    ("", "gpt-4o", "openai/gpt-4o"),
+])
+def test_without_api_base_the_configured_provider_is_kept(configured, requested, expected):
+    assert client_model(requested, LLMSettings(model=configured, api_base="")) == expected
+
+
+@pytest.mark.parametrize("model", ["groq/x", "anthropic/claude-3-haiku-20240307", "ollama/x"])
+def test_without_any_configured_model_only_openai_names_pass(model):
+    from memvault.errors import UsageError
+
+    with pytest.raises(UsageError, match="provider"):
+        client_model(model, LLMSettings(model="", api_base=""))
+
+
+def test_a_refused_upstream_call_is_sent_once(server, upstream):
+    before = len(upstream.requests)
+    upstream.fail = (500, "broken")
+    try:
+        reply = chat(server, "once-only")
+    finally:
+        upstream.fail = None
+    assert reply.status_code >= 500
+    assert len(requests_for(upstream, before, "once-only")) == 1
