@@ -124,3 +124,47 @@ def test_a_refused_upstream_call_is_sent_once(server, upstream):
         upstream.fail = None
     assert reply.status_code >= 500
     assert len(requests_for(upstream, before, "once-only")) == 1
+
+
+# 2. A conversation summary never crosses scopes.
+
+LONG = "x" * 45
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ({"user_id": "alice"}, {"user_id": "alice."}),
+    ({"user_id": "a@b"}, {"user_id": "a_b"}),
+    ({"user_id": LONG + "1"}, {"user_id": LONG + "2"}),
+    ({"user_id": "u" * 40, "agent_id": "a" * 40, "run_id": "r" * 40 + "1"},
+     {"user_id": "u" * 40, "agent_id": "a" * 40, "run_id": "r" * 40 + "2"}),
+])
+def test_distinct_scopes_get_distinct_folders(one, other):
+    from memvault.vault.layout import check_conversation, scope_conversation
+
+    folders = [scope_conversation(s.get("user_id"), s.get("agent_id"), s.get("run_id")) for s in (one, other)]
+    assert folders[0] != folders[1]
+    assert [check_conversation(f) for f in folders] == folders
+
+
+def test_a_plain_scope_keeps_its_folder():
+    from memvault.vault.layout import scope_conversation
+
+    assert scope_conversation("alice", "bot", None) == "user-alice+agent-bot"
+
+
+def test_a_summary_of_another_scope_in_the_same_folder_is_not_injected(tmp_path):
+    from memvault.converse import SUMMARY_HEADER, MemoryChat
+    from memvault.core import Memvault
+    from memvault.vault.entry import Entry
+
+    core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
+    try:
+        folder = "user-alice"  # where "alice." went before folders were made injective
+        core.add_entries([Entry(text="alice. owes 500 EUR", role="summary", conversation_id=folder,
+                                user_id="alice.")], "summary of alice.")
+        sent = MemoryChat(core, folder, scopes={"user_id": "alice"}).prepare(HI).messages
+        assert SUMMARY_HEADER not in sent[-1]["content"] and "500 EUR" not in sent[-1]["content"]
+        own = MemoryChat(core, folder, scopes={"user_id": "alice."}).prepare(HI).messages
+        assert "500 EUR" in own[-1]["content"]
+    finally:
+        core.close()
