@@ -168,3 +168,32 @@ def test_a_summary_of_another_scope_in_the_same_folder_is_not_injected(tmp_path)
         assert "500 EUR" in own[-1]["content"]
     finally:
         core.close()
+
+
+# 3. DNS rebinding and foreign web pages.
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost:1234", "[::1]:8000", "LOCALHOST", None])
+def test_loopback_hosts_are_answered(server, host):
+    headers = {**ADMIN, **({"Host": host} if host else {})}
+    assert httpx.get(server.url + "/health", headers=headers).status_code == 200
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8000", "127.0.0.1.evil.example", "[::2]:80"])
+def test_a_foreign_host_is_refused(server, host):
+    reply = httpx.get(server.url + "/health", headers={**ADMIN, "Host": host})
+    assert reply.status_code == 421 and reply.json()["error"]["code"] == "misdirected_request"
+
+
+@pytest.mark.parametrize(("origin", "status"), [("https://evil.example", 403), ("null", 403),
+                                                ("http://localhost:3000", 200), ("http://127.0.0.1:9", 200)])
+def test_a_foreign_origin_is_refused(server, upstream, origin, status):
+    before = len(upstream.requests)
+    reply = httpx.post(server.url + "/v1/chat/completions", json={"model": "from-a-page", "messages": HI},
+                       headers={**ADMIN, "Origin": origin}, timeout=120)
+    assert reply.status_code == status, reply.text
+    assert len(requests_for(upstream, before, "from-a-page")) == (status == 200)
+
+
+def test_the_servers_own_origin_is_answered(server):
+    reply = httpx.get(server.url + "/health", headers={**ADMIN, "Origin": server.url})
+    assert reply.status_code == 200

@@ -98,6 +98,7 @@ def create_app(settings: Settings) -> FastAPI:
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
+    from memvault.server.origin import BrowserGuard
 
     app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
@@ -114,6 +115,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
-    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key,  # outermost: checked first
-                       keys=settings.server.keys)
+    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
+    app.add_middleware(BrowserGuard, bind=settings.server.host)  # outermost: DNS rebinding, foreign pages
     return app
