@@ -197,3 +197,54 @@ def test_a_foreign_origin_is_refused(server, upstream, origin, status):
 def test_the_servers_own_origin_is_answered(server):
     reply = httpx.get(server.url + "/health", headers={**ADMIN, "Origin": server.url})
     assert reply.status_code == 200
+
+
+# 4. Scoped keys and memvault's own routes never reach the pass-through.
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/v1/files"), ("POST", "/v1/batches"),
+                                              ("GET", "/v1/models/fake"), ("POST", "/v1/models"),
+                                              ("DELETE", "/v1/files/x")])
+def test_a_scoped_key_gets_only_the_model_list(server, upstream, method, path):
+    before = len(upstream.requests)
+    reply = httpx.request(method, server.url + path, headers=ALICE)
+    assert reply.status_code == 403, reply.text
+    assert not [r for r in upstream.requests[before:] if not r["path"].endswith("/chat/completions")]
+
+
+def test_a_scoped_key_may_list_the_models(server):
+    reply = httpx.get(server.url + "/v1/models", headers=ALICE)
+    assert reply.status_code == 200 and reply.json()["data"][0]["id"] == "fake"
+
+
+def test_the_chat_route_with_a_trailing_slash_uses_memory(server, upstream):
+    before = len(upstream.requests)
+    reply = httpx.post(server.url + "/v1/chat/completions/", json={"model": "slash", "messages": HI},
+                       headers=ADMIN, timeout=120)
+    assert reply.status_code == 200 and "memory_hits" in reply.json(), reply.text
+    assert len(requests_for(upstream, before, "slash")) == 1
+
+
+@pytest.mark.parametrize("path", ["/v1//memories/x", "/v1/memories/a%2Fb/history/", "/v1//reset/",
+                                  "/v1//chat/completions"])
+def test_memvault_routes_written_oddly_are_not_forwarded(server, upstream, path):
+    before = len(upstream.requests)
+    reply = httpx.request("POST" if "chat" in path else "GET", server.url + path, headers=ADMIN,
+                          json={"model": "odd", "messages": HI})
+    assert reply.status_code in (404, 405), reply.text
+    assert not [r for r in upstream.requests[before:] if (r["json"] or {}).get("model") != "fake"]
+
+
+# 7. `..;` is a dot segment to servers that drop path parameters (Tomcat, some proxies).
+
+@pytest.mark.parametrize("path", ["/v1/..;/admin", "/v1/a/..;x/..;/b", "/v1/.;/models"])
+def test_dot_segments_with_parameters_are_refused(server, upstream, path):
+    before = len(upstream.requests)
+    reply = httpx.get(server.url + path, headers=ADMIN)
+    assert reply.status_code == 400, reply.text
+    assert not [r for r in upstream.requests[before:] if (r["json"] or {}).get("model") != "fake"]
+
+
+def test_a_semicolon_inside_a_name_still_passes():
+    from memvault.server.proxy import confined_url
+
+    assert confined_url("http://127.0.0.1:1/v1", b"/v1/files/a;b") == "http://127.0.0.1:1/v1/files/a;b"

@@ -168,6 +168,7 @@ def hit_dict(hit) -> dict[str, Any]:
 
 
 @router.post("/v1/chat/completions", summary="Chat completion with memory (OpenAI-compatible)")
+@router.post("/v1/chat/completions/", include_in_schema=False)  # not the memory-less pass-through
 async def chat_completions(body: ChatCompletionRequest, request: Request):
     from memvault.curate.llm import import_litellm, message_text
 
@@ -266,11 +267,16 @@ async def passthrough(path: str, request: Request):
 
     state = server_state(request)
     settings = state.settings
+    if allowed_scopes(request) is not EVERYTHING and not (request.method == "GET" and path == "models"):
+        return error_response(403, "a scoped API key reaches the LLM only through /v1/chat/completions "
+                              "and GET /v1/models", code="forbidden")
     base = settings.llm.api_base
     if not base:
         return error_response(502, f"no upstream address for /v1/{path}: set llm.api_base (MEMVAULT_LLM_API_BASE)",
                               code="no_upstream")
     target = confined_url(base, request.scope.get("raw_path") or request.url.path.encode())
+    if is_own_path(target[len(base.rstrip("/")) + 1:]):
+        return error_response(404, f"no such memvault route: {request.url.path[:80]}", code="not_found")
     headers = {k: v for k, v in request.headers.items() if k not in HOP_HEADERS | CLIENT_ONLY_HEADERS}
     key = upstream_key(request.headers, server_keyed(state), settings.llm.api_key)
     if key:
@@ -284,6 +290,13 @@ async def passthrough(path: str, request: Request):
     return StreamingResponse(reply.aiter_raw(), status_code=reply.status_code,
                              headers={k: v for k, v in reply.headers.items() if k not in HOP_HEADERS},
                              background=BackgroundTask(reply.aclose))
+
+
+def is_own_path(path: str) -> bool:
+    """Whether a /v1/ path (after /v1/, resolved) is one of memvault's own routes, written so that
+    its route did not take it (`/v1//memories/x`, `/v1/memories/a%2Fb/history/`): never forwarded."""
+    parts = [part for part in path.split("/") if part]
+    return bool(parts) and (parts[0] in ("memories", "reset") or parts[:2] == ["chat", "completions"])
 
 
 def confined_url(base: str, raw_path: bytes) -> str:
@@ -302,6 +315,8 @@ def confined_url(base: str, raw_path: bytes) -> str:
     for segment in rest.split("/"):
         if any(c in segment for c in "%\\\x00"):
             raise UsageError("the request path is encoded twice or has a backslash: refused")
+        if segment.split(";", 1)[0] in ("..", ".") and segment not in ("..", "."):
+            raise UsageError("the request path has a dot segment with parameters (`..;`): refused")
         if segment == "..":
             if not parts:
                 raise UsageError("the request path leaves the upstream's API (llm.api_base): refused")
