@@ -248,3 +248,16 @@ def test_a_semicolon_inside_a_name_still_passes():
     from memvault.server.proxy import confined_url
 
     assert confined_url("http://127.0.0.1:1/v1", b"/v1/files/a;b") == "http://127.0.0.1:1/v1/files/a;b"
+
+
+# 5. A model name that is not text is a 400 that names `model`, not a 500.
+
+@pytest.mark.parametrize("model", ["\ud800", "gpt\udfff", "a\x00b", "a\nb", "\x7f"])
+def test_a_broken_model_name_is_a_400(server, upstream, model):
+    import json
+
+    before = len(upstream.requests)
+    reply = httpx.post(server.url + "/v1/chat/completions", headers={**ADMIN, "Content-Type": "application/json"},
+                       content=json.dumps({"model": model, "messages": HI}), timeout=120)
+    assert reply.status_code == 400 and "`model`" in reply.json()["error"]["message"], reply.text
+    assert not [r for r in upstream.requests[before:] if (r["json"] or {}).get("model") != "fake"]
