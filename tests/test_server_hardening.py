@@ -261,3 +261,13 @@ def test_a_broken_model_name_is_a_400(server, upstream, model):
                        content=json.dumps({"model": model, "messages": HI}), timeout=120)
     assert reply.status_code == 400 and "`model`" in reply.json()["error"]["message"], reply.text
     assert not [r for r in upstream.requests[before:] if (r["json"] or {}).get("model") != "fake"]
+
+
+# 6. /health tells where the vault and the LLM are only to the server's own key.
+
+def test_health_hides_paths_from_a_scoped_key(server):
+    scoped = httpx.get(server.url + "/health", headers=ALICE).json()
+    assert scoped["status"] == "ok" and scoped["vault"] is None and scoped["llm_api_base"] is None
+    assert str(server.vault) not in str(scoped) and server.settings.llm.api_base not in str(scoped)
+    admin = httpx.get(server.url + "/health", headers=ADMIN).json()
+    assert admin["vault"] == str(server.vault) and admin["llm_api_base"] == server.settings.llm.api_base

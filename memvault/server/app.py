@@ -108,7 +108,12 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/health", tags=["server"], summary="Server, vault and model status")
     async def get_health(request: Request) -> dict[str, Any]:
-        return await asyncio.to_thread(health, server_state(request))
+        from memvault.server.auth import EVERYTHING, allowed_scopes
+
+        status = await asyncio.to_thread(health, server_state(request))
+        if allowed_scopes(request) is not EVERYTHING:  # a scoped key: not where the vault and the LLM are
+            status.update(vault=None, llm_api_base=None)
+        return status
 
     app.include_router(memories.router)
     app.include_router(proxy.router)
