@@ -126,6 +126,31 @@ def test_a_refused_upstream_call_is_sent_once(server, upstream):
     assert len(requests_for(upstream, before, "once-only")) == 1
 
 
+def test_a_dropped_connection_is_not_retried(server, monkeypatch):
+    """An upstream that accepts and hangs up at once: the proxy connects once (no retry of its own)."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list = []
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    try:
+        monkeypatch.setattr(server.settings.llm, "api_base", f"http://127.0.0.1:{listener.getsockname()[1]}/v1")
+        reply = chat(server, "dropped")
+    finally:
+        listener.close()
+    assert reply.status_code >= 500 and len(accepted) == 1
+
+
 # 2. A conversation summary never crosses scopes.
 
 LONG = "x" * 45
