@@ -6,8 +6,9 @@ files, and answer; the turns' commit (shared with concurrent requests) and then 
 follow in the background (turns.py). Streaming answers are relayed chunk by chunk as they arrive;
 the turns are written when the stream ends, before its final `[DONE]`.
 
-The model: the request's `model`, else `llm.model`. A bare name (e.g. "llama3" from an OpenAI
-client) is sent to `llm.api_base` as an OpenAI-compatible model. The API key: see memvault.server.auth.
+The model: the request's `model`, else `llm.model`, always on the configured provider and host (a
+bare "llama3" from an OpenAI client is an OpenAI-compatible model at `llm.api_base`; see
+memvault.server.upstream.client_model). The API key: see memvault.server.auth.
 
 The client never chooses where the operator's key goes: only OpenAI chat-completion parameters are
 forwarded (any other field, such as litellm's `api_base` or `api_key`, is refused with a 400 that
