@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.curate.extract import last_user_index, last_user_text, message_text
-from memvault.vault.entry import Entry, check_text
+from memvault.vault.entry import SCOPE_KEYS, Entry, check_text
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
@@ -77,7 +77,14 @@ class MemoryChat:
         query = last_user_text(messages)
         hits = self.memvault.search(query, self.conversation, self.scopes, **self.retrieval) if query.strip() else []
         summary = self.memvault.vault.summary(self.conversation)
+        if summary is not None and not self.owns(summary):
+            summary = None  # another scope's summary in a folder both map to: never injected
         return ChatTurn(messages=inject(messages, summary.text if summary else None, hits), hits=hits)
+
+    def owns(self, entry: Entry) -> bool:
+        """Whether `entry` carries exactly this session's scopes (folders are for people, the scope
+        fields decide; see memvault.vault.layout.scope_conversation)."""
+        return all(getattr(entry, key) == self.scopes.get(key) for key in SCOPE_KEYS)
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
         """Store both turns in one commit."""

@@ -98,6 +98,7 @@ def create_app(settings: Settings) -> FastAPI:
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
+    from memvault.server.origin import BrowserGuard
 
     app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
@@ -107,13 +108,18 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/health", tags=["server"], summary="Server, vault and model status")
     async def get_health(request: Request) -> dict[str, Any]:
-        return await asyncio.to_thread(health, server_state(request))
+        from memvault.server.auth import EVERYTHING, allowed_scopes
+
+        status = await asyncio.to_thread(health, server_state(request))
+        if allowed_scopes(request) is not EVERYTHING:  # a scoped key: not where the vault and the LLM are
+            status.update(vault=None, llm_api_base=None)
+        return status
 
     app.include_router(memories.router)
     app.include_router(proxy.router)
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
-    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key,  # outermost: checked first
-                       keys=settings.server.keys)
+    app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
+    app.add_middleware(BrowserGuard, bind=settings.server.host)  # outermost: DNS rebinding, foreign pages
     return app

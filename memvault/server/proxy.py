@@ -6,8 +6,9 @@ files, and answer; the turns' commit (shared with concurrent requests) and then 
 follow in the background (turns.py). Streaming answers are relayed chunk by chunk as they arrive;
 the turns are written when the stream ends, before its final `[DONE]`.
 
-The model: the request's `model`, else `llm.model`. A bare name (e.g. "llama3" from an OpenAI
-client) is sent to `llm.api_base` as an OpenAI-compatible model. The API key: see memvault.server.auth.
+The model: the request's `model`, else `llm.model`, always on the configured provider and host (a
+bare "llama3" from an OpenAI client is an OpenAI-compatible model at `llm.api_base`; see
+memvault.server.upstream.client_model). The API key: see memvault.server.auth.
 
 The client never chooses where the operator's key goes: only OpenAI chat-completion parameters are
 forwarded (any other field, such as litellm's `api_base` or `api_key`, is refused with a 400 that
@@ -32,7 +33,7 @@ from memvault.errors import UsageError
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
 from memvault.server.errors import error_body, error_response, upstream_error
 from memvault.server.state import ServerState, server_state
-from memvault.server.upstream import curator, litellm_model
+from memvault.server.upstream import client_model, curator
 
 if TYPE_CHECKING:
     from memvault.converse import ChatTurn, MemoryChat
@@ -74,11 +75,8 @@ class ChatCompletionRequest(BaseModel):
 def upstream_request(state: ServerState, body: ChatCompletionRequest, request: Request) -> dict[str, Any]:
     """litellm.acompletion arguments (messages excepted): the client's options minus memory fields."""
     settings = state.settings
-    model = body.model or settings.llm.model
-    if not model:
-        raise UsageError("no model: give `model` in the request or set llm.model / MEMVAULT_LLM_MODEL")
     options = forwarded_options(body)
-    kwargs: dict[str, Any] = {**options, "model": litellm_model(model, settings.llm.api_base),
+    kwargs: dict[str, Any] = {**options, "model": client_model(body.model, settings.llm),
                               "timeout": settings.llm.timeout,
                               "max_retries": 0}  # the client decides whether to retry, not the proxy
     if settings.llm.api_base:
@@ -171,6 +169,7 @@ def hit_dict(hit) -> dict[str, Any]:
 
 
 @router.post("/v1/chat/completions", summary="Chat completion with memory (OpenAI-compatible)")
+@router.post("/v1/chat/completions/", include_in_schema=False)  # not the memory-less pass-through
 async def chat_completions(body: ChatCompletionRequest, request: Request):
     from memvault.curate.llm import import_litellm, message_text
 
@@ -269,11 +268,16 @@ async def passthrough(path: str, request: Request):
 
     state = server_state(request)
     settings = state.settings
+    if allowed_scopes(request) is not EVERYTHING and not (request.method == "GET" and path == "models"):
+        return error_response(403, "a scoped API key reaches the LLM only through /v1/chat/completions "
+                              "and GET /v1/models", code="forbidden")
     base = settings.llm.api_base
     if not base:
         return error_response(502, f"no upstream address for /v1/{path}: set llm.api_base (MEMVAULT_LLM_API_BASE)",
                               code="no_upstream")
     target = confined_url(base, request.scope.get("raw_path") or request.url.path.encode())
+    if is_own_path(target[len(base.rstrip("/")) + 1:]):
+        return error_response(404, f"no such memvault route: {request.url.path[:80]}", code="not_found")
     headers = {k: v for k, v in request.headers.items() if k not in HOP_HEADERS | CLIENT_ONLY_HEADERS}
     key = upstream_key(request.headers, server_keyed(state), settings.llm.api_key)
     if key:
@@ -287,6 +291,13 @@ async def passthrough(path: str, request: Request):
     return StreamingResponse(reply.aiter_raw(), status_code=reply.status_code,
                              headers={k: v for k, v in reply.headers.items() if k not in HOP_HEADERS},
                              background=BackgroundTask(reply.aclose))
+
+
+def is_own_path(path: str) -> bool:
+    """Whether a /v1/ path (after /v1/, resolved) is one of memvault's own routes, written so that
+    its route did not take it (`/v1//memories/x`, `/v1/memories/a%2Fb/history/`): never forwarded."""
+    parts = [part for part in path.split("/") if part]
+    return bool(parts) and (parts[0] in ("memories", "reset") or parts[:2] == ["chat", "completions"])
 
 
 def confined_url(base: str, raw_path: bytes) -> str:
@@ -305,6 +316,8 @@ def confined_url(base: str, raw_path: bytes) -> str:
     for segment in rest.split("/"):
         if any(c in segment for c in "%\\\x00"):
             raise UsageError("the request path is encoded twice or has a backslash: refused")
+        if segment.split(";", 1)[0] in ("..", ".") and segment not in ("..", "."):
+            raise UsageError("the request path has a dot segment with parameters (`..;`): refused")
         if segment == "..":
             if not parts:
                 raise UsageError("the request path leaves the upstream's API (llm.api_base): refused")

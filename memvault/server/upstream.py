@@ -23,6 +23,63 @@ def litellm_model(model: str, api_base: str) -> str:
         return f"openai/{model}"
 
 
+def client_model(requested: str | None, llm: LLMSettings) -> str:
+    """The litellm model string for a request's `model`: a client chooses a model, never a provider
+    or a host, so the operator's key only goes where the operator's configuration sends it.
+
+    - no `model`, or exactly llm.model: the configured model, as configured;
+    - otherwise the model runs on the configured model's provider ("openai" when there is no
+      llm.model): a name already under it is kept, any other name is put under it
+      ("llama3" -> "openai/llama3"; with llm.api_base set, "groq/x" -> "openai/groq/x", a model
+      name at that OpenAI-compatible server);
+    - without llm.api_base, a name under another litellm provider ("groq/x" when llm.model is
+      "openai/gpt-4o-mini") is a 400 naming it: the client asked for another provider."""
+    from memvault.errors import UsageError
+
+    check_model_name(requested)
+    model = requested or llm.model
+    if not model:
+        raise UsageError("no model: give `model` in the request or set llm.model / MEMVAULT_LLM_MODEL")
+    if model == llm.model:
+        return litellm_model(model, llm.api_base)
+    provider = configured_provider(llm)
+    if model.startswith(provider + "/"):
+        return model
+    first = model.split("/", 1)[0] if "/" in model else ""
+    if first and not llm.api_base and first in known_providers():
+        raise UsageError(f"model {model[:80]!r} names the provider {first!r}; this server's models are "
+                         f"{provider}/... (llm.model): a request chooses a model, not a provider")
+    return f"{provider}/{model}"
+
+
+def check_model_name(model: str | None) -> None:
+    """A model name is printable text: a control character or a lone surrogate is a 400."""
+    from memvault.errors import UsageError
+
+    if model is None:
+        return
+    if not model.isprintable() or any(0xD800 <= ord(c) <= 0xDFFF for c in model):
+        raise UsageError("`model` has a control character or an invalid character: refused")
+
+
+def configured_provider(llm: LLMSettings) -> str:
+    """The litellm provider of llm.model as litellm will call it ("openai" when there is none)."""
+    if not llm.model:
+        return "openai"
+    from memvault.curate.llm import import_litellm
+
+    try:
+        return import_litellm().get_llm_provider(litellm_model(llm.model, llm.api_base))[1]
+    except Exception:  # noqa: BLE001 - litellm cannot place it: the call will fail with its own message
+        return "openai"
+
+
+def known_providers() -> set[str]:
+    from memvault.curate.llm import import_litellm
+
+    return {str(getattr(p, "value", p)) for p in import_litellm().provider_list}
+
+
 def curator(llm: LLMSettings, api_key: str | None):
     """The LLM that curates the turns: the configured llm.model (no configured model: turns are
     stored, not curated; storing the message again as a fact would only duplicate the turn)."""

@@ -83,16 +83,37 @@ def scope_conversation(user_id: str | None, agent_id: str | None, run_id: str | 
 
     The folder is for people; isolation comes from the scope fields in front matter, which every
     search and listing filters on. Values are slugged so any user id makes a safe folder name.
+
+    Distinct scopes get distinct folders: a value the slug had to change or cut ends with a hash of
+    the exact value (see `slug`), and so does a folder cut to MAX_NAME. Folders made before this
+    rule stay readable: entries are found by their scope fields, not by their folder.
     """
     named = (("user", user_id), ("agent", agent_id), ("run", run_id))
     parts = [f"{key}-{slug(value)}" for key, value in named if value]
-    return "+".join(parts)[:MAX_NAME] if parts else "default"
+    folder = "+".join(parts)
+    if len(folder) > MAX_NAME:
+        folder = folder[:MAX_NAME - HASH_TAIL] + tagged("\0".join(str(value or "") for _, value in named))
+    return folder or "default"
+
+
+HASH_TAIL = 14  # "-" + 12 hex digits + "_"
 
 
 def slug(value: str) -> str:
+    """`value` as a folder-name piece: unchanged when it already is a safe one (40 characters at
+    most); otherwise its safe characters then "-<hash of value>_". An unchanged slug never ends with
+    "_" (it is stripped), so a changed one never equals an unchanged one: the mapping is injective."""
     text = unicodedata.normalize("NFKC", str(value))
     text = re.sub(r"[^\w.\-]+", "_", text, flags=re.UNICODE).strip("._") or "_"
-    return text[:40]
+    if text == value and len(text) <= 40:
+        return text
+    return text[:40 - HASH_TAIL] + tagged(str(value))
+
+
+def tagged(value: str) -> str:
+    import hashlib
+
+    return f"-{hashlib.sha256(value.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}_"
 
 
 def file_stamp(entry: Entry) -> str:
