@@ -151,3 +151,27 @@ def test_the_watcher_leaves_turns_in_flight_to_the_committer(tmp_path):
     core.resync_paths(paths)
     assert all(core.index().by_id(c.entry.id) is not None for c in changes)
     core.close()
+
+
+def test_a_commit_that_fails_once_is_tried_again(tmp_path, monkeypatch):
+    """A passing failure (a person's git holding a lock a moment too long) must not leave the turns
+    uncommitted until the next restart."""
+    from memvault.errors import VaultError
+
+    core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
+    commit, failures = core.commit_turns, []
+
+    def fails_once(*args, **kwargs):
+        if not failures:
+            failures.append("lock")
+            raise VaultError("git add failed: index.lock is held by git process 4242")
+        return commit(*args, **kwargs)
+
+    monkeypatch.setattr(core, "commit_turns", fails_once)
+    committer = TurnCommitter(core)
+    committer.store("retry", turn_entries(core, "retry", "kept"))
+    committer.close()
+    core.close()
+    assert failures == ["lock"]
+    assert not git(tmp_path / "vault", "status", "--porcelain", "--untracked-files=all")
+    assert any(s.startswith("memvault chat:") for s in git(tmp_path / "vault", "log", "--format=%s").splitlines())

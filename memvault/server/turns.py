@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ from memvault.vault import layout
 
 log = logging.getLogger("memvault.server")
 STOP = object()
+COMMIT_ATTEMPTS = 3  # a batch whose commit fails is tried again after 1 s, then 2 s
 
 
 @dataclass
@@ -96,7 +98,15 @@ class TurnCommitter:
         subject = (f"memvault chat: turn in {conversations[0]}" if len(turns) == 1
                    else f"memvault chat: {len(turns)} turns in {', '.join(conversations)}")
         try:
-            self.core.commit_turns(written, subject, conversations[0] if len(conversations) == 1 else None)
+            for attempt in range(COMMIT_ATTEMPTS):
+                try:
+                    self.core.commit_turns(written, subject, conversations[0] if len(conversations) == 1 else None)
+                    break
+                except MemvaultError as exc:  # a passing cause (a person's git holding a lock) may clear
+                    if attempt + 1 == COMMIT_ATTEMPTS:
+                        raise
+                    log.warning("committing %d turn(s) failed, trying again: %s", len(turns), exc)
+                    time.sleep(1.0 + attempt)
         except MemvaultError as exc:  # the files stay on disk; the next start commits them
             log.error("%d turn(s) written but not committed: %s", len(turns), exc)
             return
