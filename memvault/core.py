@@ -354,6 +354,9 @@ class Memvault:
         if plan.evict or plan.purge:
             subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
             with self.vault.transaction("gc", subject) as tx:
+                # Planned before the lock: another writer may have deleted or purged some since.
+                plan.evict = [entry for entry in plan.evict if self.vault.is_live(entry.id)]
+                plan.purge = [(rel, entry) for rel, entry in plan.purge if (self.vault.root / rel).is_file()]
                 for entry in plan.evict:
                     tx.soft_delete(entry, event="EVICT")
                 for rel, entry in plan.purge:

@@ -107,8 +107,11 @@ class Transaction:
         self.changes.append(Change(rel, before, entry))
 
     def write(self, entry: Entry, event: str | None = None) -> PurePosixPath:
-        """Create or overwrite the file of `entry` (an edit keeps the file where it is)."""
+        """Create or overwrite the file of `entry` (an edit keeps the file where it is). A live entry
+        whose only file is now a tombstone was deleted by another writer since it was read: refused."""
         rel = self.vault.path_of(entry.id) if event != "ADD" else None
+        if rel is not None and layout.is_deleted_path(rel) and not entry.deleted:
+            raise deleted_meanwhile(entry.id)
         rel = rel or layout.relative_path(entry)
         self._touch(rel, entry)
         if event:
@@ -116,8 +119,12 @@ class Transaction:
         return rel
 
     def soft_delete(self, entry: Entry, replaced_by: str | None = None, event: str = "DELETE") -> PurePosixPath:
-        """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost."""
-        old_rel = self.vault.path_of(entry.id) or layout.relative_path(entry)
+        """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost.
+        The entry must still be live: callers read it before taking the lock, and another writer may
+        have deleted it since (unlinking its path again would then remove the new tombstone)."""
+        old_rel = self.vault.path_of(entry.id)
+        if not self.vault.is_live(entry.id):
+            raise deleted_meanwhile(entry.id)
         tombstone = entry.replace(deleted_at=now(), replaced_by=replaced_by)
         new_rel = layout.relative_path(tombstone)
         self._touch(new_rel, tombstone)
@@ -489,6 +496,11 @@ class Vault:
     def path_of(self, memory_id: str) -> PurePosixPath | None:
         return self._id_paths().get(memory_id)
 
+    def is_live(self, memory_id: str) -> bool:
+        """Whether the entry has a live file (not only a tombstone, or nothing)."""
+        rel = self.path_of(memory_id)
+        return rel is not None and not layout.is_deleted_path(rel)
+
     def resolve(self, prefix: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
         """The entry whose id is `prefix` or starts with it, as git resolves short hashes."""
         prefix = layout.check_id_prefix(prefix)
@@ -514,6 +526,10 @@ class Vault:
     def check_new_folder(self, rel: PurePosixPath) -> None:
         """Before writing `rel`: a conversation folder it would create must be portable."""
         layout.check_new_conversation(rel.parts[1], self.conversations())
+
+
+def deleted_meanwhile(memory_id: str) -> NotFoundError:
+    return NotFoundError(f"memory {memory_id[:8]} was deleted meanwhile (see `memvault history {memory_id[:8]}`)")
 
 
 def too_large(limit: int) -> str:

@@ -1,0 +1,111 @@
+"""Writers racing on the same memory, a killed writer's git still running, and git's own refusals
+(signing, hooks, ignore rules) reported by their real cause. Real processes, real git."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path, PurePosixPath
+
+import pytest
+from filelock import FileLock
+
+from memvault.errors import NotFoundError
+from memvault.vault.entry import Entry
+from memvault.vault.store import Vault
+from tests.support.crash import git
+
+
+def committed_vault(root: Path, *texts: str) -> tuple[Vault, list[Entry]]:
+    vault = Vault.init(root)
+    entries = [Entry(text=text, conversation_id="default") for text in texts]
+    with vault.transaction("add", "seed") as tx:
+        for entry in entries:
+            tx.write(entry, event="ADD")
+    return vault, entries
+
+
+def start_memvault(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "memvault", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def racing(vault: Vault, *commands: tuple[str, ...]) -> list[tuple[int, str, str]]:
+    """Start the commands while the write lock is held, so they all resolve their targets first and
+    then queue for the lock; release it and collect (exit code, stdout, stderr) of each."""
+    with FileLock(str(vault.state_dir / "write.lock")):
+        procs = [start_memvault(*cmd, "--vault", str(vault.root)) for cmd in commands]
+        time.sleep(4)  # long enough for each to start and read the vault (resolving the id)
+    return [(p.wait(timeout=120), *p.communicate()) for p in procs]
+
+
+def files_of(vault: Vault, memory_id: str) -> list[str]:
+    return sorted(str(rel) for rel in vault.entry_files(include_deleted=True) if memory_id in rel.name)
+
+
+# -- 1. concurrent rm / edit / gc on one memory ----------------------------------------------------------
+def test_two_rm_of_one_memory_at_once_keep_its_tombstone(tmp_path):
+    vault, (entry,) = committed_vault(tmp_path / "vault", "the cat is called Tom")
+    results = racing(vault, ("rm", entry.id), ("rm", entry.id))
+    codes = sorted(code for code, _, _ in results)
+    assert codes == [0, 1], results
+    loser = next(err for code, _, err in results if code == 1)
+    assert f"memory {entry.id[:8]} was deleted meanwhile" in loser and "Traceback" not in loser
+    tombstones = files_of(vault, entry.id)
+    assert len(tombstones) == 1 and tombstones[0].split("/")[2] == "deleted", tombstones
+    assert vault.read(PurePosixPath(tombstones[0])).deleted is not None
+    assert git(vault.root, "status", "--porcelain") == ""
+    assert git(vault.root, "ls-files", "--", "entries").strip() == tombstones[0]
+
+
+def test_rm_racing_edit_never_writes_a_live_entry_into_deleted(tmp_path):
+    vault, (entry,) = committed_vault(tmp_path / "vault", "the dog is called Rex")
+    results = racing(vault, ("rm", entry.id), ("edit", entry.id, "--text", "the dog is called Max"))
+    assert sorted(code for code, _, _ in results) == [0, 1], results
+    (only,) = files_of(vault, entry.id)
+    survivor = vault.read(PurePosixPath(only))
+    if "/deleted/" in only:  # rm went second or first: either way a tombstone is a tombstone
+        assert survivor.deleted is not None
+    else:
+        assert survivor.deleted is None
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_soft_delete_and_write_refuse_an_entry_deleted_meanwhile(tmp_path):
+    vault, (entry,) = committed_vault(tmp_path / "vault", "keys are in the drawer")
+    with vault.transaction("delete", "first rm") as tx:
+        tx.soft_delete(entry)
+    head = git(vault.root, "rev-parse", "HEAD")
+    for act in (lambda tx: tx.soft_delete(entry), lambda tx: tx.write(entry.replace(text="x"), event="UPDATE")):
+        with pytest.raises(NotFoundError, match="was deleted meanwhile"):
+            with vault.transaction("race", "second writer") as tx:
+                act(tx)
+        (only,) = files_of(vault, entry.id)
+        assert "/deleted/" in only
+        assert git(vault.root, "rev-parse", "HEAD") == head
+        assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_gc_skips_what_another_writer_deleted_meanwhile(tmp_path):
+    from memvault import settings
+    from memvault.core import Memvault
+
+    committed_vault(tmp_path / "vault", *[f"fact number {i}" for i in range(4)])
+    memvault = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}))
+    vault = memvault.vault
+    gone = memvault.gc(max_entries=1, dry_run=True).evict[0]
+    real_transaction = vault.transaction
+
+    def rm_first(*args, **kw):  # another writer's rm lands between gc's plan and its lock
+        vault.transaction = real_transaction
+        with real_transaction("delete", "other rm") as tx:
+            tx.soft_delete(gone)
+        return real_transaction(*args, **kw)
+
+    vault.transaction = rm_first
+    plan = memvault.gc(max_entries=1, git_gc=False)
+    assert gone.id not in {e.id for e in plan.evict}
+    assert len(files_of(vault, gone.id)) == 1
+    assert git(vault.root, "status", "--porcelain") == ""
+    memvault.close()
