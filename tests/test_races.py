@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -109,3 +110,54 @@ def test_gc_skips_what_another_writer_deleted_meanwhile(tmp_path):
     assert len(files_of(vault, gone.id)) == 1
     assert git(vault.root, "status", "--porcelain") == ""
     memvault.close()
+
+
+# -- 2. recovery while the killed writer's git still runs; the user's hooks never run ---------------------
+def killed_mid_delete(vault: Vault, entry: Entry) -> None:
+    """What a memvault killed between its file changes and its commit leaves: the intent notes and the
+    changed files (the transaction's own steps, without the commit)."""
+    from memvault.vault.store import Transaction
+
+    vault.forget_paths()
+    vault._intent_head = vault.git.head_sha()
+    Transaction(vault, "delete").soft_delete(entry)
+    vault._intent_head = None
+    vault.forget_paths()
+
+
+def test_recovery_refuses_to_roll_back_while_a_git_still_works_in_the_repository(tmp_path, monkeypatch):
+    import memvault.vault.git as vault_git
+    from memvault.errors import VaultError
+
+    monkeypatch.setattr(vault_git, "GIT_WAIT", 0.3)
+    vault, (entry, other) = committed_vault(tmp_path / "vault", "the bike is blue", "the car is red")
+    killed_mid_delete(vault, entry)
+    orphan = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault.root, stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL)  # a git at work in the repository until stdin closes
+    try:
+        time.sleep(0.2)
+        with pytest.raises(VaultError, match=rf"git process {orphan.pid} is still working .* try again when it ends"):
+            with vault.transaction("delete", "next writer") as tx:
+                tx.soft_delete(other)
+        assert "/deleted/" in files_of(vault, entry.id)[0]  # nothing rolled back under the running git
+        assert vault.intent_path.exists()
+    finally:
+        orphan.communicate(b"", timeout=10)
+    with vault.transaction("delete", "next writer") as tx:  # the git ended: now the roll-back is safe
+        tx.soft_delete(other)
+    assert "/deleted/" not in files_of(vault, entry.id)[0]
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_the_users_hooks_never_run_on_memvaults_commits(tmp_path):
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for name in ("prepare-commit-msg", "commit-msg", "pre-commit"):
+        hook = hooks / name
+        hook.write_text(f"#!/bin/sh\ntouch {tmp_path}/ran-{name}\necho rewritten > \"$1\"\nexit 1\n")
+        hook.chmod(0o755)
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text(f"[core]\n\thooksPath = {hooks}\n")
+    vault, (entry,) = committed_vault(tmp_path / "vault", "hooks stay out")
+    assert not list(tmp_path.glob("ran-*"))
+    message = git(vault.root, "log", "-1", "--format=%B")
+    assert f"Memvault-Event: ADD {entry.id}" in message

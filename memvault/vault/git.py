@@ -26,6 +26,9 @@ TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "co
 STALE_LOCK_AGE = 600.0
 # A git a killed memvault started lives on and finishes its work: the next writer waits this long for it.
 GIT_WAIT = 10.0
+# Memvault's own commits run no hooks (a hook that rewrites the message strips the trailers; a slow one
+# outlives a killed memvault) and are not signed (an automated commit cannot ask for a passphrase).
+OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
 # Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.store.atomic_write): never entries, never committed.
 TEMP_FILES = ":(exclude,glob)**/.*.tmp"
 
@@ -236,7 +239,7 @@ class VaultGit:
 
     def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
         try:
-            return subprocess.run(["git", "--literal-pathspecs", *args], cwd=self.work_dir, input=input,
+            return subprocess.run(["git", "--literal-pathspecs", *OWN_CONFIG, *args], cwd=self.work_dir, input=input,
                                   capture_output=True, text=True, encoding="utf-8", errors="replace",
                                   env={**os.environ, **self.env})
         except OSError as exc:

@@ -275,6 +275,7 @@ class Vault:
             if "path" in record and record["path"] not in befores:  # the first note holds the original
                 befores[record["path"]] = None if record["before"] is None else base64.b64decode(record["before"])
         if started_at == self.git.head_sha():  # HEAD never moved: the commit did not happen
+            self.refuse_while_git_runs()
             for rel, before in befores.items():
                 if not layout.is_entry_path(PurePosixPath(rel)) or ".." in PurePosixPath(rel).parts:
                     continue  # not a path a transaction writes: never act on it
@@ -290,6 +291,14 @@ class Vault:
         if touched and self.on_recovered is not None:
             self.on_recovered(touched)
         return touched
+
+    def refuse_while_git_runs(self) -> None:
+        """A git still working in the repository after the wait may yet land the killed writer's
+        commit: rolling the files back now would leave HEAD and the files disagreeing."""
+        holders = self.git.lock_holders()
+        if holders:
+            raise VaultError(f"git process {', '.join(map(str, holders))} is still working in the vault's "
+                             "repository (the commit of a memvault that was stopped?): try again when it ends")
 
     def write_new(self, entries: list[Entry]) -> list[Change]:
         """Write new entries now and commit them later with `commit_written` (the proxy answers once its
