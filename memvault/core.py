@@ -326,7 +326,8 @@ class Memvault:
 
     def delete(self, memory_ids: Iterable[str]) -> list[Entry]:
         """Soft-delete memories: each moves to deleted/ as a tombstone, all in one commit."""
-        targets = [self.get_live(memory_id)[1] for memory_id in memory_ids]
+        found = (self.get_live(memory_id)[1] for memory_id in memory_ids)
+        targets = list({entry.id: entry for entry in found}.values())  # an id named twice is deleted once
         if not targets:
             return []
         subject = (f"memvault rm: {short(targets[0].text)} [{targets[0].id[:8]}]" if len(targets) == 1

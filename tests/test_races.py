@@ -62,14 +62,15 @@ def test_two_rm_of_one_memory_at_once_keep_its_tombstone(tmp_path):
 
 def test_rm_racing_edit_never_writes_a_live_entry_into_deleted(tmp_path):
     vault, (entry,) = committed_vault(tmp_path / "vault", "the dog is called Rex")
-    results = racing(vault, ("rm", entry.id), ("edit", entry.id, "--text", "the dog is called Max"))
-    assert sorted(code for code, _, _ in results) == [0, 1], results
+    (rm, _, rm_err), (edit, _, edit_err) = racing(vault, ("rm", entry.id), ("edit", entry.id, "--text", "Max"))
+    assert rm == 0, rm_err
     (only,) = files_of(vault, entry.id)
-    survivor = vault.read(PurePosixPath(only))
-    if "/deleted/" in only:  # rm went second or first: either way a tombstone is a tombstone
-        assert survivor.deleted is not None
-    else:
-        assert survivor.deleted is None
+    tombstone = vault.read(PurePosixPath(only))
+    assert "/deleted/" in only and tombstone.deleted is not None
+    if edit == 0:  # the edit took the lock first: the rm then deleted the edited text
+        assert tombstone.text == "Max"
+    else:  # the rm took it first (before the fix: a live-looking entry written into deleted/)
+        assert "was deleted meanwhile" in edit_err and tombstone.text == "the dog is called Rex"
     assert git(vault.root, "status", "--porcelain") == ""
 
 
@@ -161,3 +162,62 @@ def test_the_users_hooks_never_run_on_memvaults_commits(tmp_path):
     assert not list(tmp_path.glob("ran-*"))
     message = git(vault.root, "log", "-1", "--format=%B")
     assert f"Memvault-Event: ADD {entry.id}" in message
+
+
+# -- 3, 4. git's refusals named by their cause ----------------------------------------------------------------
+def test_a_global_commit_gpgsign_does_not_stop_memvaults_commits(tmp_path):
+    Path(os.environ["GIT_CONFIG_GLOBAL"]).write_text("[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n")
+    done = subprocess.run([sys.executable, "-m", "memvault", "init", "--vault", str(tmp_path / "vault")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert git(tmp_path / "vault", "status", "--porcelain") == ""
+    assert "memvault init" in git(tmp_path / "vault", "log", "-1", "--format=%s")
+
+
+def test_git_errors_name_their_first_error_line_not_a_hint_or_the_last_fatal(tmp_path):
+    from memvault.vault.git import VaultGit
+
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    done = subprocess.run(["git", "-c", "commit.gpgsign=true", "-c", "gpg.program=false", "-c", "user.name=p",
+                           "-c", "user.email=p@p", "commit", "-qm", "x"], cwd=repo, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert VaultGit(repo, repo).explain(done.stdout + done.stderr) == "error: gpg failed to sign the data"
+
+
+def test_a_vault_in_a_repository_ignoring_md_files_names_the_ignore_rule(tmp_path):
+    from memvault.errors import VaultError
+
+    project = tmp_path / "project"
+    git(tmp_path, "init", "-q", "-b", "main", str(project))
+    (project / ".gitignore").write_text("*.md\n")
+    vault = Vault.init(project / "notes", use_enclosing_repo=True)
+    with pytest.raises(VaultError) as raised:
+        with vault.transaction("add", "add") as tx:
+            tx.write(Entry(text="ignored?", conversation_id="default"), event="ADD")
+    message = str(raised.value)
+    assert "The following paths are ignored by one of your .gitignore files: notes/entries/" in message
+    assert "git check-ignore -v notes/entries/" in message and "hint" not in message
+    assert "\n" not in message
+    assert not list(vault.entry_files())  # rolled back
+
+
+def test_rm_naming_one_memory_twice_deletes_it_once(tmp_path):
+    from tests.support.cli import Cli
+
+    vault, (entry,) = committed_vault(tmp_path / "vault", "twice named")
+    result = Cli(vault.root)("rm", entry.id, entry.id[:8])
+    assert result.exit_code == 0, result.stderr
+    (only,) = files_of(vault, entry.id)
+    assert "/deleted/" in only and git(vault.root, "status", "--porcelain") == ""
+
+
+def test_a_tombstone_keeps_the_text_an_edit_wrote_after_the_rm_read_it(tmp_path):
+    vault, (stale,) = committed_vault(tmp_path / "vault", "the plant needs water weekly")
+    with vault.transaction("update", "edit lands first") as tx:
+        tx.write(stale.replace(text="the plant needs water daily"), event="UPDATE")
+    with vault.transaction("delete", "rm read before the edit") as tx:
+        rel = tx.soft_delete(stale)
+    assert vault.read(rel).text == "the plant needs water daily"

@@ -114,6 +114,7 @@ class Transaction:
             raise deleted_meanwhile(entry.id)
         rel = rel or layout.relative_path(entry)
         self._touch(rel, entry)
+        self.vault.remember_path(entry.id, rel)
         if event:
             self.events.append((event, entry.id))
         return rel
@@ -125,10 +126,12 @@ class Transaction:
         old_rel = self.vault.path_of(entry.id)
         if not self.vault.is_live(entry.id):
             raise deleted_meanwhile(entry.id)
-        tombstone = entry.replace(deleted_at=now(), replaced_by=replaced_by)
+        current = self.vault.read(old_rel)  # as it is now: an edit may have landed since `entry` was read
+        tombstone = current.replace(deleted_at=now(), replaced_by=replaced_by)
         new_rel = layout.relative_path(tombstone)
         self._touch(new_rel, tombstone)
         self._touch(old_rel, None)
+        self.vault.remember_path(entry.id, new_rel)
         self.events.append((event, entry.id))
         return new_rel
 
@@ -504,6 +507,12 @@ class Vault:
 
     def path_of(self, memory_id: str) -> PurePosixPath | None:
         return self._id_paths().get(memory_id)
+
+    def remember_path(self, memory_id: str, rel: PurePosixPath) -> None:
+        """Keep the id -> path map in step with this process's own write (the liveness checks of a
+        later step in the same transaction read it)."""
+        if self._paths is not None:
+            self._paths[memory_id] = rel
 
     def is_live(self, memory_id: str) -> bool:
         """Whether the entry has a live file (not only a tombstone, or nothing)."""
