@@ -221,3 +221,36 @@ def test_a_tombstone_keeps_the_text_an_edit_wrote_after_the_rm_read_it(tmp_path)
     with vault.transaction("delete", "rm read before the edit") as tx:
         rel = tx.soft_delete(stale)
     assert vault.read(rel).text == "the plant needs water daily"
+
+
+# -- 5. an editor that removes the draft; 6. init on a detached HEAD ----------------------------------------
+def test_an_editor_that_removes_the_draft_changes_nothing(tmp_path, monkeypatch):
+    from tests.support.cli import Cli
+
+    vault, (entry,) = committed_vault(tmp_path / "vault", "unchanged text")
+    script = tmp_path / "editor.sh"
+    script.write_text('#!/bin/sh\nrm "$1"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(script))
+    head = git(vault.root, "rev-parse", "HEAD")
+    result = Cli(vault.root)("edit", entry.id)
+    assert result.exit_code == 2 and "the editor removed the draft" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "nothing changed" in result.stderr
+    assert git(vault.root, "rev-parse", "HEAD") == head
+    assert vault.read(PurePosixPath(files_of(vault, entry.id)[0])).text == "unchanged text"
+
+
+def test_init_never_commits_onto_a_detached_head(tmp_path):
+    from memvault.errors import VaultError
+
+    project = tmp_path / "project"
+    git(tmp_path, "init", "-q", "-b", "main", str(project))
+    (project / "README").write_text("theirs\n")
+    git(project, "add", "README")
+    git(project, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-qm", "their work")
+    git(project, "checkout", "-q", "--detach")
+    head = git(project, "rev-parse", "HEAD")
+    with pytest.raises(VaultError, match="detached HEAD"):
+        Vault.init(project / "notes", use_enclosing_repo=True)
+    assert git(project, "rev-parse", "HEAD") == head
+    assert git(project, "diff", "--cached", "--name-only") == ""

@@ -194,6 +194,7 @@ class Vault:
         if GITIGNORE_LINE not in lines:
             atomic_write(gitignore, ("\n".join([*lines, GITIGNORE_LINE]) + "\n").encode("utf-8"))
         with vault.lock():
+            git.check_state()  # never commit onto a detached HEAD or into a merge or rebase
             git.commit([".gitignore"], format_message("memvault init", "init", None, []))
         return vault
 
