@@ -7,8 +7,9 @@ between curates it at the next start (memvault.server.turns.resume_curation).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from memvault.vault import jsonlines
 
 CURATION_QUEUE = "curation-queue.jsonl"
 
@@ -22,14 +23,7 @@ class CurationQueue:
         self.path = Path(state_dir) / CURATION_QUEUE
 
     def _append(self, record: dict, sync: bool) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # the messages are the user's
-        try:
-            os.write(fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
+        jsonlines.append(self.path, [record], mode=0o600, sync=sync)  # 0600: the messages are the user's
 
     def add(self, turn_id: str, conversation: str, scopes: dict, messages: list[dict]) -> None:
         # Synced like the turn files themselves: a turn that survives a power cut keeps its curation.
@@ -40,20 +34,12 @@ class CurationQueue:
         self._append({"done": turn_id}, False)
 
     def pending(self) -> list[dict]:
-        """The turns queued and not done, oldest first (a torn last line from a crash is skipped)."""
-        try:
-            lines = self.path.read_bytes().decode("utf-8", "surrogatepass").splitlines()
-        except FileNotFoundError:
-            return []
+        """The turns queued and not done, oldest first (lines that are not records are passed over)."""
         waiting: dict[str, dict] = {}
-        for line in lines:
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and "done" in record:
+        for record in jsonlines.read(self.path):
+            if "done" in record:
                 waiting.pop(str(record["done"]), None)
-            elif isinstance(record, dict) and isinstance(record.get("turn"), str):
+            elif isinstance(record.get("turn"), str):
                 waiting[record["turn"]] = record
         return list(waiting.values())
 

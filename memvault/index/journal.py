@@ -7,24 +7,16 @@ writes with O_APPEND (atomic on POSIX); taking the journal happens under the vau
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
+
+from memvault.vault import jsonlines
 
 FILE_NAME = "pending.jsonl"
 
 
 def record(state_dir: Path, items: list[tuple[str, str | None]]) -> None:
     """Append (memory id, live path or None when the entry left the index) pairs."""
-    if not items:
-        return
-    state_dir.mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps({"id": i, "path": p}) + "\n" for i, p in items).encode("utf-8")
-    fd = os.open(state_dir / FILE_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
+    jsonlines.append(state_dir / FILE_NAME, [{"id": i, "path": p} for i, p in items])
 
 
 def take(state_dir: Path) -> dict[str, str | None]:
@@ -36,16 +28,11 @@ def take(state_dir: Path) -> dict[str, str | None]:
 
 def peek(state_dir: Path) -> dict[str, str | None]:
     """The journal's ids and live paths (None: left the index), the last word on each id winning,
-    without clearing it."""
-    try:
-        lines = (state_dir / FILE_NAME).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return {}
+    without clearing it. A line a crash tore, or bytes that are not a record, are passed over: the
+    next reindex compares every file anyway."""
     latest: dict[str, str | None] = {}
-    for line in lines:
-        try:
-            item = json.loads(line)
-            latest[str(item["id"])] = item.get("path")
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn line from a crash: the next reindex covers that file anyway
+    for item in jsonlines.read(state_dir / FILE_NAME):
+        path = item.get("path")
+        if isinstance(item.get("id"), str) and (path is None or isinstance(path, str)):
+            latest[item["id"]] = path
     return latest

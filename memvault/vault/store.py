@@ -14,7 +14,6 @@ would have; otherwise the commit landed and only the note is dropped (`recover_i
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path, PurePosixPath
 
 from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, UnsafePathError, VaultError
 from memvault.settings import LimitsSettings
-from memvault.vault import layout
+from memvault.vault import jsonlines, layout
 from memvault.vault.entry import Entry, now, parse, render
 from memvault.vault.git import VaultGit, format_message
 
@@ -251,47 +250,35 @@ class Vault:
         if not self.intent_path.exists():
             lines.append({"head": self._intent_head})
         lines.append({"path": str(rel), "before": None if before is None else base64.b64encode(before).decode()})
-        fd = os.open(self.intent_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            # Written before the change it describes; a killed process's writes survive it (no fsync:
-            # thousands of paths in one gc would each pay for one, and the files' own writes are synced).
-            os.write(fd, "".join(json.dumps(line) + "\n" for line in lines).encode("utf-8"))
-        finally:
-            os.close(fd)
+        # Written before the change it describes; a killed process's writes survive it (no fsync:
+        # thousands of paths in one gc would each pay for one, and the files' own writes are synced).
+        jsonlines.append(self.intent_path, lines, mode=0o600)
 
     def recover_interrupted(self) -> list[PurePosixPath]:
         """Undo what a killed transaction changed but never committed (call with the lock held);
         returns the paths it had touched (their index rows may need refreshing)."""
-        try:
-            lines = self.intent_path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
+        if not self.intent_path.exists():
             return []
         self.git.wait_for_git()  # the killed writer's `git commit` may still be running: let it land
-        records = []
-        for line in lines:
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue  # the line being written when the process died: its file was not touched yet
-        started_at = records[0].get("head", "?") if records and "head" in records[0] else "?"
-        befores: dict[str, bytes | None] = {}
-        for record in records:
-            if "path" in record and record["path"] not in befores:  # the first note holds the original
-                befores[record["path"]] = None if record["before"] is None else base64.b64decode(record["before"])
-        if started_at == self.git.head_sha():  # HEAD never moved: the commit did not happen
+        # Lines that are not records (the one being written when the process died, or damage) are
+        # passed over: the file of a torn line had not been touched yet.
+        records = jsonlines.read(self.intent_path)
+        started_at = records[0].get("head") if records and "head" in records[0] else None
+        befores = intended_befores(records)
+        if started_at is not None and started_at == self.git.head_sha():  # the commit did not happen
             self.refuse_while_git_runs()
             for rel, before in befores.items():
-                if not layout.is_entry_path(PurePosixPath(rel)) or ".." in PurePosixPath(rel).parts:
-                    continue  # not a path a transaction writes: never act on it
+                if self.linked_part(rel) is not None:
+                    continue  # never act through a link: it may lead out of the vault
                 if before is None:
                     (self.root / rel).unlink(missing_ok=True)
                 else:
                     atomic_write(self.root / rel, before)
             if befores:
-                self.git.unstage_paths(list(befores))
+                self.git.unstage_paths([str(rel) for rel in befores])
         self.intent_path.unlink(missing_ok=True)
         self.forget_paths()
-        touched = [PurePosixPath(rel) for rel in befores]
+        touched = list(befores)
         if touched and self.on_recovered is not None:
             self.on_recovered(touched)
         return touched
@@ -549,6 +536,25 @@ class Vault:
 
 def deleted_meanwhile(memory_id: str) -> NotFoundError:
     return NotFoundError(f"memory {memory_id[:8]} was deleted meanwhile (see `memvault history {memory_id[:8]}`)")
+
+
+def intended_befores(records: list[dict]) -> dict[PurePosixPath, bytes | None]:
+    """Each path an intent file notes, with its bytes before the transaction (None: it did not exist);
+    the first note of a path holds the original. A note that is not a path a transaction writes
+    (outside entries/, '..') or whose bytes do not decode is passed over: never acted on."""
+    befores: dict[PurePosixPath, bytes | None] = {}
+    for record in records:
+        path, before = record.get("path"), record.get("before")
+        if not isinstance(path, str) or not (before is None or isinstance(before, str)):
+            continue
+        rel = PurePosixPath(path)
+        if rel in befores or not layout.is_entry_path(rel) or ".." in rel.parts or rel.is_absolute():
+            continue
+        try:
+            befores[rel] = None if before is None else base64.b64decode(before, validate=True)
+        except ValueError:
+            continue
+    return befores
 
 
 def too_large(limit: int) -> str:
