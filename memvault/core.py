@@ -326,7 +326,8 @@ class Memvault:
 
     def delete(self, memory_ids: Iterable[str]) -> list[Entry]:
         """Soft-delete memories: each moves to deleted/ as a tombstone, all in one commit."""
-        targets = [self.get_live(memory_id)[1] for memory_id in memory_ids]
+        found = (self.get_live(memory_id)[1] for memory_id in memory_ids)
+        targets = list({entry.id: entry for entry in found}.values())  # an id named twice is deleted once
         if not targets:
             return []
         subject = (f"memvault rm: {short(targets[0].text)} [{targets[0].id[:8]}]" if len(targets) == 1
@@ -354,6 +355,9 @@ class Memvault:
         if plan.evict or plan.purge:
             subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
             with self.vault.transaction("gc", subject) as tx:
+                # Planned before the lock: another writer may have deleted or purged some since.
+                plan.evict = [entry for entry in plan.evict if self.vault.is_live(entry.id)]
+                plan.purge = [(rel, entry) for rel, entry in plan.purge if (self.vault.root / rel).is_file()]
                 for entry in plan.evict:
                     tx.soft_delete(entry, event="EVICT")
                 for rel, entry in plan.purge:

@@ -26,6 +26,9 @@ TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "co
 STALE_LOCK_AGE = 600.0
 # A git a killed memvault started lives on and finishes its work: the next writer waits this long for it.
 GIT_WAIT = 10.0
+# Memvault's own commits run no hooks (a hook that rewrites the message strips the trailers; a slow one
+# outlives a killed memvault) and are not signed (an automated commit cannot ask for a passphrase).
+OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
 # Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.store.atomic_write): never entries, never committed.
 TEMP_FILES = ":(exclude,glob)**/.*.tmp"
 
@@ -236,7 +239,7 @@ class VaultGit:
 
     def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
         try:
-            return subprocess.run(["git", "--literal-pathspecs", *args], cwd=self.work_dir, input=input,
+            return subprocess.run(["git", "--literal-pathspecs", *OWN_CONFIG, *args], cwd=self.work_dir, input=input,
                                   capture_output=True, text=True, encoding="utf-8", errors="replace",
                                   env={**os.environ, **self.env})
         except OSError as exc:
@@ -249,8 +252,9 @@ class VaultGit:
         found = re.search(r"Unable to create '([^']+\.lock)'", output)
         if found:
             return lock_advice(Path(found.group(1)), self.lock_holders())
-        lines = [line.strip() for line in output.splitlines() if line.strip()]
-        return lines[-1] if lines else "no output"
+        if IGNORED in output:
+            return ignored_advice(output)
+        return first_cause(output) or "no output"
 
     # -- stale lock files -----------------------------------------------------------------------------
     def lock_files(self) -> list[Path]:
@@ -492,11 +496,28 @@ class PullClash(VaultError):
 
 
 def last_line(exc) -> str:
-    """What git said, in one line: its first `fatal:` or `error:` line (the cause), else its last line."""
-    lines = [line.strip() for value in (exc.stdout, exc.stderr) for line in as_printed(value).splitlines()
-             if line.strip()]
+    """What a failed GitPython call said, in one line (see first_cause)."""
+    return first_cause(f"{as_printed(exc.stdout)}\n{as_printed(exc.stderr)}") or str(exc)
+
+
+def first_cause(output: str) -> str:
+    """What git said, in one line: its first `error:` or `fatal:` line (the cause; a later `fatal:`
+    is often its consequence), else its last line that is not a `hint:`; "" when it said nothing."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.strip().startswith("hint:")]
     said = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (said[:1] or lines[-1:] or [str(exc)])[0]
+    return (said[:1] or lines[-1:] or [""])[0]
+
+
+IGNORED = "The following paths are ignored by one of your .gitignore files"
+
+
+def ignored_advice(output: str) -> str:
+    """`git add` refused files a .gitignore ignores (a vault inside a repository that ignores *.md)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    after = lines[lines.index(next(line for line in lines if IGNORED in line)) + 1:]
+    path = next((line for line in after if not line.startswith("hint:")), "")
+    return (f"{IGNORED}: {path}: un-ignore the vault's folder in that .gitignore "
+            f"(`git check-ignore -v {path}` names the rule)")
 
 
 def as_printed(output: str | None) -> str:

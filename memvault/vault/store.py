@@ -106,21 +106,31 @@ class Transaction:
         self.changes.append(Change(rel, before, entry))
 
     def write(self, entry: Entry, event: str | None = None) -> PurePosixPath:
-        """Create or overwrite the file of `entry` (an edit keeps the file where it is)."""
+        """Create or overwrite the file of `entry` (an edit keeps the file where it is). A live entry
+        whose only file is now a tombstone was deleted by another writer since it was read: refused."""
         rel = self.vault.path_of(entry.id) if event != "ADD" else None
+        if rel is not None and layout.is_deleted_path(rel) and not entry.deleted:
+            raise deleted_meanwhile(entry.id)
         rel = rel or layout.relative_path(entry)
         self._touch(rel, entry)
+        self.vault.remember_path(entry.id, rel)
         if event:
             self.events.append((event, entry.id))
         return rel
 
     def soft_delete(self, entry: Entry, replaced_by: str | None = None, event: str = "DELETE") -> PurePosixPath:
-        """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost."""
-        old_rel = self.vault.path_of(entry.id) or layout.relative_path(entry)
-        tombstone = entry.replace(deleted_at=now(), replaced_by=replaced_by)
+        """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost.
+        The entry must still be live: callers read it before taking the lock, and another writer may
+        have deleted it since (unlinking its path again would then remove the new tombstone)."""
+        old_rel = self.vault.path_of(entry.id)
+        if not self.vault.is_live(entry.id):
+            raise deleted_meanwhile(entry.id)
+        current = self.vault.read(old_rel)  # as it is now: an edit may have landed since `entry` was read
+        tombstone = current.replace(deleted_at=now(), replaced_by=replaced_by)
         new_rel = layout.relative_path(tombstone)
         self._touch(new_rel, tombstone)
         self._touch(old_rel, None)
+        self.vault.remember_path(entry.id, new_rel)
         self.events.append((event, entry.id))
         return new_rel
 
@@ -183,6 +193,7 @@ class Vault:
         if GITIGNORE_LINE not in lines:
             atomic_write(gitignore, ("\n".join([*lines, GITIGNORE_LINE]) + "\n").encode("utf-8"))
         with vault.lock():
+            git.check_state()  # never commit onto a detached HEAD or into a merge or rebase
             git.commit([".gitignore"], format_message("memvault init", "init", None, []))
         return vault
 
@@ -255,6 +266,7 @@ class Vault:
         started_at = records[0].get("head") if records and "head" in records[0] else None
         befores = intended_befores(records)
         if started_at is not None and started_at == self.git.head_sha():  # the commit did not happen
+            self.refuse_while_git_runs()
             for rel, before in befores.items():
                 if self.linked_part(rel) is not None:
                     continue  # never act through a link: it may lead out of the vault
@@ -270,6 +282,14 @@ class Vault:
         if touched and self.on_recovered is not None:
             self.on_recovered(touched)
         return touched
+
+    def refuse_while_git_runs(self) -> None:
+        """A git still working in the repository after the wait may yet land the killed writer's
+        commit: rolling the files back now would leave HEAD and the files disagreeing."""
+        holders = self.git.lock_holders()
+        if holders:
+            raise VaultError(f"git process {', '.join(map(str, holders))} is still working in the vault's "
+                             "repository (the commit of a memvault that was stopped?): try again when it ends")
 
     def write_new(self, entries: list[Entry]) -> list[Change]:
         """Write new entries now and commit them later with `commit_written` (the proxy answers once its
@@ -476,6 +496,17 @@ class Vault:
     def path_of(self, memory_id: str) -> PurePosixPath | None:
         return self._id_paths().get(memory_id)
 
+    def remember_path(self, memory_id: str, rel: PurePosixPath) -> None:
+        """Keep the id -> path map in step with this process's own write (the liveness checks of a
+        later step in the same transaction read it)."""
+        if self._paths is not None:
+            self._paths[memory_id] = rel
+
+    def is_live(self, memory_id: str) -> bool:
+        """Whether the entry has a live file (not only a tombstone, or nothing)."""
+        rel = self.path_of(memory_id)
+        return rel is not None and not layout.is_deleted_path(rel)
+
     def resolve(self, prefix: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
         """The entry whose id is `prefix` or starts with it, as git resolves short hashes."""
         prefix = layout.check_id_prefix(prefix)
@@ -501,6 +532,10 @@ class Vault:
     def check_new_folder(self, rel: PurePosixPath) -> None:
         """Before writing `rel`: a conversation folder it would create must be portable."""
         layout.check_new_conversation(rel.parts[1], self.conversations())
+
+
+def deleted_meanwhile(memory_id: str) -> NotFoundError:
+    return NotFoundError(f"memory {memory_id[:8]} was deleted meanwhile (see `memvault history {memory_id[:8]}`)")
 
 
 def intended_befores(records: list[dict]) -> dict[PurePosixPath, bytes | None]:

@@ -147,7 +147,12 @@ def edit(
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(original)
         run_editor(draft)
-        edited = draft.read_text(encoding="utf-8")
+        try:
+            edited = draft.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UsageError(f"the editor removed the draft {draft}; nothing changed") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read the edited draft {draft}: {exc}; nothing changed") from None
         if edited == original:
             draft.unlink()
             say("No change.")
