@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -31,6 +32,7 @@ GIT_WAIT = 10.0
 OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
 # Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.store.atomic_write): never entries, never committed.
 TEMP_FILES = ":(exclude,glob)**/.*.tmp"
+LOCK_FAILURE = re.compile(r"Unable to create '([^']+\.lock)'")  # git's words when a lock file exists
 
 
 class GitFailed(VaultError):
@@ -232,10 +234,8 @@ class VaultGit:
     def lock_passing(self, stderr: str) -> bool:
         """Whether git failed on a lock that is gone already or that a live git holds (worth waiting
         for), rather than on one nobody will remove."""
-        import re
-
-        found = re.search(r"Unable to create '([^']+\.lock)'", stderr)
-        return bool(found) and (not Path(found.group(1)).exists() or bool(self.lock_holders()))
+        lock = failed_lock(stderr)
+        return lock is not None and (not lock.exists() or bool(self.lock_holders()))
 
     def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
         try:
@@ -247,11 +247,9 @@ class VaultGit:
 
     def explain(self, output: str) -> str:
         """The line of git's output that says what went wrong; a lock file is named with its fix."""
-        import re
-
-        found = re.search(r"Unable to create '([^']+\.lock)'", output)
-        if found:
-            return lock_advice(Path(found.group(1)), self.lock_holders())
+        lock = failed_lock(output)
+        if lock is not None:
+            return lock_advice(lock, self.lock_holders())
         if IGNORED in output:
             return ignored_advice(output)
         return first_cause(output) or "no output"
@@ -493,6 +491,12 @@ def lock_advice(lock: Path, holders: list[int] | None) -> str:
 
 class PullClash(VaultError):
     """A pull whose commits arrived, but whose clashing uncommitted edits were set aside in the stash."""
+
+
+def failed_lock(output: str) -> Path | None:
+    """The lock file git could not create, if that is why it failed."""
+    found = LOCK_FAILURE.search(output)
+    return Path(found.group(1)) if found else None
 
 
 def last_line(exc) -> str:
