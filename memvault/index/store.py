@@ -31,7 +31,7 @@ from memvault.index.text import (
     fts_query,
     normalise,
 )
-from memvault.vault.entry import MEM0_FIELDS
+from memvault.vault.entry import metadata_with_mem0_fields
 
 if TYPE_CHECKING:
     import numpy as np
@@ -76,16 +76,9 @@ class IndexRow:
             role=entry.role, conversation_id=entry.conversation_id,
             created_at=entry.created_at.timestamp(), updated_at=(entry.updated_at or entry.created_at).timestamp(),
             user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id,
-            metadata=json.dumps(indexed_metadata(entry), sort_keys=True, ensure_ascii=False, default=str),
+            metadata=json.dumps(metadata_with_mem0_fields(entry), sort_keys=True, ensure_ascii=False, default=str),
             source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size,
         )
-
-
-def indexed_metadata(entry: Entry) -> dict:
-    """The metadata column: the entry's metadata and its mem0 fields (actor_id, memory_type,
-    expiration_date) when set, so filters reach them inside the query like any metadata key."""
-    extras = {key: getattr(entry, key) for key in MEM0_FIELDS if getattr(entry, key)}
-    return {**(entry.metadata or {}), **extras}
 
 
 @dataclass(frozen=True)

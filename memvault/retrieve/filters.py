@@ -7,15 +7,17 @@ Syntax accepted (mem0's, plus a few spellings people bring from other stores):
   Operators may be written in any case and with a leading `$` (`$gte`, as in Chroma or MongoDB).
 - `{"field": "*"}`: the field is present (not null, not empty).
 - The spec's form: `{"field": "topic", "operator": "eq", "value": "food"}` (any operator above;
-  `"value": "*"` with `eq`: present), inside `AND`/`OR`/`NOT` lists or alone. A dict naming `operator` or `value` beside `field` is read this way, and it must
-  hold exactly those keys: an expression that cannot be read is an error, never "everything" or "nothing".
+  `"value": "*"` with `eq`: present), inside `AND`/`OR`/`NOT` lists or alone. A dict naming
+  `operator` or `value` beside `field` is read this way and must hold exactly those keys: an
+  expression that cannot be read is an error, never "everything" or "nothing".
 - `{"AND": [...]}`, `{"OR": [...]}`, `{"NOT": [...] | {...}}`, nested freely. The words may be written in
   any case and with a leading `$`, so a metadata key can never be called `and`, `or` or `not`.
   `NOT [a, b]` means "none of them" (NOT (a OR b)).
 
 Fields: the columns below (`memory`, mem0's name for the text, means `text`); any other key is a
-key of the entry's metadata JSON (which also holds the mem0 fields actor_id, memory_type, expiration_date). Times (`created_at`,
-`updated_at`) accept ISO 8601 strings, dates, datetimes and epoch numbers (a naive time is read as UTC).
+key of the entry's metadata JSON (which also holds the mem0 fields actor_id, memory_type and
+expiration_date). Times (`created_at`, `updated_at`) accept ISO 8601 strings, dates, datetimes
+and epoch numbers (a naive time is read as UTC).
 Metadata values compare as SQLite compares JSON scalars: numbers as numbers, strings as strings
 (the string "2024" is not the number 2024), booleans as 1/0. On a metadata array, `contains` means
 "has this element". `icontains` folds case for ASCII letters only (SQLite's lower()).

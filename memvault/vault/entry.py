@@ -238,6 +238,12 @@ class Entry:
         return data
 
 
+def metadata_with_mem0_fields(entry: Entry) -> dict[str, Any]:
+    """The entry's metadata and its mem0 fields that are set: what the index's metadata column holds,
+    so filters reach actor_id, memory_type and expiration_date like any metadata key."""
+    return {**entry.metadata, **{key: getattr(entry, key) for key in MEM0_FIELDS if getattr(entry, key)}}
+
+
 def render(entry: Entry) -> str:
     """The markdown file for an entry: YAML front matter, then the text. Raises UsageError for an
     entry no file can hold as it is (lone surrogates, metadata YAML or the index cannot keep)."""

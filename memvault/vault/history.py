@@ -29,6 +29,20 @@ class Event:
     entry: Entry | None = None  # the memory as this event left it (before it, for a DELETE)
 
     @property
+    def moment(self) -> datetime:
+        """When the event happened, to the millisecond the file keeps (the commit's time, to the
+        second, when the file does not say)."""
+        entry = self.entry
+        if entry is not None:
+            if self.event == "ADD":
+                return entry.created_at
+            if self.event == "UPDATE" and not self.replaced_by:
+                return entry.updated_at or self.time
+            if self.event == "DELETE" and entry.deleted_at:
+                return entry.deleted_at
+        return self.time
+
+    @property
     def is_deleted(self) -> bool:
         return self.event in ("DELETE", "PURGE") or bool(self.replaced_by)
 
@@ -37,10 +51,10 @@ class Event:
         return {"id": self.commit[:12] + ":" + self.memory_id[:8], "memory_id": self.memory_id, "event": self.event,
                 "old_memory": self.old_memory, "new_memory": self.new_memory,
                 "created_at": (entry.created_at if entry else self.time).isoformat(),
-                "updated_at": self.time.isoformat(), "is_deleted": self.is_deleted,
+                "updated_at": self.moment.isoformat(), "is_deleted": self.is_deleted,
                 "actor_id": entry.actor_id if entry else None,
                 "role": entry.metadata.get("role") if entry and isinstance(entry.metadata.get("role"), str) else None,
-                "old_value": self.old_memory, "new_value": self.new_memory, "timestamp": self.time.isoformat(),
+                "old_value": self.old_memory, "new_value": self.new_memory, "timestamp": self.moment.isoformat(),
                 "commit": self.commit, "subject": self.subject, "replaced_by": self.replaced_by}
 
 
