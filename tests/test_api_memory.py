@@ -283,7 +283,7 @@ def test_update_on_contradiction(make):
     [old] = m.add("I love pizza", user_id="alice")["results"]
     [event] = m.add("I'm off pizza, sushi now", user_id="alice")["results"]
     assert (event["event"], event["memory"], event["previous_memory"], event["id"]) == (
-        "UPDATE", new, "The user likes pizza.", old["id"])  # in place: the id is kept (DESIGN s7)
+        "UPDATE", new, "The user likes pizza.", old["id"])  # in place: the id is kept
     assert "The user likes pizza." in reconcile_calls(llm)[0].prompt
     assert texts(m.get_all(user_id="alice")) == [new]
     assert m.get(old["id"])["memory"] == new

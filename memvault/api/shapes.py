@@ -66,7 +66,7 @@ def item_from_hit(hit: Any, explain: bool = False) -> dict[str, Any]:
 
 def event_dict(event: Any) -> dict[str, Any]:
     """An add result: mem0's id / memory / event (and previous_memory for UPDATE, as mem0 1.x),
-    plus old_memory / new_memory. An UPDATE keeps the memory's id (DESIGN s7)."""
+    plus old_memory / new_memory. An UPDATE keeps the memory's id (docs/architecture.md, Curation)."""
     data = event.to_dict()
     data.pop("replaced_id", None)
     if event.event == "UPDATE":

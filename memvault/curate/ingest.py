@@ -2,7 +2,7 @@
 
 Every LLM call happens in `plan_curation`, before the vault is locked; `apply_curation` then writes
 the turn, the facts, the rewrites and the summary inside one short transaction (one commit).
-An UPDATE rewrites the stored fact in place (DESIGN s7): same id, same file, new text and
+An UPDATE rewrites the stored fact in place (docs/architecture.md, Curation): same id, same file, new text and
 `updated_at`; git keeps the old text, so history reads ADD -> UPDATE under one id.
 A target that vanished between the two (another process deleted it) degrades safely: an UPDATE of
 a memory that is gone becomes an ADD, a DELETE of one is dropped. Nothing the user said is lost.
