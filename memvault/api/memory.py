@@ -456,11 +456,23 @@ def chat_messages(messages: Any) -> list[dict]:
         messages = [messages]
     elif not isinstance(messages, list):
         raise ValidationError("messages must be str, dict, or list[dict]")
-    chat = [m for m in messages if isinstance(m, dict) and m.get("role") is not None
-            and isinstance(m.get("content"), str) and m["content"].strip()]
+    chat = [{**m, "content": message_text(m.get("content"))} for m in messages
+            if isinstance(m, dict) and m.get("role") is not None]
+    chat = [m for m in chat if m["content"].strip()]
     if not any(m["role"] != "system" for m in chat):
         raise ValidationError("the memory text is empty")
     return chat
+
+
+def message_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of OpenAI-style content parts (images are not
+    read: memvault stores text)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part["text"] for part in content
+                         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    return ""
 
 
 def pick_top_k(top_k: Any, limit: Any) -> int:
