@@ -46,7 +46,8 @@ def add_one(m, text, **kwargs):
 # -- test_add_validation.py (2.x) ---------------------------------------------------------------------
 
 @pytest.mark.parametrize(("call", "error", "words"), [
-    (lambda m: m.add("hello"), memvault.ScopeError, "At least one of 'user_id', 'agent_id', or 'run_id' must be provided."),
+    (lambda m: m.add("hello"), memvault.ScopeError,
+     "At least one of 'user_id', 'agent_id', or 'run_id' must be provided."),
     (lambda m: m.add("hello", user_id="user-1", memory_type="invalid"), memvault.ValidationError,
      "Invalid 'memory_type'. Please pass procedural_memory to create procedural memories."),
     (lambda m: m.add(123, user_id="user-1"), memvault.ValidationError, "messages must be str, dict, or list[dict]"),
@@ -84,7 +85,8 @@ def test_search_and_get_all_validate_like_mem0_2(make):
          "Invalid threshold: 1.5. Must be between 0 and 1 (inclusive)."),
         (lambda: m.search("tea", filters={"user_id": "alice"}, top_k=-1), "Invalid top_k: -1. Must be a non-negative"),
         (lambda: m.get_all(filters={"user_id": "alice"}, top_k="3"), "top_k must be a valid integer"),
-        (lambda: m.search("tea", filters={"topic": "x"}), "filters must contain at least one of: user_id, agent_id, run_id"),
+        (lambda: m.search("tea", filters={"topic": "x"}),
+         "filters must contain at least one of: user_id, agent_id, run_id"),
         (lambda: m.delete_all(), "At least one filter is required to delete all memories."),
     ]
     for call, words in cases:
