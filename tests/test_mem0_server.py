@@ -15,6 +15,7 @@ from tests.support.server import isolated_env, server_settings
 os.environ["MEM0_TELEMETRY"] = "False"  # before mem0 is imported: no telemetry, no network
 pytestmark = pytest.mark.timeout(300)
 KEY = "server-key"
+ALICE_KEY = "alice-key"
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +23,7 @@ def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("mem0-server")
     settings = server_settings(base / "vault", api_key=KEY)  # no llm.model: `add` stores what it is given
     settings.retrieval.score_threshold = 0.0
+    settings.server.keys = {ALICE_KEY: {"user_id": ("alice",)}}
     with isolated_env(base / "home"), running(settings) as url, \
             httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as http:
         yield SimpleNamespace(url=url, http=http)
@@ -29,9 +31,18 @@ def served(tmp_path_factory):
 
 def test_the_hosted_memory_client_works_against_memvault_serve(served):
     from mem0 import MemoryClient
+
+    http = httpx.Client(timeout=120)
+    client = MemoryClient(api_key=KEY, host=served.url, client=http)  # pings /v1/ping/ ("Authorization: Token")
+    try:
+        use_every_method(client)
+    finally:
+        http.close()
+
+
+def use_every_method(client):
     from mem0.exceptions import MemoryNotFoundError
 
-    client = MemoryClient(api_key=KEY, host=served.url)  # pings /v1/ping/ with "Authorization: Token <key>"
     added = client.add("Alice grows tomatoes on her balcony", user_id="alice", infer=False,
                        metadata={"topic": "garden"})
     [event] = added["results"]
@@ -58,8 +69,8 @@ def test_the_hosted_memory_client_works_against_memvault_serve(served):
 def test_a_wrong_key_is_refused_at_the_client_s_start(served):
     from mem0 import MemoryClient
 
-    with pytest.raises(ValueError, match="401 Unauthorized"):
-        MemoryClient(api_key="not-the-key", host=served.url)
+    with httpx.Client() as http, pytest.raises(ValueError, match="401 Unauthorized"):
+        MemoryClient(api_key="not-the-key", host=served.url, client=http)
 
 
 def test_mem0_oss_server_paths_over_plain_http(served):
@@ -97,3 +108,21 @@ def test_mem0_paths_refuse_what_they_must(served):
     unreadable = http.post("/v3/memories/search/", json={"query": "x", "filters": {
         "user_id": "carol", "NOT": [{"field": "topic", "operator": "between", "value": [1, 2]}]}})
     assert unreadable.status_code == 400 and "unknown filter operator" in unreadable.json()["detail"]
+
+
+def test_a_scoped_key_cannot_reach_past_its_scope_through_mem0_s_filters(served):
+    http = served.http
+    for user in ("alice", "dave"):
+        assert http.post("/memories", json={"messages": [{"role": "user", "content": f"{user} plays chess"}],
+                                            "user_id": user, "infer": False}).status_code == 200
+    alice = {"Authorization": f"Token {ALICE_KEY}"}
+    for body in ({"filters": {"user_id": "*"}}, {"filters": {"user_id": {"in": ["alice", "dave"]}}}):
+        for path, extra in (("/v3/memories/", {}), ("/v3/memories/search/", {"query": "chess"})):
+            refused = http.post(path, json={**body, **extra}, headers=alice)
+            assert refused.status_code == 403 and "plainly" in refused.json()["detail"], (path, body)
+    other = http.post("/v3/memories/search/", json={"query": "chess", "filters": {"user_id": "dave"}}, headers=alice)
+    assert other.status_code == 403
+    mine = http.post("/v3/memories/search/", json={"query": "chess", "filters": {"user_id": "alice"}}, headers=alice)
+    assert [m["memory"] for m in mine.json()["results"]] == ["alice plays chess"]
+    listed = http.post("/v3/memories/", json={}, headers=alice).json()  # the key's one scope is implied
+    assert [m["memory"] for m in listed["results"]] == ["alice plays chess"] and listed["count"] == 1

@@ -98,8 +98,6 @@ def build_settings(config: dict | None, vault: str | Path | None, base: Settings
 
 def flatten(config: dict) -> tuple[dict[str, Any], str | None]:
     """{"section.name": value} and the prompt, from a config dict of either shape."""
-    if hasattr(config, "model_dump"):  # a mem0 MemoryConfig object
-        config = config.model_dump()
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a dict, got {type(config).__name__}")
     flags: dict[str, Any] = {}
