@@ -391,3 +391,11 @@ def test_async_memory_takes_the_2x_forms(tmp_path):
     assert [r["id"] for r in found["results"]] == [added["id"]] and "score_details" in found["results"][0]
     assert [r["id"] for r in listed["results"]] == [added["id"]]
     assert item["memory"] == "Alice likes green tea" and "expiration_date" not in item
+
+
+def test_metadata_created_at_dates_curated_facts_too(make):
+    m = make(scripted({"I moved to Lisbon in 2024": ["The user lives in Lisbon."]}))
+    [event] = m.add("I moved to Lisbon in 2024", user_id="alice",
+                    metadata={"created_at": "2024-05-01T09:30:00+00:00", "source": "import"})["results"]
+    item = m.get(event["id"])
+    assert item["created_at"].startswith("2024-05-01T09:30:00") and item["metadata"] == {"source": "import"}

@@ -139,7 +139,7 @@ async def delete_memories(params: Annotated[Scopes, Query()], request: Request) 
 async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
     found = await call(request, "get", memory_id, **scopes_of(request, params))
     if found is None:
-        raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
+        raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
     return found
 
 
@@ -159,7 +159,7 @@ async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], req
                          ) -> list[dict[str, Any]]:
     events = await call(request, "history", memory_id, **scopes_of(request, params))
     if not events:  # every memory that exists, or existed, has at least its ADD
-        raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
+        raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
     return events
 
 
