@@ -38,6 +38,37 @@ def make(tmp_path):
         m.close()
 
 
+class ViaAsync:
+    """An AsyncMemory driven like a Memory (each coroutine run to its end), so one test serves both."""
+
+    def __init__(self, memory: memvault.AsyncMemory) -> None:
+        self.aio = memory
+
+    def __getattr__(self, name):
+        attr = getattr(self.aio, name, None)
+        if asyncio.iscoroutinefunction(attr):
+            return lambda *args, **kwargs: asyncio.run(attr(*args, **kwargs))
+        return getattr(self.aio.memory, name)
+
+
+@pytest.fixture(params=["Memory", "AsyncMemory"])
+def both(request, tmp_path):
+    """Like `make`, once with Memory and once with AsyncMemory."""
+    opened = []
+
+    def open_memory(llm=None, config=None):
+        if request.param == "Memory":
+            m = memvault.Memory(config, vault=tmp_path / "vault", llm=llm)
+        else:
+            m = ViaAsync(memvault.AsyncMemory(config, vault=tmp_path / "vault", llm=llm))
+        opened.append(m)
+        return m
+
+    yield open_memory
+    for m in opened:
+        m.close()
+
+
 def add_one(m, text, **kwargs):
     [event] = m.add(text, infer=False, **kwargs)["results"]
     return event["id"]
@@ -52,8 +83,8 @@ def add_one(m, text, **kwargs):
      "Invalid 'memory_type'. Please pass procedural_memory to create procedural memories."),
     (lambda m: m.add(123, user_id="user-1"), memvault.ValidationError, "messages must be str, dict, or list[dict]"),
 ])
-def test_add_validation_errors_are_value_errors_with_mem0_s_words(make, call, error, words):
-    m = make()
+def test_add_validation_errors_are_value_errors_with_mem0_s_words(both, call, error, words):
+    m = both()
     with pytest.raises(error, match=re.escape(words)) as caught:
         call(m)
     assert isinstance(caught.value, ValueError)  # `except ValueError` catches them, as with mem0
@@ -95,8 +126,8 @@ def test_search_and_get_all_validate_like_mem0_2(make):
     assert m.search("tea", filters={"user_id": "alice"}, top_k=0) == {"results": []}
 
 
-def test_not_found_is_a_value_error_worded_as_mem0(make):
-    m = make()
+def test_not_found_is_a_value_error_worded_as_mem0(both):
+    m = both()
     missing = "7f1c2e3a-0000-4000-8000-000000000000"
     with pytest.raises(ValueError, match=re.escape(f"Memory with id {missing} not found")):
         m.delete(missing)
@@ -109,8 +140,8 @@ def test_not_found_is_a_value_error_worded_as_mem0(make):
 
 # -- scopes in filters (2.x) and the 1.x keyword forms ------------------------------------------------
 
-def test_scope_ids_inside_filters_in_every_form_and_the_1x_keywords(make):
-    m = make()
+def test_scope_ids_inside_filters_in_every_form_and_the_1x_keywords(both):
+    m = both()
     ids = {name: add_one(m, f"{name} likes tea", user_id=name) for name in ("alice", "bob", "carol")}
     listed = {(json.dumps(f)): sorted(i["id"] for i in m.get_all(filters=f)["results"]) for f in (
         {"user_id": "alice"}, {"user_id": {"eq": "bob"}}, {"user_id": {"in": ["alice", "carol"]}}, {"user_id": "*"})}
@@ -135,8 +166,8 @@ def test_get_all_returns_at_most_20_by_default_as_mem0_2(make):
 # -- test_actor_attribution.py (2.x) -------------------------------------------------------------------
 
 @pytest.mark.parametrize("content_parts", [False, True], ids=["string", "content-parts"])
-def test_named_message_actor_survives_add_storage_history_and_search(make, content_parts):
-    m = make(ScriptedLLM.failing())  # infer=False never asks the LLM
+def test_named_message_actor_survives_add_storage_history_and_search(both, content_parts):
+    m = both(ScriptedLLM.failing())  # infer=False never asks the LLM
     text = "planner recommends tea"
     content = [{"type": "text", "text": text}] if content_parts else text
     messages = [{"role": "assistant", "name": "planner", "content": content}, {"role": "user", "content": content}]
@@ -183,8 +214,8 @@ def test_identity_keys_in_metadata_never_move_a_memory(make):
         "owner", False, False, {"topic": "style", "reviewed": True})
 
 
-def test_update_takes_text_and_the_1x_data_alias(make):
-    m = make()
+def test_update_takes_text_and_the_1x_data_alias(both):
+    m = both()
     memory_id = add_one(m, "likes tea", user_id="alice")
     m.update(memory_id, text="likes green tea")
     m.update(memory_id, data="likes jasmine tea")
@@ -196,8 +227,8 @@ def test_update_takes_text_and_the_1x_data_alias(make):
 
 # -- test_expiration_tz.py and main.py's expiration (2.x) -----------------------------------------------
 
-def test_expired_memories_are_hidden_unless_show_expired(make):
-    m = make()
+def test_expired_memories_are_hidden_unless_show_expired(both):
+    m = both()
     today = datetime.now(UTC).date()
     live = add_one(m, "Alice is in Lisbon this week", user_id="alice", expiration_date=today)
     gone = add_one(m, "Alice was in Porto last week", user_id="alice",
@@ -232,14 +263,14 @@ def test_metadata_created_at_dates_the_memory(make):
 
 # -- 1.0.11 tests/memory/test_main.py: one add, UPDATE + ADD; the spec's in-place UPDATE ----------------
 
-def test_one_add_updates_in_place_and_adds(make):
+def test_one_add_updates_in_place_and_adds(both):
     new = "The user likes rice and beans and cheese."
     llm = scripted({"I like rice and beans": ["The user likes rice and beans."],
                     "I like rice, beans, cheese and tacos": [new, "The user likes tacos."]},
                    {new: lambda prompt: json.dumps([
                        {"fact": 0, "event": "UPDATE", "id": "0", "text": new},
                        {"fact": 1, "event": "ADD", "text": "The user likes tacos."}])})
-    m = make(llm)
+    m = both(llm)
     [first] = m.add("I like rice and beans", user_id="default_user")["results"]
     result = m.add("I like rice, beans, cheese and tacos", user_id="default_user")["results"]
     assert [(e["event"], e["memory"]) for e in result] == [("UPDATE", new), ("ADD", "The user likes tacos.")]
@@ -250,9 +281,9 @@ def test_one_add_updates_in_place_and_adds(make):
         ("ADD", None, "The user likes rice and beans."), ("UPDATE", "The user likes rice and beans.", new)]
 
 
-def test_a_duplicate_is_a_none_event(make):
+def test_a_duplicate_is_a_none_event(both):
     llm = scripted({"I love pizza": ["The user likes pizza."], "Pizza!": ["The user likes pizza."]})
-    m = make(llm)
+    m = both(llm)
     [added] = m.add("I love pizza", user_id="alice")["results"]
     assert [(e["event"], e["id"]) for e in m.add("Pizza!", user_id="alice")["results"]] == [("NONE", added["id"])]
     assert reconcile_calls(llm) == []
@@ -267,17 +298,17 @@ def test_an_empty_llm_answer_adds_nothing(make):
 
 # -- where memvault differs, on purpose ---------------------------------------------------------------
 
-def test_when_the_llm_fails_the_text_is_stored_as_given(make):
+def test_when_the_llm_fails_the_text_is_stored_as_given(both):
     """mem0 2.x raises LLMError ("LLM extraction failed"); memvault never loses what the user said."""
-    m = make(ScriptedLLM.failing())
+    m = both(ScriptedLLM.failing())
     result = m.add("My sister is called Ana", user_id="alice")
     assert [(e["event"], e["memory"]) for e in result["results"]] == [("ADD", "My sister is called Ana")]
     assert "LLM failed" in result["notes"][0]
 
 
-def test_history_survives_reset(make):
+def test_history_survives_reset(both):
     """mem0 empties its history database on reset; memvault's history is git, which keeps it."""
-    m = make()
+    m = both()
     memory_id = add_one(m, "Alice likes tea", user_id="alice")
     m.reset()
     assert m.get(memory_id) is None and m.get_all(filters={"user_id": "alice"}) == {"results": []}
