@@ -110,7 +110,7 @@ def test_ollama_base_urls_map_for_the_llm_and_the_embedder(tmp_path):
     ({"retrieval": {"provider": "x"}}, "unknown config key 'retrieval.provider'"),
     ({"history_db_path": "/tmp/history.db"}, "history lives in the vault's git log"),
     ({"version": "v1.0"}, "memvault answers in mem0's v1.1 shapes"),
-    ({"graph_store": {}}, "unknown config key 'graph_store'"),
+    ({"enable_graph": "yes"}, "enable_graph must be true or false"),
 ])
 def test_a_key_memvault_cannot_honour_is_refused_with_the_reason(tmp_path, config, message):
     with pytest.raises(ConfigError, match=message):

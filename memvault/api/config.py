@@ -23,6 +23,9 @@ from memvault.settings import Settings
 SECTIONS = ("vault", "embedder", "retrieval", "llm", "server")
 PROVIDER_BLOCKS = ("llm", "embedder", "vector_store", "reranker")
 PROMPT_KEYS = ("custom_fact_extraction_prompt", "custom_instructions")
+# mem0's graph memory switches: the graph is derived in memvault's own index, so any graph_store
+# (neo4j, memgraph, kuzu...) just turns it on; enable_graph may turn it off.
+GRAPH_KEYS = ("enable_graph", "graph_store")
 # The response shapes memvault returns are mem0's v1.1 ones.
 API_VERSION = "v1.1"
 BASE_URLS = {name: "api_base" for name in ("openai_base_url", "ollama_base_url", "lmstudio_base_url", "base_url")}
@@ -81,6 +84,8 @@ def flatten(config: dict) -> tuple[dict[str, Any], str | None]:
     for section, block in config.items():
         if section in PROMPT_KEYS:
             prompt = str(block) if block else None
+        elif section in GRAPH_KEYS:
+            flags["graph.enabled"] = graph_flag(section, block)
         elif section == "version":
             if block != API_VERSION:
                 raise ConfigError(f"config version {block!r}: memvault answers in mem0's {API_VERSION} shapes")
@@ -127,6 +132,16 @@ def provider_flags(section: str, provider: str, flags: dict[str, Any]) -> dict[s
         raise ConfigError(f"reranker provider {provider!r}: memvault runs a local cross-encoder "
                           f"({', '.join(LOCAL_RERANKERS)}), from a folder or a hub name")
     return {}
+
+
+def graph_flag(key: str, value: Any) -> bool:
+    if key == "enable_graph":
+        if not isinstance(value, bool):
+            raise ConfigError(f"config enable_graph must be true or false, got {value!r}")
+        return value
+    if value is not None and not isinstance(value, dict):
+        raise ConfigError("config graph_store must be a dict (memvault keeps the graph in its own index)")
+    return value is not None
 
 
 def unsupported(key: str) -> ConfigError:

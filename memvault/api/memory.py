@@ -165,7 +165,13 @@ class Memory:
         self._sync_once()
         hits = self._core.search(query, None, scopes, memories_matching(filters), top_k=limit,
                                  score_threshold=threshold)
-        return {"results": [item_from_hit(hit) for hit in hits]}
+        found: dict[str, Any] = {"results": [item_from_hit(hit) for hit in hits]}
+        # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
+        # names entities that have relations (graph.enabled, on by default).
+        relations = self._core.relations(query, None, scopes, memories_matching(filters))
+        if relations:
+            found["relations"] = [relation.to_dict() for relation in relations]
+        return found
 
     @serialised
     def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,

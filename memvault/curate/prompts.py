@@ -97,6 +97,32 @@ Previous summary:
 New facts:
 {facts}"""
 
+RULE_REVIEW = """\
+You keep the standing instructions a user gave their assistant ("answer in British English", \
+"never suggest meat"). You are shown the instructions in force, each with a number, and a new one.
+
+Say whether the new instruction is one already in force (the same request in other words), and \
+which instructions in force it replaces: those it contradicts or changes (e.g. "answer in French" \
+replaces "answer in English"). Instructions about different things do not replace each other: both \
+stay in force.
+
+Answer with a JSON object and nothing else, e.g.
+{"same_as": null, "replaces": [2]}"""
+
+RULE_REVIEW_INPUT = """\
+Instructions in force:
+{rules}
+
+New instruction:
+{rule}"""
+
+RULE_REVIEW_SCHEMA: dict = {
+    "type": "object",
+    "properties": {"same_as": {"type": ["integer", "null"]},
+                   "replaces": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["replaces"],
+}
+
 
 def fill(template: str, **values: str) -> str:
     """`template` with each `{name}` replaced by its value (plain replacement, braces elsewhere kept)."""
