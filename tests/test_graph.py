@@ -74,7 +74,8 @@ def test_memvault_graph_prints_a_neighbourhood_with_aliases_merged(vault):
     assert deeper == []  # a different name is a different entity
     two_hops = vault.ok("graph", "alice", "--depth", "2", "--json").json()["relations"]
     assert [(r["source"], r["destination"], r["depth"], r["text"]) for r in two_hops] == [
-        ("alice", "lisbon", 1, "Alice lives in Lisbon."), ("lisbon", "portugal", 2, "Lisbon is the capital of Portugal.")]
+        ("alice", "lisbon", 1, "Alice lives in Lisbon."),
+        ("lisbon", "portugal", 2, "Lisbon is the capital of Portugal.")]
 
     shown = vault.ok("graph", "Alice")
     assert "alice (Alice, Ali): 1 relation(s)" in shown.stderr
