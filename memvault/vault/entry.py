@@ -16,7 +16,7 @@ from memvault.errors import EntryFormatError, UsageError
 
 ROLES = ("memory", "user", "assistant", "summary", "rule")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
-# A semantic fact's optional triple (DESIGN s9): what it is about, and the user's words it came from.
+# A semantic fact's optional triple (docs/architecture.md, Graph): what it is about, and the user's words it came from.
 # Hand-written facts without them stay valid; the graph is derived from facts that have all of
 # subject, predicate and object.
 TRIPLE_KEYS = ("category", "subject", "predicate", "object", "evidence")
