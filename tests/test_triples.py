@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
+import httpx
 import pytest
 
 from memvault import settings
@@ -118,3 +119,29 @@ def test_a_superseding_fact_carries_its_own_triple(memvault):
     assert entry.text == "The user moved from Paris to Berlin."
     assert (entry.object, entry.evidence) == ("Berlin", "I moved to Berlin")
     assert [r.destination for r in memvault.relations("where does the user live")] == ["berlin"]
+
+
+def test_the_proxy_sends_rules_and_fact_lines_upstream(tmp_path):
+    """Through the real proxy: a recording upstream shows the rules section, then the fact as its line."""
+    from memvault.converse.prompt import RULES_HEADER
+    from memvault.server.run import running
+    from tests.support.server import isolated_env, server_settings
+    from tests.support.upstream import Upstream, serving
+
+    upstream = Upstream()
+    with serving(upstream.app()) as root, isolated_env(tmp_path / "home"):
+        settings = server_settings(tmp_path / "vault", root + "/v1", "openai/fake", llm_key="upstream-key")
+        core = Memvault.open(settings, create=True)
+        core.add_rule("Answer in British English.", conversation="family")
+        fact = Entry(text=ANA["text"], conversation_id="family", **{k: v for k, v in ANA.items() if k != "text"})
+        core.add_entries([fact], "a fact with its triple")
+        core.close()
+        with running(settings) as url:
+            reply = httpx.post(url + "/v1/chat/completions", timeout=120, json={
+                "model": "openai/fake", "messages": [{"role": "user", "content": "Who is my sister?"}],
+                "memory_id": "family", "memory_score_threshold": 0.0})
+            assert reply.status_code == 200, reply.text
+    sent = upstream.chat_requests()[0]["messages"][-1]["content"]
+    assert f"{RULES_HEADER}\n- Answer in British English." in sent
+    assert '[relationship] user HAS_SISTER Ana — "my sister Ana"' in sent
+    assert sent.index(RULES_HEADER) < sent.index("HAS_SISTER") < sent.index("Current message: Who is my sister?")
