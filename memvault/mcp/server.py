@@ -140,7 +140,13 @@ class MemoryTools:
         hits = self.core.search(query, conversation, scopes_of(user_id, agent_id, run_id), filters, top_k=top_k,
                                 score_threshold=threshold)
         items = [{**item_from_hit(hit), "role": hit.role, "conversation": hit.conversation_id} for hit in hits]
-        return answer(lines_of(items, "No memory matches that."), {"results": items})
+        found: dict[str, Any] = {"results": items}
+        relations = self.core.relations(query, conversation, scopes_of(user_id, agent_id, run_id), filters)
+        if relations:  # mem0's graph memory, from the facts' triples
+            found["relations"] = [relation.to_dict() for relation in relations]
+        text = lines_of(items, "No memory matches that.") + "".join(
+            f"\n{r.source} -- {r.relationship} -- {r.destination}" for r in relations)
+        return answer(text, found)
 
     def get_memory(self, memory_id: MemoryId) -> CallToolResult:
         rel, entry = self.core.get(memory_id)
