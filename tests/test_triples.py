@@ -145,3 +145,14 @@ def test_the_proxy_sends_rules_and_fact_lines_upstream(tmp_path):
     assert f"{RULES_HEADER}\n- Answer in British English." in sent
     assert '[relationship] user HAS_SISTER Ana — "my sister Ana"' in sent
     assert sent.index(RULES_HEADER) < sent.index("HAS_SISTER") < sent.index("Current message: Who is my sister?")
+
+
+def test_a_new_text_drops_the_old_triple_and_its_relation(memvault):
+    fact = Entry(text=ANA["text"], **{k: v for k, v in ANA.items() if k != "text"})
+    memvault.add_entries([fact], "a fact with its triple")
+    assert [r.destination for r in memvault.relations("my sister")] == ["ana"]
+    memvault.update(fact.id, metadata={"topic": "family"})  # same text: the triple still describes it
+    assert memvault.get(fact.id)[1].triple is not None
+    updated = memvault.update(fact.id, text="The user has no sister.")
+    assert updated.triple is None and memvault.get(fact.id)[1].subject is None
+    assert memvault.relations("my sister") == []
