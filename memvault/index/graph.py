@@ -27,6 +27,7 @@ ARTICLES = ("the_", "a_", "an_")
 ALIAS_PREDICATES = {"alias", "aka", "also_known_as", "is_also_known_as", "known_as", "is_known_as", "also_called",
                     "is_also_called", "nickname", "is_nicknamed", "nicknamed", "goes_by", "same_as", "is_same_as"}
 MAX_NAME_WORDS = 6  # the longest entity name looked for in a query, in words
+MAX_QUERY_WORDS = 256  # a query's words looked at for names: a long text must not cost 6 lookups a word
 MAX_DEPTH = 5
 NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 
@@ -220,7 +221,7 @@ class GraphQuery:
     def named_in(self, text: str) -> set[str]:
         """The entities of this graph that `text` names: its runs of up to MAX_NAME_WORDS words,
         normalised, that are an entity key (an alias counts: it resolves to its entity)."""
-        words = [w for w in NON_WORD.split(unicodedata.normalize("NFKC", text).casefold()) if w]
+        words = [w for w in NON_WORD.split(unicodedata.normalize("NFKC", text).casefold()) if w][:MAX_QUERY_WORDS]
         runs = {"_".join(words[i:i + n]) for n in range(1, MAX_NAME_WORDS + 1) for i in range(len(words) - n + 1)}
         candidates = {entity_key(run.replace("_", " ")) for run in runs} - {""}
         if not candidates:
