@@ -80,6 +80,16 @@ class LimitsSettings:
 
 
 @dataclass
+class GraphSettings:
+    enabled: bool = True  # mem0-style `relations` with search results (derived from facts' triples: no server)
+
+
+@dataclass
+class RulesSettings:
+    max_active: int = 20  # active procedural rules per scope; past it the oldest are archived (soft-deleted)
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
@@ -87,6 +97,8 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
+    graph: GraphSettings = field(default_factory=GraphSettings)
+    rules: RulesSettings = field(default_factory=RulesSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -113,6 +125,8 @@ def split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
+# Integer settings besides limits.* for which 0 or less means nothing could work.
+AT_LEAST_ONE = ("rules.max_active",)
 # How an optional setting's None is written in a file, the environment or `config set`.
 AUTO = "auto"
 # Keys a person pastes: surrounding whitespace (a copied newline) is trimmed, since no HTTP header can
@@ -135,7 +149,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
     typed = convert(key, value, source)
     if isinstance(typed, float) and not math.isfinite(typed):
         raise ConfigError(f"{source}: {key} must be a finite number, got {value!r}")
-    if isinstance(typed, int) and not isinstance(typed, bool) and key.startswith("limits.") and typed < 1:
+    at_least_one = key.startswith("limits.") or key in AT_LEAST_ONE
+    if isinstance(typed, int) and not isinstance(typed, bool) and at_least_one and typed < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():

@@ -101,6 +101,7 @@ def test_ollama_base_urls_map_for_the_llm_and_the_embedder(tmp_path):
     ({"retrieval": {"provider": "x"}}, "unknown config key 'retrieval.provider'"),
     ({"retrieval": {"top_kk": 3}}, "unknown config key 'retrieval.top_kk'"),
     ({"vectorstore": {}}, "unknown config key 'vectorstore'"),
+    ({"enable_graph": "yes"}, "enable_graph must be true or false"),
 ])
 def test_a_key_neither_memvault_nor_mem0_knows_is_refused(tmp_path, config, message):
     with pytest.raises(ConfigError, match=message):
@@ -121,7 +122,6 @@ def test_a_key_neither_memvault_nor_mem0_knows_is_refused(tmp_path, config, mess
     ({"reranker": {"config": {"model": "ms-marco", "top_k": 3}}}, "'reranker.top_k' is ignored"),
     ({"history_db_path": "/tmp/history.db"}, "history lives in the vault's git log"),
     ({"version": "v2"}, "memvault answers in mem0's v1.1 shapes"),
-    ({"graph_store": {"provider": "neo4j", "config": {"url": "bolt://x"}}}, "'graph_store' is ignored"),
 ])
 def test_a_mem0_key_memvault_has_no_use_for_is_ignored_with_the_reason(tmp_path, config, message):
     with pytest.warns(ConfigWarning, match=message):

@@ -1,13 +1,21 @@
 """Fact extraction and the lenient JSON reading it relies on, with a scripted LLM."""
 
-
 import pytest
 
 from memvault.curate import prompts
-from memvault.curate.extract import MAX_CUSTOM_FACTS, extract_facts, load_prompt, parse_facts
+from memvault.curate.extract import MAX_CUSTOM_FACTS, extract_fact_records, load_prompt, parse_fact_records
 from memvault.curate.jsonish import parse_json, strip_thinking
 from memvault.errors import ConfigError, LLMError
 from tests.support.scripted_llm import ScriptedLLM
+
+
+def extract_facts(llm, messages, prompt=None):
+    return [fact.text for fact in extract_fact_records(llm, messages, prompt)]
+
+
+def parse_facts(answer):
+    return [fact.text for fact in parse_fact_records(answer)]
+
 
 ANA = "The user's sister is called Ana."
 LISBON = "The user lives in Lisbon."

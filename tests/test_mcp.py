@@ -25,7 +25,8 @@ from tests.support.cli import Cli
 from tests.support.server import isolated_env, server_settings
 
 pytestmark = pytest.mark.timeout(300)
-TOOLS = {"remember", "recall", "get_memory", "list_memories", "update_memory", "forget", "memory_history"}
+TOOLS = {"remember", "recall", "get_memory", "list_memories", "update_memory", "forget", "memory_history",
+         "list_rules", "add_rule"}
 CALL_TIMEOUT = 180  # the first recall loads the embedding model on a loaded machine
 
 

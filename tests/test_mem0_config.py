@@ -36,6 +36,7 @@ def test_mem0_s_own_server_config_opens_a_vault_with_warnings_for_what_is_ignore
             "openai/gpt-4o-mini", "sk-x", "http://127.0.0.1:9/v1", 0.2)
         assert (s.embedder.model, s.embedder.api_base) == ("litellm:text-embedding-3-small", "http://127.0.0.1:9/v1")
         assert m.vault_path == tmp_path / "vault"
+        assert s.graph.enabled  # graph_store turns on the graph memvault derives itself
     finally:
         m.close()
     ignored = sorted(str(w.message).split("'")[1] for w in caught if issubclass(w.category, ConfigWarning))

@@ -30,6 +30,9 @@ PROVIDER_BLOCKS = ("llm", "embedder", "vector_store", "reranker", "graph_store")
 PROMPT_KEYS = ("custom_fact_extraction_prompt", "custom_instructions")
 # The response shapes memvault returns are mem0's v1.1 ones (2.x kept them).
 API_VERSIONS = ("v1.0", "v1.1")
+# mem0's graph memory switches: the graph is derived in memvault's own index, so any graph_store
+# (neo4j, memgraph, kuzu...) just turns it on; enable_graph may turn it off.
+GRAPH_KEYS = ("enable_graph", "graph_store")
 BASE_URLS = {name: "api_base" for name in ("openai_base_url", "ollama_base_url", "lmstudio_base_url", "base_url")}
 # mem0 names -> memvault settings ("name" within the block's own section, or "section.name").
 ALIASES = {
@@ -56,7 +59,6 @@ IGNORED = {
                                     "(vector_store.config.path)",
     "vector_store.on_disk": "the index is always on disk, in the vault",
     "reranker.top_k": "the reranker orders every candidate: set the number of results with top_k",
-    "graph_store": "memvault derives its graph from the facts' triples in the index (no graph database)",
 }
 # mem0 embedder providers -> memvault embedder spec prefixes.
 EMBEDDER_PREFIX = {"huggingface": "st:", "sentence_transformers": "st:", "openai": "litellm:",
@@ -105,6 +107,11 @@ def flatten(config: dict) -> tuple[dict[str, Any], str | None]:
     for section, block in config.items():
         if section in PROMPT_KEYS:
             prompt = str(block) if block else prompt
+        elif section in GRAPH_KEYS:
+            flags["graph.enabled"] = graph_flag(section, block)
+            if section == "graph_store" and block:
+                ignore("graph_store", "memvault derives its graph from the facts' triples in its own index "
+                       "(no graph database is reached); the graph is on")
         elif section == "version":
             if block not in API_VERSIONS:
                 ignore("version", f"memvault answers in mem0's v1.1 shapes (as mem0 2.x does), not {block!r}")
@@ -176,3 +183,13 @@ def setting_names(section: str) -> set[str]:
     if section not in SECTIONS:
         return set()
     return {f.name for f in dataclasses.fields(getattr(Settings(), section))}
+
+
+def graph_flag(key: str, value: Any) -> bool:
+    if key == "enable_graph":
+        if not isinstance(value, bool):
+            raise ConfigError(f"config enable_graph must be true or false, got {value!r}")
+        return value
+    if value is not None and not isinstance(value, dict):
+        raise ConfigError("config graph_store must be a dict (memvault keeps the graph in its own index)")
+    return value is not None

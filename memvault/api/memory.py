@@ -248,7 +248,13 @@ class Memory:
         overrides = {"reranker": ""} if not rerank else {}
         hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
                                  score_threshold=threshold, **overrides)
-        return {"results": [item_from_hit(hit, explain) for hit in hits]}
+        found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}
+        # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
+        # names entities that have relations (graph.enabled, on by default).
+        relations = self._core.relations(query, None, scopes, memories_matching(filters, show_expired))
+        if relations:
+            found["relations"] = [relation.to_dict() for relation in relations]
+        return found
 
     @serialised
     def get(self, memory_id: str, *, user_id: Any = None, agent_id: Any = None,

@@ -39,8 +39,14 @@ class MemoryContext:
 
 
 def memory_line(hit) -> str:
-    """How one retrieved memory reads in the prompt."""
-    return f"[{hit.role}] {hit.text}"
+    """How one retrieved memory reads in the prompt: a fact with a triple as
+    `[category] Subject PREDICATE object — "evidence"`, anything else as `[role] text`."""
+    triple = getattr(hit, "triple", None)
+    if not triple:
+        return f"[{hit.role}] {hit.text}"
+    predicate = "_".join(triple["predicate"].split()).upper()
+    line = f"[{triple.get('category') or hit.role}] {triple['subject']} {predicate} {triple['object']}"
+    return f'{line} — "{triple["evidence"]}"' if triple.get("evidence") else line
 
 
 def render(context: MemoryContext, message: str) -> str:
@@ -77,8 +83,10 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
            retrieval: dict[str, Any] | None = None) -> MemoryContext:
     """Everything memory has to say for `query` in this conversation and scope."""
     context = MemoryContext()
+    context.rules = memvault.active_rules(conversation, scopes)
     if query.strip():
         context.memories = memvault.search(query, conversation, scopes, **(retrieval or {}))
+        context.memories = [hit for hit in context.memories if hit.role != "rule"]  # shown above, as rules
     summary = memvault.vault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
         context.summary = summary.text

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from memvault.core.adding import Adding, AddResult, as_messages
 from memvault.core.base import MemvaultBase, clean_text, short
+from memvault.core.graph import Graphing
 from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
+from memvault.core.rules import Rules
 from memvault.core.searching import RetrievalOverrides, Searching
 from memvault.core.turns import TurnWriting
 
 
-class Memvault(Adding, TurnWriting, Searching, Reading, Maintenance, MemvaultBase):
+class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.core.base import short
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, check_scopes, now
+from memvault.vault.entry import TRIPLE_KEYS, Entry, check_scopes, now
 
 if TYPE_CHECKING:
     from memvault.curate.ingest import Placement
@@ -141,8 +141,11 @@ class Adding:
             updated = replacement.replace(text=self.clean_text(replacement.text), updated_at=now(),
                                           created_at=entry.created_at)
         else:
-            updated = entry.replace(text=self.clean_text(text) if text is not None else entry.text,
-                                    metadata={**entry.metadata, **(metadata or {})}, updated_at=now())
+            new_text = self.clean_text(text) if text is not None else entry.text
+            # A fact's triple describes its old text: a new text without one leaves none (the graph drops it).
+            stale = {key: None for key in TRIPLE_KEYS} if new_text != entry.text else {}
+            updated = entry.replace(text=new_text, metadata={**entry.metadata, **(metadata or {})}, updated_at=now(),
+                                    **stale)
         with self.vault.transaction("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                                     entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")

@@ -11,6 +11,7 @@ for more, so its output is only cut at `MAX_CUSTOM_FACTS`, a guard against a run
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,10 @@ from memvault.curate import prompts
 from memvault.curate.jsonish import as_list, parse_json, strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import ConfigError
+from memvault.vault.entry import TRIPLE_KEYS
 
 MAX_CUSTOM_FACTS = 20
+MAX_TRIPLE_CHARS = 200  # a subject, predicate or object longer than this is not a name
 CONTEXT_TURNS = 6  # earlier turns shown, to resolve "she" / "there" in the latest message
 CONTEXT_CHARS = 500  # per turn: context helps, but the facts come from the latest message
 FACT_KEYS = ("fact", "text", "content", "memory", "value")
@@ -29,7 +32,16 @@ BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.+?)\s*$")
 NOTHING = {"none", "n/a", "na", "nothing", "no facts", "no facts.", "none.", "[]", "null"}
 
 
-def extract_facts(llm: LLM, messages: list[dict], prompt: str | None = None) -> list[str]:
+@dataclass(frozen=True)
+class Fact:
+    """One extracted fact: its text, and its triple fields when the LLM gave a whole triple
+    (vault.entry.TRIPLE_KEYS: category, subject, predicate, object, evidence)."""
+
+    text: str
+    triple: dict[str, str] = field(default_factory=dict)
+
+
+def extract_fact_records(llm: LLM, messages: list[dict], prompt: str | None = None) -> list[Fact]:
     """Facts from the latest user message in `messages` (OpenAI-style role/content dicts).
 
     Earlier turns are shown as context only. `prompt` replaces the default instructions (see the
@@ -41,7 +53,7 @@ def extract_facts(llm: LLM, messages: list[dict], prompt: str | None = None) -> 
     if not latest.strip():
         return []
     answer = llm.complete(extraction_messages(latest, context, prompt), json_schema=prompts.EXTRACTION_SCHEMA)
-    return parse_facts(answer)[: fact_limit(prompt)]
+    return parse_fact_records(answer)[: fact_limit(prompt)]
 
 
 def fact_limit(prompt: str | None) -> int:
@@ -109,10 +121,11 @@ def last_user_text(messages: list[dict]) -> str:
     return "" if index is None else message_text(messages[index])
 
 
-def parse_facts(answer: str | None) -> list[str]:
+def parse_fact_records(answer: str | None) -> list[Fact]:
     """Facts from an LLM answer of any common shape: a JSON list of strings, `{"facts": [...]}`,
-    a list of objects with "fact"/"text", a bare JSON string, any of these fenced or wrapped in
-    prose, or bullet lines. Anything else gives []."""
+    a list of objects with "fact"/"text" (and a triple: subject, predicate, object, with category
+    and evidence), a bare JSON string, any of these fenced or wrapped in prose, or bullet lines.
+    Anything else gives []."""
     value = parse_json(answer)
     if value is None:
         items: list[Any] = bullet_lines(strip_thinking(answer or ""))
@@ -120,7 +133,24 @@ def parse_facts(answer: str | None) -> list[str]:
         items = [value]
     else:
         items = as_list(value, LIST_KEYS) or []
-    return clean([fact_text(item) for item in items])
+    triples: dict[str, dict[str, str]] = {}
+    for item in items:
+        text, triple = " ".join(fact_text(item).split()), fact_triple(item)
+        if triple and text.casefold() not in triples:
+            triples[text.casefold()] = triple
+    return [Fact(text, triples.get(text.casefold(), {})) for text in clean([fact_text(item) for item in items])]
+
+
+def fact_triple(item: Any) -> dict[str, str]:
+    """The triple fields of one extracted fact: {} unless subject, predicate and object are all
+    short strings (a triple names things; a paragraph is not one)."""
+    if not isinstance(item, dict):
+        return {}
+    lowered = {str(k).lower(): v for k, v in item.items()}
+    fields = {key: " ".join(lowered[key].split()) for key in TRIPLE_KEYS
+              if isinstance(lowered.get(key), str) and lowered[key].strip()}
+    whole = all(key in fields and len(fields[key]) <= MAX_TRIPLE_CHARS for key in ("subject", "predicate", "object"))
+    return fields if whole else {}
 
 
 def fact_text(item: Any) -> str:

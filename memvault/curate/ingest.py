@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import extract_facts, last_user_text
+from memvault.curate.extract import extract_fact_records, last_user_text
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
 from memvault.errors import EmbeddingError, LLMError
-from memvault.vault.entry import MEM0_FIELDS, Entry, iso_time, now, text_hash
+from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
 from memvault.vault.store import Transaction
 
 
@@ -81,14 +81,22 @@ class CurationPlan:
     plan: Plan
     summary: str | None  # the new rolling summary, None when unchanged
     notes: list[str] = field(default_factory=list)
+    triples: dict[str, dict[str, str]] = field(default_factory=dict)  # fact text -> its triple fields
+
+    def triple_of(self, decision) -> dict[str, str]:
+        """The triple fields of the fact a decision is about ({} when it has none)."""
+        return self.triples.get(decision.origin or decision.new_text or "", {})
 
 
 def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,
                   previous_summary: str | None, prompt: str | None = None) -> CurationPlan:
     """Ask the LLM what the latest user message teaches, and how it changes what is stored."""
     notes: list[str] = []
+    triples: dict[str, dict[str, str]] = {}
     try:
-        facts = extract_facts(llm, messages, prompt)
+        records = extract_fact_records(llm, messages, prompt)
+        facts = [record.text for record in records]
+        triples = {record.text: record.triple for record in records if record.triple}
     except LLMError as exc:
         latest = last_user_text(messages)
         facts = [latest.strip()] if latest.strip() else []
@@ -100,7 +108,8 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
     summary = update_summary(llm, previous_summary, learned, conversation) if learned else None
-    return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes)
+    return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes,
+                        triples)
 
 
 def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, live: Callable[[str], Entry | None],
@@ -112,21 +121,22 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
 
     fields, metadata = split_fields(metadata)
 
-    def new_fact(text: str) -> Entry:
+    def new_fact(text: str, triple: dict[str, str]) -> Entry:
         entry = Entry(text=text, conversation_id=conversation, metadata=dict(metadata), source=source,
-                      **fields, **scopes)
+                      **fields, **scopes, **triple)
         tx.write(entry, event="ADD")
         return entry
 
     for decision in curation.plan.decisions:
         target = live(decision.memory_id) if decision.memory_id else None
         if decision.event == "ADD" or (decision.event == "UPDATE" and target is None):
-            entry = new_fact(decision.new_text)
+            entry = new_fact(decision.new_text, curation.triple_of(decision))
             events.append(MemoryEvent("ADD", entry.id, None, entry.text))
         elif decision.event == "UPDATE":
-            # In place: same id and file; the turn it came from becomes its source.
+            # In place: same id and file; the turn it came from becomes its source, the new triple its own.
             rewritten = target.replace(text=decision.new_text, updated_at=now(), source=source or target.source,
-                                       metadata={**target.metadata, **metadata})
+                                       metadata={**target.metadata, **metadata},
+                                       **{**dict.fromkeys(TRIPLE_KEYS), **curation.triple_of(decision)})
             tx.write(rewritten, event="UPDATE")
             events.append(MemoryEvent("UPDATE", target.id, target.text, rewritten.text))
         elif decision.event == "DELETE" and target is not None:

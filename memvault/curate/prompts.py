@@ -26,8 +26,14 @@ Each fact is:
 Write no facts for questions, greetings, small talk, requests for help or anything the assistant \
 said. When in doubt, write fewer facts.
 
-Answer with a JSON list of strings and nothing else, e.g.
-["The user's sister is called Ana.", "The user lives in Lisbon."]
+For each fact also give its triple: "subject" and "object" are short names (use "user" for the \
+user), "predicate" a short relation in capitals with underscores (LIVES_IN, HAS_SISTER, LIKES); \
+"category" one word (personal, preference, plan, relationship, possession, work, health, opinion); \
+"evidence" the user's own words the fact comes from, quoted exactly.
+
+Answer with a JSON list of objects and nothing else, e.g.
+[{"text": "The user's sister is called Ana.", "category": "relationship", "subject": "user", \
+"predicate": "HAS_SISTER", "object": "Ana", "evidence": "my sister Ana"}]
 or [] when there is nothing to remember."""
 
 EXTRACTION_INPUT = """\
@@ -37,20 +43,29 @@ Earlier turns (context only):
 Latest user message (extract from this only):
 {message}"""
 
-EXTRACTION_SCHEMA: dict = {"type": "array", "items": {"type": "string"}}
+EXTRACTION_SCHEMA: dict = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {key: {"type": "string"} for key in
+                       ("text", "category", "subject", "predicate", "object", "evidence")},
+        "required": ["text", "subject", "predicate", "object"],
+    },
+}
 
 RECONCILIATION = """\
 You keep a user's memory store consistent. You are shown memories already stored, each with a \
 short id, and new facts just learned, each with a number.
 
 For each new fact decide one event:
-- ADD: the fact is new information. Give "text" (the fact, possibly cleaned up).
-- UPDATE: the fact changes, corrects or refines a stored memory about the same thing. Give the \
-stored "id" and the full new "text" that replaces it, keeping what is still true. Prefer the \
-more informative version when one refines the other.
+- ADD (coexist): the fact is new information, or true beside what is stored. Give "text" (the \
+fact, possibly cleaned up).
+- UPDATE (supersede): the fact changes, corrects or refines a stored memory about the same thing. \
+Give the stored "id" and the full new "text" that replaces it, keeping what is still true. Prefer \
+the more informative version when one refines the other.
 - DELETE: the fact shows a stored memory is no longer true and nothing should replace it. Give \
 the stored "id".
-- NONE: the fact is already stored (same meaning). Give the stored "id".
+- NONE (bump): the fact is already stored (same meaning). Give the stored "id".
 
 Use only the ids shown. A fact may give more than one event (e.g. DELETE an old memory and ADD \
 the new fact). Give "fact" (the new fact's number) in every event.
@@ -72,7 +87,7 @@ RECONCILIATION_SCHEMA: dict = {
         "type": "object",
         "properties": {
             "fact": {"type": "integer"},
-            "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE"]},
+            "event": {"type": "string", "enum": ["ADD", "UPDATE", "DELETE", "NONE", "COEXIST", "SUPERSEDE", "BUMP"]},
             "id": {"type": "string"},
             "text": {"type": "string"},
         },
@@ -96,6 +111,32 @@ Previous summary:
 
 New facts:
 {facts}"""
+
+RULE_REVIEW = """\
+You keep the standing instructions a user gave their assistant ("answer in British English", \
+"never suggest meat"). You are shown the instructions in force, each with a number, and a new one.
+
+Say whether the new instruction is one already in force (the same request in other words), and \
+which instructions in force it replaces: those it contradicts or changes (e.g. "answer in French" \
+replaces "answer in English"). Instructions about different things do not replace each other: both \
+stay in force.
+
+Answer with a JSON object and nothing else, e.g.
+{"same_as": null, "replaces": [2]}"""
+
+RULE_REVIEW_INPUT = """\
+Instructions in force:
+{rules}
+
+New instruction:
+{rule}"""
+
+RULE_REVIEW_SCHEMA: dict = {
+    "type": "object",
+    "properties": {"same_as": {"type": ["integer", "null"]},
+                   "replaces": {"type": "array", "items": {"type": "integer"}}},
+    "required": ["replaces"],
+}
 
 
 def fill(template: str, **values: str) -> str:

@@ -27,6 +27,9 @@ from memvault.errors import LLMError
 from memvault.vault.entry import text_hash
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
+# The semantic layer's words for the same decisions: a restated fact bumps the stored one (NONE), a
+# changed fact supersedes it (UPDATE), a fact true beside it coexists with it (ADD).
+SYNONYMS = {"BUMP": "NONE", "SUPERSEDE": "UPDATE", "COEXIST": "ADD"}
 EVENT_LIST_KEYS = ("memory", "events", "decisions", "actions", "memories", "results")
 # Words too common to tie an event to a fact when the LLM left out the fact's number.
 COMMON_WORDS = {"the", "user", "users", "s", "a", "an", "is", "are", "was", "to", "of", "and", "in", "has", "likes"}
@@ -40,6 +43,8 @@ class Decision:
     memory_id: str | None = None
     old_text: str | None = None
     new_text: str | None = None
+    # The new fact (as extracted) this decision is about, when known: where its triple comes from.
+    origin: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -163,7 +168,7 @@ class Applier:
                 self.plan.decisions.append(Decision("NONE", memory_id, old, self.prep.asked[index]))
         missing = [fact for i, fact in enumerate(self.prep.asked) if i not in self.covered]
         for fact in missing:
-            self.add(fact)
+            self.add(fact, fact)
         if self.ignored:
             self.plan.notes.append(f"ignored {self.ignored} unusable event(s) in the LLM's answer")
         if missing:
@@ -171,19 +176,23 @@ class Applier:
 
     def apply_one(self, event: dict) -> bool:
         """Apply one event; False when it is unusable (unknown kind, id not offered, already claimed)."""
-        kind = str(event.get("event") or event.get("action") or "").strip().upper()
+        said = str(event.get("event") or event.get("action") or "").strip().upper()
+        kind = SYNONYMS.get(said, said)
         text = event.get("text") if isinstance(event.get("text"), str) else ""
         text = " ".join(text.split())
         memory_id = self.by_short_id.get(str(event.get("id", "")).strip())
         if kind not in EVENTS or (kind != "ADD" and memory_id is None):
             return False
         index = self.fact_index(event, kind, memory_id, text)
+        origin = self.prep.asked[index] if index is not None else None
+        if said == "SUPERSEDE" and not text:
+            text = origin or ""  # "the new fact supersedes the stored one": its text replaces it
         if kind == "ADD":
             text = text or (self.prep.asked[index] if index is not None else "")
             if not text:
                 return False
             if text_hash(text) not in self.prep.stored_hashes:
-                self.add(text)
+                self.add(text, origin)
             self.cover(index)
             return True
         if memory_id in self.claimed and kind in ("UPDATE", "DELETE"):
@@ -194,7 +203,7 @@ class Applier:
             self.plan.decisions.append(Decision("DELETE", memory_id, old, None))
         elif kind == "UPDATE" and text and text != old:
             self.claimed.add(memory_id)
-            self.plan.decisions.append(Decision("UPDATE", memory_id, old, text))
+            self.plan.decisions.append(Decision("UPDATE", memory_id, old, text, origin))
             self.cover(index)
         elif kind == "NONE" or text == old:
             # NONE, or an UPDATE to the same text: the fact is already stored there.
@@ -203,10 +212,10 @@ class Applier:
         # An UPDATE with empty text is a NONE that accounts for no fact: the fact is ADDed later.
         return True
 
-    def add(self, text: str) -> None:
+    def add(self, text: str, origin: str | None = None) -> None:
         if text not in self.written:
             self.written.add(text)
-            self.plan.decisions.append(Decision("ADD", None, None, text))
+            self.plan.decisions.append(Decision("ADD", None, None, text, origin))
 
     def cover(self, index: int | None) -> None:
         if index is not None:

@@ -27,7 +27,7 @@ VEC_K_MAX = 4096  # sqlite-vec refuses larger k
 
 ENTRY_COLUMNS = (
     "id", "path", "file_hash", "text_hash", "role", "conversation_id", "created_at", "updated_at",
-    "user_id", "agent_id", "run_id", "metadata", "source", "text", "mtime_ns", "size",
+    "user_id", "agent_id", "run_id", "metadata", "source", "text", "mtime_ns", "size", "triple",
 )
 
 
@@ -104,6 +104,19 @@ def m003_timeline(conn: Any) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS entries_timeline ON entries (conversation_id, created_at)")
 
 
+def m004_graph(conn: Any) -> None:
+    # Facts' triples (a JSON column) and the relations derived from them (index/graph.py). Rows
+    # indexed before have no triple: their file hashes are forgotten so the next sync reads every
+    # file again (texts are unchanged, so nothing is re-embedded) and the build mark makes it happen.
+    from memvault.index import graph
+
+    conn.execute("ALTER TABLE entries ADD COLUMN triple TEXT")
+    graph.create_tables(conn)
+    if conn.execute("SELECT count(*) FROM entries").fetchone()[0]:
+        conn.execute("UPDATE entries SET file_hash = '', mtime_ns = 0")
+        set_meta(conn, "build_incomplete", "graph added: every file is read again")
+
+
 def create_fts_table(conn: Any) -> None:
     """(Re)create the FTS5 table: `body` is the entry's own text, `context` its neighbouring turns',
     `date` the day it was written as words (text.date_words).
@@ -116,7 +129,7 @@ def create_fts_table(conn: Any) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline)
+MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline, m004_graph)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

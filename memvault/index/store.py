@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import SearchIndexError
 from memvault.index import db
+from memvault.index.graph import triple_json, write_relation
 from memvault.index.text import (
     CONTEXT_TURNS,
     CONTEXT_WEIGHT,
@@ -67,6 +68,7 @@ class IndexRow:
     text: str
     mtime_ns: int = 0  # 0: stat unknown, so the next sync hashes the file once
     size: int = -1
+    triple: str | None = None  # a fact's triple as JSON (index/graph.py), None without a whole one
 
     @classmethod
     def from_entry(cls, entry: Entry, rel: PurePosixPath | str, file_hash: str,
@@ -77,7 +79,7 @@ class IndexRow:
             created_at=entry.created_at.timestamp(), updated_at=(entry.updated_at or entry.created_at).timestamp(),
             user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id,
             metadata=json.dumps(metadata_with_mem0_fields(entry), sort_keys=True, ensure_ascii=False, default=str),
-            source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size,
+            source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size, triple=triple_json(entry.triple),
         )
 
 
@@ -300,6 +302,7 @@ class IndexStore:
                      (rowid, blob, row.conversation_id))
         stale.add(rowid)
         stale.update(turn_neighbours(self.conn, rowid))  # its new place in time: they gain its text
+        write_relation(conn, rowid, row.role, row.triple)
         return rowid
 
     def _delete_rowids(self, rowids: Sequence[int]) -> set[int]:

@@ -140,7 +140,13 @@ class MemoryTools:
         hits = self.core.search(query, conversation, scopes_of(user_id, agent_id, run_id), filters, top_k=top_k,
                                 score_threshold=threshold)
         items = [{**item_from_hit(hit), "role": hit.role, "conversation": hit.conversation_id} for hit in hits]
-        return answer(lines_of(items, "No memory matches that."), {"results": items})
+        found: dict[str, Any] = {"results": items}
+        relations = self.core.relations(query, conversation, scopes_of(user_id, agent_id, run_id), filters)
+        if relations:  # mem0's graph memory, from the facts' triples
+            found["relations"] = [relation.to_dict() for relation in relations]
+        text = lines_of(items, "No memory matches that.") + "".join(
+            f"\n{r.source} -- {r.relationship} -- {r.destination}" for r in relations)
+        return answer(text, found)
 
     def get_memory(self, memory_id: MemoryId) -> CallToolResult:
         rel, entry = self.core.get(memory_id)
@@ -189,6 +195,28 @@ class MemoryTools:
         text = "\n".join(f"{r['created_at']} {r['event']}: {r['new_memory'] or r['old_memory'] or ''}"
                          for r in records) or "No history."
         return answer(text, {"id": entry.id, "history": records})
+
+    def list_rules(self, conversation: Conversation = None, user_id: UserId = None, agent_id: AgentId = None,
+                   run_id: RunId = None,
+                   archived: Annotated[bool, Field(description="List archived (superseded or removed) rules "
+                                                               "instead of the ones in force.")] = False,
+                   ) -> CallToolResult:
+        rules = self.core.rules(conversation, scopes_of(user_id, agent_id, run_id), archived)
+        items = [{"id": rule.id, "rule": rule.text, "conversation": rule.conversation_id,
+                  "created_at": rule.to_dict()["created_at"]} for rule in rules]
+        text = "\n".join(f"[{item['id'][:8]}] {item['rule']}" for item in items) or "No rules."
+        return answer(text, {"results": items})
+
+    def add_rule(self, text: Annotated[str, Field(description="The instruction, as the user gave it (\"answer in "
+                                                              "British English\").")],
+                 conversation: Conversation = None, user_id: UserId = None, agent_id: AgentId = None,
+                 run_id: RunId = None) -> CallToolResult:
+        result = self.core.add_rule(text, conversation, scopes_of(user_id, agent_id, run_id), llm=self.core.llm())
+        if result.event == "DROP":
+            raise UsageError(f"not stored: {result.reason}")
+        lines = [f"{'ADD' if result.event == 'ADD' else 'ALREADY IN FORCE'} [{result.rule.id[:8]}] {result.rule.text}"]
+        lines += [f"ARCHIVED [{rule.id[:8]}] {rule.text} ({why})" for rule, why in result.archived]
+        return answer("\n".join(lines + [f"note: {note}" for note in result.notes]), result.to_dict())
 
     # -- resources and prompt ----------------------------------------------------------------------
     def conversations(self) -> str:
@@ -244,6 +272,13 @@ TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
         "deleted/ and git history keeps it.", ToolAnnotations(read_only_hint=False, destructive_hint=True)),
     "memory_history": ("How a memory changed over time (ADD, UPDATE, DELETE events with their commits), "
         "read back from git.", ToolAnnotations(read_only_hint=True)),
+    "list_rules": ("List the user's standing instructions to the assistant (procedural rules such as 'answer in "
+        "British English'), oldest first. They are already in memvault's prompts; call this to show or review "
+        "them.", ToolAnnotations(read_only_hint=True)),
+    "add_rule": ("Save a durable instruction the user gives about how the assistant should behave from now on "
+        "('never suggest meat', 'answer in British English'). Rules it replaces, and the oldest past the cap, "
+        "are archived (kept in git). A request to drop safety is refused. Facts about the user go to "
+        "remember instead.", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
 }
 
 
@@ -254,7 +289,7 @@ def build_server(settings: Settings, warm: bool = True) -> MCPServer:
         threading.Thread(target=tools.warm_up, name="memvault-mcp-warm-up", daemon=True).start()
     server = MCPServer("memvault", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in (tools.remember, tools.recall, tools.get_memory, tools.list_memories, tools.update_memory,
-               tools.forget, tools.memory_history):
+               tools.forget, tools.memory_history, tools.list_rules, tools.add_rule):
         description, hints = TOOLS[fn.__name__]
         server.add_tool(tools.guarded(fn), name=fn.__name__, description=description, annotations=hints)
     server.resource("memvault://conversations", name="conversations", mime_type="application/json",

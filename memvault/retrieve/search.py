@@ -54,6 +54,7 @@ class Hit:
     total: float  # (1 - w) * relevance + w * recency: what the threshold-passing order and MMR use
     rank: int  # 1-based position in the final list
     explain: dict[str, Any] = field(default_factory=dict)
+    triple: dict[str, str] | None = None  # a fact's category, subject, predicate, object, evidence (if it has them)
 
     @property
     def score(self) -> float:
@@ -278,4 +279,5 @@ def _hit(row: dict, chosen: _Candidate, dense: float, rank: int, info: dict) -> 
         metadata=_metadata(row.get("metadata")), user_id=row.get("user_id"), agent_id=row.get("agent_id"),
         run_id=row.get("run_id"), dense=dense, lexical=info.get("lexical"), fused=chosen.fused,
         relevance=chosen.relevance, recency=chosen.recency, total=chosen.total, rank=rank, explain=info,
+        triple=json.loads(row["triple"]) if row.get("triple") else None,
     )

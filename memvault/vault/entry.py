@@ -14,12 +14,16 @@ from typing import Any
 
 from memvault.errors import EntryFormatError, UsageError
 
-ROLES = ("memory", "user", "assistant", "summary")
+ROLES = ("memory", "user", "assistant", "summary", "rule")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
+# A semantic fact's optional triple (docs/architecture.md, Graph): what it is about, and the user's words it came from.
+# Hand-written facts without them stay valid; the graph is derived from facts that have all of
+# subject, predicate and object.
+TRIPLE_KEYS = ("category", "subject", "predicate", "object", "evidence")
 # Front matter keys in the order they are written, so files diff cleanly.
 FIELD_ORDER = (
     "id", "role", "conversation_id", "created_at", "updated_at", "hash",
-    "user_id", "agent_id", "run_id", "source", "metadata", "deleted_at", "replaced_by",
+    "user_id", "agent_id", "run_id", "source", *TRIPLE_KEYS, "metadata", "deleted_at", "replaced_by",
     "actor_id", "memory_type", "expiration_date",
 )
 # mem0's per-memory fields kept in front matter (the mem0-style API sets them; see memvault.api):
@@ -201,6 +205,11 @@ class Entry:
     run_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     source: str | None = None
+    category: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None  # noqa: A003 - the front matter key; only a field name here
+    evidence: str | None = None
     deleted_at: datetime | None = None
     replaced_by: str | None = None
     actor_id: str | None = None
@@ -221,6 +230,13 @@ class Entry:
     @property
     def deleted(self) -> bool:
         return self.deleted_at is not None
+
+    @property
+    def triple(self) -> dict[str, str] | None:
+        """The fact's triple fields that are set, when it has a whole triple (subject, predicate and
+        object); None otherwise."""
+        fields = {key: getattr(self, key) for key in TRIPLE_KEYS if getattr(self, key)}
+        return fields if all(fields.get(key) for key in ("subject", "predicate", "object")) else None
 
     @property
     def scopes(self) -> dict[str, str]:
@@ -366,6 +382,7 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
         run_id=optional("run_id"),
         metadata=metadata,
         source=optional("source"),
+        **{key: optional(key) for key in TRIPLE_KEYS},
         deleted_at=parse_time(meta.get("deleted_at"), "deleted_at", where),
         replaced_by=optional("replaced_by"),
         **{key: optional(key) for key in MEM0_FIELDS},

@@ -14,7 +14,8 @@ from memvault.vault.entry import Entry
 GLOBAL = "global"
 ENTRIES = "entries"
 STATE_DIR = ".memvault"
-KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
+KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries",
+             "rule": "rules"}
 SUMMARY_FILE = "summary.md"
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")

@@ -12,5 +12,6 @@ from memvault.cli.commands import (  # noqa: F401
     mcp,
     remote,
     search,
+    semantic,
     serve,
 )

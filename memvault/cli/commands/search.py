@@ -47,7 +47,8 @@ def search(
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)
     show_notices(memvault)
-    hits = memvault.search(query, conversation, scopes_of(user, agent, run), filter_from_json(filter, "--filter"),
+    scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
+    hits = memvault.search(query, conversation, scopes, filters,
                            top_k=top_k, recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
     if json:
         print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])
@@ -55,6 +56,11 @@ def search(
     table(["#", "id", "text", "role", "conversation", "age", "relevance", "recency", "score"],
           [[hit.rank, hit.id[:8], hit.text, hit.role, hit.conversation_id, age(hit.created_at),
             f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
+    relations = memvault.relations(query, conversation, scopes, filters)
+    if relations:
+        console().print("Relations (from facts' triples):")
+        table(["source", "relationship", "destination", "id"],
+              [[r.source, r.relationship, r.destination, r.memory_id[:8]] for r in relations])
     if explain:
         for hit in hits:
             stages = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in hit.explain.items())

@@ -1,0 +1,49 @@
+"""The graph of the facts' triples: an entity's neighbourhood, and mem0's `relations` for a query."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memvault.errors import UsageError
+from memvault.vault import layout
+from memvault.vault.entry import check_scopes
+
+MAX_RELATIONS = 20  # relations returned with one search: a neighbourhood, not the whole graph
+
+
+class Graphing:
+    """Reads of the graph the index derives from triples (docs/architecture.md, Graph)."""
+
+    def _graph_query(self, index, conversation: str | None, scopes: dict[str, Any] | None,
+                     filters: dict | None = None):
+        from memvault.index.graph import GraphQuery
+        from memvault.retrieve.filters import and_where, compile_filter, scope_where
+        from memvault.retrieve.search import conversations_for
+
+        if conversation is not None:
+            layout.check_conversation(conversation)
+        where, params = and_where(scope_where(conversations_for(conversation), check_scopes(scopes)),
+                                  compile_filter(filters))
+        return GraphQuery(index.conn, where, params)
+
+    def graph(self, entity: str, depth: int = 1, conversation: str | None = None,
+              scopes: dict[str, Any] | None = None):
+        """The entity `entity` names (aliases merged) and the relations within `depth` hops of it,
+        among the facts of `conversation` (and `global`; all when None) and these scopes."""
+        from memvault.index.graph import MAX_DEPTH, entity_key
+
+        if not isinstance(entity, str) or not entity_key(entity):
+            raise UsageError("the entity name is empty")
+        if not 1 <= int(depth) <= MAX_DEPTH:
+            raise UsageError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
+        with self.keeper.caught_up() as index:
+            return self._graph_query(index, conversation, scopes).neighbourhood(entity, int(depth))
+
+    def relations(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
+                  filters: dict | None = None, limit: int = MAX_RELATIONS) -> list:
+        """mem0's `relations` for a search: the relations of the entities `query` names, among the facts
+        a search with the same conversation, scopes and filters would see. [] when the graph is off."""
+        if not self.settings.graph.enabled or not isinstance(query, str) or not query.strip():
+            return []
+        with self.keeper.caught_up() as index:
+            return self._graph_query(index, conversation, scopes, filters).for_query(query, limit)
