@@ -120,6 +120,7 @@ class Importer:
         self.report.conversations = total
         with self.vault.lock():  # a killed import's half-written conversation is undone first
             self.vault.recover_interrupted()
+            self.vault.remove_temp_files()  # those a minute old: a younger one may be a write under way
         done = {record.get("key"): record.get("digest") for record in jsonlines.read(self.state_path)}
         held_ids, held_paths = self.held()
         for number, batch in enumerate(batches, start=1):
