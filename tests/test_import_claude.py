@@ -17,7 +17,8 @@ def test_claude_conversations_become_turns_of_their_text_blocks(tmp_path):
     assert [(r["conversation_id"], r["role"], r["text"]) for r in rows] == [
         ("claude-garden-plans-5e1f0c2a", "user", "I grow tomatoes on my balcony in Berlin."),
         # text blocks joined; the tool use and its result are left out
-        ("claude-garden-plans-5e1f0c2a", "assistant", "Tomatoes love a sunny balcony.\n\nCherry varieties do well in pots."),
+        ("claude-garden-plans-5e1f0c2a", "assistant",
+         "Tomatoes love a sunny balcony.\n\nCherry varieties do well in pots."),
         ("claude-untitled-6f2a1d3b", "user", "My cat is called Miso."),
         ("claude-untitled-6f2a1d3b", "assistant", "Miso is a lovely name for a cat."),
     ]

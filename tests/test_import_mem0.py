@@ -37,7 +37,8 @@ MAKE_STORE = textwrap.dedent('''
     runs = m.add("Bob runs every morning", user_id="bob", run_id="r1", infer=False)["results"][0]["id"]
     m.update(home, "Alice lives in Lisbon")
     m.delete(runs)
-    dump = {"results": m.get_all(filters={"user_id": "alice"})["results"] + m.get_all(filters={"user_id": "bob"})["results"]}
+    dump = {"results": [memory for user in ("alice", "bob")
+                        for memory in m.get_all(filters={"user_id": user})["results"]]}
     with open(out + "/dump.json", "w") as handle:
         json.dump(dump, handle)
     print(json.dumps({"tea": tea, "home": home, "runs": runs}))
