@@ -92,7 +92,7 @@ def export(
     vault: VaultOpt = None, config: ConfigOpt = None,
 ) -> None:
     """Export every entry (facts, turns, summaries, tombstones) as JSONL: `memvault export | memvault
-    --vault OTHER import -` copies a vault."""
+    import - --vault OTHER` copies a vault."""
     from memvault.transfer import export_jsonl
 
     if fmt.lower() != "jsonl":
