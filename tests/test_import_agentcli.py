@@ -49,3 +49,21 @@ def test_files_agent_cli_would_skip_are_named_and_left_out(tmp_path):
     assert "broken.md: left out" in result.stderr and "no-role.md: left out: not an agent-cli" in result.stderr
     assert "link.md: left out: a symbolic link" in result.stderr
     assert len(cli.ok("list", "--deleted", "--json").json()) == 7  # the fixture's files, no more
+
+
+def test_a_folder_in_memvaults_own_layout_keeps_scopes_metadata_and_deletion_times(tmp_path):
+    other = Cli(tmp_path / "other")
+    other.ok("init")
+    other.ok("add", "Alice likes tea", "-c", "work", "--user", "alice", "--meta", "topic=drinks")
+    gone = other.ok("add", "old news", "-c", "work", "--json").json()["results"][0]["id"]
+    other.ok("rm", gone)
+    before = {row["id"]: row for row in other.ok("list", "--deleted", "--json").json()}
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    cli.ok("import", str(other.vault), "--format", "agent-cli")
+    after = {row["id"]: row for row in cli.ok("list", "--deleted", "--json").json()}
+    assert set(after) == set(before)
+    for memory_id, row in before.items():
+        assert after[memory_id]["metadata"] == {**row["metadata"], "imported_from": "agent-cli"}
+        for key in ("text", "user_id", "created_at", "deleted_at", "conversation_id"):
+            assert after[memory_id][key] == row[key]

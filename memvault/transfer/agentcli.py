@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import UnsafePathError, UsageError
 from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, stable_id
 from memvault.vault import layout
-from memvault.vault.entry import ROLES, Entry, yaml_handler
+from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry, check_metadata, check_scopes, yaml_handler
 
 if TYPE_CHECKING:
     from memvault.core import Memvault
@@ -60,6 +60,9 @@ def batches(memvault: Memvault, path: Path, conversation: str | None, notes: lis
 def entry_of(memvault: Memvault, file: Path, rel: Path, conversation: str | None, notes: list[str]) -> Entry | None:
     import frontmatter
 
+    if file.stat().st_size > memvault.settings.limits.max_file_bytes:
+        notes.append(f"{file}: left out: larger than limits.max_file_bytes")
+        return None
     try:
         post = frontmatter.loads(file.read_text(encoding="utf-8"), handler=yaml_handler())
     except Exception as exc:  # noqa: BLE001 - YAML raises many kinds; the file is reported, never guessed at
@@ -77,7 +80,15 @@ def entry_of(memvault: Memvault, file: Path, rel: Path, conversation: str | None
             notes.append(f"{file}: left out: 'created_at' is not a time")
         return None
     source_conversation = str(meta["conversation_id"])
-    metadata: dict[str, Any] = {"imported_from": FORMAT}
+    # agent-cli writes no metadata or scopes; a folder written by memvault (the same layout) has them.
+    metadata: dict[str, Any] = {**(meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}),
+                                "imported_from": FORMAT}
+    try:
+        scopes = check_scopes({key: meta.get(key) for key in SCOPE_KEYS})
+        check_metadata(metadata)
+    except UsageError as exc:
+        notes.append(f"{file}: left out: {exc}")
+        return None
     name = conversation or folder_name(source_conversation, metadata)
     memory_id = mapped_id(str(meta["id"]), metadata, "agent_cli_id")
     if meta.get("summary_kind"):
@@ -87,7 +98,7 @@ def entry_of(memvault: Memvault, file: Path, rel: Path, conversation: str | None
                  source=mapped_id(str(meta["source_id"])) if meta.get("source_id") else None,
                  replaced_by=mapped_id(str(meta["replaced_by"])) if meta.get("replaced_by") else None,
                  # agent-cli does not note when it deleted: the tombstone's last change tells.
-                 deleted_at=modified(file) if deleted else None)
+                 deleted_at=(epoch_time(meta.get("deleted_at")) or modified(file)) if deleted else None, **scopes)
 
 
 def mapped_id(value: str, metadata: dict | None = None, key: str = "") -> str:
