@@ -185,3 +185,18 @@ def test_export_names_unreadable_files_and_leaves_them_out(tmp_path):
     result = cli.ok("export")
     assert [json.loads(line)["text"] for line in result.stdout.splitlines()] == ["fine"]
     assert "skipped entries/default/facts/broken.md" in result.stderr
+
+
+def test_a_file_in_the_place_of_an_imported_one_is_kept(tmp_path):
+    """A conversation's summary is one file whatever its id: an imported summary never replaces one."""
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    ours = Entry(text="our summary", role="summary", conversation_id="work")
+    (cli.vault / "entries/work/summaries").mkdir(parents=True)
+    (cli.vault / "entries/work/summaries/summary.md").write_text(render(ours))
+    commit_by_hand(cli.vault, "a summary")
+    theirs = {"text": "their summary", "role": "summary", "conversation_id": "work"}
+    report = cli.ok("import", "-", "--format", "jsonl", "--json", input=json.dumps(theirs) + "\n").json()
+    assert (report["entries"], report["present"]) == (0, 1)
+    assert (cli.vault / "entries/work/summaries/summary.md").read_text() == render(ours)
+

@@ -80,6 +80,9 @@ def test_a_conversation_that_grew_brings_only_its_new_turns(cli, tmp_path):
 def test_into_one_named_conversation(cli):
     cli.ok("import", str(FIXTURE), "-c", "history")
     assert {row[0] for row in turns(cli)} == {"history"}
+    # imported elsewhere already: found by their ids, wherever they are
+    assert cli.ok("import", str(FIXTURE), "--json").json()["entries"] == 0
+    assert len(turns(cli)) == 6
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -73,6 +73,36 @@ def test_an_import_killed_part_way_resumes_and_a_second_run_changes_nothing(tmp_
     assert git(cli.vault, "rev-parse", "HEAD") == head
 
 
+KILL_BEFORE_COMMIT = """
+import os, signal, sys
+from memvault.vault.git import VaultGit
+commit, count = VaultGit.commit, [0]
+def dying_commit(self, paths, message):
+    count[0] += 1
+    if count[0] == int(os.environ["KILL_AT_COMMIT"]):  # this conversation's files are written: die now
+        os.kill(os.getpid(), signal.SIGKILL)
+    return commit(self, paths, message)
+VaultGit.commit = dying_commit
+from memvault.cli.app import app
+app(sys.argv[1:])
+"""
+
+
+def test_a_conversation_written_but_not_committed_when_killed_is_undone_then_imported_whole(tmp_path):
+    export = write_chatgpt_export(tmp_path / "conversations.json", 6, TURNS)
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    killed = subprocess.run([sys.executable, "-c", KILL_BEFORE_COMMIT, "import", str(export), "--vault",
+                             str(cli.vault)], env={**os.environ, "KILL_AT_COMMIT": "3"}, capture_output=True)
+    assert killed.returncode == -signal.SIGKILL
+    assert len(import_commits(cli.vault)) == 2
+    assert git(cli.vault, "status", "--porcelain")  # the third conversation's files, uncommitted
+    report = json.loads(run_memvault("import", str(export), "--vault", str(cli.vault), "--json").stdout)
+    assert (report["imported"], report["unchanged"]) == (4, 2)
+    assert len(import_commits(cli.vault)) == 6 and git(cli.vault, "status", "--porcelain") == ""
+    assert len(cli.ok("list", "--json").json()) == 6 * TURNS
+
+
 FIXTURE = Path(__file__).parent / "fixtures" / "chatgpt" / "conversations.json"
 
 
