@@ -149,3 +149,16 @@ def test_curate_without_an_llm_is_refused(tmp_path):
     cli.ok("init")
     result = cli("import", str(FIXTURE), "--curate")
     assert result.exit_code == 2 and "--curate needs an LLM" in result.stderr
+
+
+def test_the_temporary_file_of_a_write_a_kill_cut_short_is_removed_once_a_minute_old(tmp_path):
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    folder = cli.vault / "entries/old/turns/user"
+    folder.mkdir(parents=True)
+    stale, fresh = folder / ".20250101T000000000Z__x.md.abcd.tmp", folder / ".20250101T000000000Z__y.md.efgh.tmp"
+    stale.write_text("half")
+    fresh.write_text("half")
+    os.utime(stale, (time.time() - 120, time.time() - 120))
+    cli.ok("import", str(FIXTURE))
+    assert not stale.exists() and fresh.exists()  # a younger one may be a write under way
