@@ -154,6 +154,9 @@ def test_a_line_made_by_hand_needs_only_text(tmp_path):
     ('{"text": "x", "conversation_id": "../up"}', "invalid conversation name"),
     ('{"text": "x", "user_id": "a\\u0001b"}', "invalid user_id"),
     ('{"path": "entries/a/facts/x.md", "file": "---\\nid: [\\n---\\n"}', "broken front matter"),
+    ('{"text": "x", "id": "7d0c5a4e-0a8e-4d52-9e0c-2f3b8f6f9b11", '
+     '"path": "entries/a/facts/20250101T000000000Z__59267f38-96f9-4a4e-b751-6b3f652747ae.md"}',
+     "'path' names id 59267f38-96f9-4a4e-b751-6b3f652747ae, the entry's id is 7d0c5a4e"),
 ])
 def test_a_bad_line_stops_the_import_before_anything_is_written(tmp_path, line, message):
     cli = Cli(tmp_path / "vault")

@@ -26,3 +26,17 @@ def test_claude_conversations_become_turns_of_their_text_blocks(tmp_path):
     assert rows[0]["metadata"]["source_message"] == "c1a0b2c3-0001-4000-8000-000000000001"
     again = cli.ok("import", str(FIXTURE), "--json").json()
     assert (again["imported"], again["entries"], again["unchanged"]) == (0, 0, 2)
+
+
+def test_progress_is_told_for_each_conversation_then_the_end(tmp_path):
+    from memvault.core import Memvault
+    from memvault.settings import Settings
+    from memvault.transfer import import_source
+
+    settings = Settings()
+    settings.vault.path = str(tmp_path / "vault")
+    told = []
+    import_source(Memvault.open(settings, create=True), [str(FIXTURE)],
+                  on_progress=lambda done, total, title: told.append((done, total, title)))
+    assert told == [(0, 2, "Garden plans"), (1, 2, "untitled"), (2, 2, "")]
+

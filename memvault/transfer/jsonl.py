@@ -83,11 +83,15 @@ def batches(vault: Vault, text: str, where: str, conversation: str | None = None
 def item_of(vault: Vault, record: dict, conversation: str | None) -> Item:
     rel = entry_path(record["path"]) if record.get("path") is not None else None
     if record.get("file") is not None:
-        return exact_item(vault, record, rel)
-    entry = entry_of(record, rel, conversation)
-    if rel is None:
-        rel = layout.relative_path(entry)  # checks the id is a UUID, so it can name the file
-    return Item(entry, render(entry).encode("utf-8"), rel)
+        item = exact_item(vault, record, rel)
+    else:
+        entry = entry_of(record, rel, conversation)
+        # Without a path, the layout's place (which checks the id is a UUID, so it can name the file).
+        item = Item(entry, render(entry).encode("utf-8"), rel or layout.relative_path(entry))
+    named = layout.id_from_filename(item.path.name)
+    if named not in (None, item.entry.id):  # the vault finds an entry by the id in its file name
+        raise UsageError(f"'path' names id {named}, the entry's id is {item.entry.id}")
+    return item
 
 
 def exact_item(vault: Vault, record: dict, rel: PurePosixPath | None) -> Item:
