@@ -77,6 +77,17 @@ def test_a_conversation_that_grew_brings_only_its_new_turns(cli, tmp_path):
     assert turns(cli)[-1] == ("chatgpt-cello-practice-67c3a2b0", "user", "Ten years now.")
 
 
+def test_voice_mode_turns_come_in_as_their_transcriptions(cli, tmp_path):
+    data = json.loads(FIXTURE.read_text())[1:]
+    data[0]["mapping"]["u-1"]["message"]["content"] = {"content_type": "multimodal_text", "parts": [
+        {"content_type": "audio_transcription", "text": "My sister Ana plays the viola.", "direction": "in"},
+        {"content_type": "audio_asset_pointer", "asset_pointer": "sediment://file_1", "size_bytes": 9000}]}
+    voice = tmp_path / "conversations.json"
+    voice.write_text(json.dumps(data))
+    cli.ok("import", str(voice))
+    assert turns(cli)[0][2] == "My sister Ana plays the viola."
+
+
 def test_into_one_named_conversation(cli):
     cli.ok("import", str(FIXTURE), "-c", "history")
     assert {row[0] for row in turns(cli)} == {"history"}

@@ -3,7 +3,7 @@ conversations, each a tree of messages (`mapping`: node id -> {message, parent, 
 `current_node` is the leaf of the thread the user last saw. That thread becomes the conversation's
 turns; branches left by edits and regenerations are not imported (the export keeps them, memvault
 keeps the answer the user kept). System and tool messages, hidden messages, and parts that are not
-text (images, files) are left out.
+text (images, files) are left out; what was said in voice mode comes in as its transcription.
 """
 
 from __future__ import annotations
@@ -94,5 +94,12 @@ def message_text(message: dict) -> str | None:
     content = message.get("content") or {}
     if content.get("content_type") not in TEXT_TYPES:
         return None
-    parts = [part for part in content.get("parts") or [] if isinstance(part, str) and part.strip()]
-    return "\n\n".join(parts) or None
+    parts = [part_text(part) for part in content.get("parts") or []]
+    return "\n\n".join(part for part in parts if part and part.strip()) or None
+
+
+def part_text(part: Any) -> str | None:
+    """A part's text: a string, or what was said in voice mode (an audio part's transcription)."""
+    if isinstance(part, dict) and part.get("content_type") == "audio_transcription":
+        part = part.get("text")
+    return part if isinstance(part, str) else None
