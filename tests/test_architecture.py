@@ -7,7 +7,7 @@ with `ast` and checked against the graph below.
     index          <- vault, models   the derived SQLite index
     retrieve       <- index           search
     curate         <- retrieve        LLM curation
-    core           <- curate          the one facade (memvault.core.Memvault)
+    core           <- curate          the one facade (memvault.core.Memvault, one module per job)
     converse, doctor                  built on core (and what is under it)
     transfer                          import and export, built on core (writes through the vault's transactions)
     api, server, mcp, cli             surfaces: they reach the index and the vault's writes through core

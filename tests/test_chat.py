@@ -5,7 +5,8 @@ import json
 import pytest
 
 from memvault import settings
-from memvault.converse import CURRENT_HEADER, MEMORY_HEADER, SUMMARY_HEADER, MemoryChat, inject
+from memvault.converse import MemoryChat, MemoryContext, inject
+from memvault.converse.prompt import CURRENT_HEADER, MEMORY_HEADER, SUMMARY_HEADER
 from memvault.core import Memvault
 from memvault.vault.entry import Entry
 from tests.support.scripted_llm import ScriptedLLM
@@ -26,8 +27,9 @@ class FakeHit:
 def test_injection_order_summary_then_memories_then_current_message():
     messages = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "reply"},
                 {"role": "user", "content": "What tea do I like?"}]
-    out = inject(messages, "Alice talks about tea.", [FakeHit("memory", "Alice likes green tea"),
-                                                      FakeHit("user", "I drink it daily")])
+    out = inject(messages, MemoryContext(summary="Alice talks about tea.",
+                                         memories=[FakeHit("memory", "Alice likes green tea"),
+                                                   FakeHit("user", "I drink it daily")]))
     assert out[0]["role"] == "system" and out[1:3] == messages[:2]
     text = out[-1]["content"]
     assert text.index(SUMMARY_HEADER) < text.index(MEMORY_HEADER) < text.index(CURRENT_HEADER)

@@ -238,7 +238,7 @@ def test_resources_and_prompt(mcp):
                                                                  "conversation": "travel"}))
     (message,) = prompt.messages
     assert message.role == "user"
-    text = message.content.text  # summary, then memories, then the message: converse.injected_text's order
+    text = message.content.text  # summary, then memories, then the message: converse.prompt.render's order
     assert text.index("Dan talked about moving") < text.index("Dan lives in Lisbon") < text.index("Where does Dan")
 
 

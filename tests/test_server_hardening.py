@@ -178,7 +178,8 @@ def test_a_plain_scope_keeps_its_folder():
 
 
 def test_a_summary_of_another_scope_in_the_same_folder_is_not_injected(tmp_path):
-    from memvault.converse import SUMMARY_HEADER, MemoryChat
+    from memvault.converse import MemoryChat
+    from memvault.converse.prompt import SUMMARY_HEADER
     from memvault.core import Memvault
     from memvault.vault.entry import Entry
 

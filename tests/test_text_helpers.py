@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from memvault.converse import inject
+from memvault.converse import MemoryContext, inject
 from memvault.curate.extract import last_user_text, message_text, split_latest
 from memvault.errors import EntryFormatError, UsageError
 from memvault.retrieve.filters import scope_where, to_epoch
@@ -45,7 +45,7 @@ def test_last_user_text_is_the_last_user_message_read_the_same_way():
 
 
 def test_injection_reads_the_message_as_extraction_does():
-    injected = inject([parts({"type": "text", "text": "hi"}, IMAGE)], None, [])
+    injected = inject([parts({"type": "text", "text": "hi"}, IMAGE)], MemoryContext())
     assert injected[-1]["content"].endswith("Current message: hi")
 
 
@@ -118,5 +118,5 @@ def test_the_last_user_message_is_found_one_way_for_injection_extraction_and_tur
                 {"role": "user", "content": "c"}, {"role": "tool", "content": "d"}]
     assert last_user_index(messages) == 2
     assert last_user_index([{"role": "system", "content": "s"}]) is None and last_user_index([]) is None
-    injected = inject(messages, None, [])
+    injected = inject(messages, MemoryContext())
     assert [m["content"] for m in injected[1:]][:2] == ["a", "b"] and injected[3]["content"].endswith("c")

@@ -142,7 +142,7 @@ class ProxyTurn:
 def finish_turn(chat: ProxyTurn, answer: str) -> None:
     """Write the turns now (blocking: run it in a thread); their commit, then their curation, follow
     in the background (memvault.server.turns)."""
-    from memvault.converse import last_user_text
+    from memvault.curate.extract import last_user_text
 
     state, session, turn, messages = chat.state, chat.session, chat.turn, chat.messages
     entries = session.turn_entries(turn, last_user_text(messages), answer)

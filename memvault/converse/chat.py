@@ -1,6 +1,6 @@
-"""A chat turn with memory: retrieve, inject (docs/architecture.md, Retrieval, step 8), answer, persist, curate.
+"""A chat turn with memory: gather and inject the context (converse.prompt), answer, persist, curate.
 
-Shared by `memvault chat` and the OpenAI-compatible proxy, so both inject the same way.
+Shared by `memvault chat`, the OpenAI-compatible proxy and the MCP server, so all inject the same way.
 """
 
 from __future__ import annotations
@@ -9,38 +9,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import last_user_index, last_user_text, message_text
-from memvault.vault.entry import SCOPE_KEYS, Entry, check_text
-
-SYSTEM_PROMPT = (
-    "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
-    "facts when they are relevant to the current message; do not mention them otherwise."
-)
-SUMMARY_HEADER = "Conversation summary:"
-MEMORY_HEADER = "Long-term memory (most relevant first):"
-CURRENT_HEADER = "Current message:"
-
-
-def injected_text(summary: str | None, hits: list, message: str) -> str:
-    """The summary, then the memories as `[role] text`, then the current message."""
-    parts = []
-    if summary and summary.strip():
-        parts.append(f"{SUMMARY_HEADER}\n{summary.strip()}")
-    if hits:
-        parts.append(MEMORY_HEADER + "\n" + "\n".join(f"[{hit.role}] {hit.text}" for hit in hits))
-    parts.append(f"{CURRENT_HEADER} {message}")
-    return "\n\n".join(parts)
-
-
-def inject(messages: list[dict], summary: str | None, hits: list) -> list[dict]:
-    """The messages with the last user message wrapped in memory context (the others untouched)."""
-    result = [dict(m) for m in messages]
-    position = last_user_index(result)
-    if position is not None:
-        result[position]["content"] = injected_text(summary, hits, message_text(result[position]))
-    if not any(m.get("role") == "system" for m in result):
-        result.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
-    return result
+from memvault.converse.prompt import gather, inject
+from memvault.curate.extract import last_user_text, message_text
+from memvault.vault.entry import Entry, check_text
 
 
 @dataclass
@@ -74,17 +45,8 @@ class MemoryChat:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
         if not self.use_memory:
             return ChatTurn(messages=list(messages))
-        query = last_user_text(messages)
-        hits = self.memvault.search(query, self.conversation, self.scopes, **self.retrieval) if query.strip() else []
-        summary = self.memvault.vault.summary(self.conversation)
-        if summary is not None and not self.owns(summary):
-            summary = None  # another scope's summary in a folder both map to: never injected
-        return ChatTurn(messages=inject(messages, summary.text if summary else None, hits), hits=hits)
-
-    def owns(self, entry: Entry) -> bool:
-        """Whether `entry` carries exactly this session's scopes (folders are for people, the scope
-        fields decide; see memvault.vault.layout.scope_conversation)."""
-        return all(getattr(entry, key) == self.scopes.get(key) for key in SCOPE_KEYS)
+        context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval)
+        return ChatTurn(messages=inject(messages, context), hits=context.memories)
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
         """Store both turns in one commit."""

@@ -1,0 +1,85 @@
+"""Prompt assembly: the one place that decides what memory adds to a prompt, and in which order.
+
+`memvault chat`, the OpenAI-compatible proxy and the MCP `with-memory` prompt all call `gather` then
+`inject`, so every surface shows the model the same context. The order
+(docs/architecture.md, Retrieval, step 8): core files, active rules, the latest session summary,
+the rolling summary, the relevant memories, then the current message. A layer that has nothing to
+say adds no header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.curate.extract import last_user_index, message_text
+from memvault.vault.entry import SCOPE_KEYS, Entry
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
+    "facts when they are relevant to the current message; do not mention them otherwise."
+)
+CORE_HEADER = "Core memory:"
+RULES_HEADER = "Standing instructions from the user (follow them):"
+SESSION_HEADER = "Last session:"
+SUMMARY_HEADER = "Conversation summary:"
+MEMORY_HEADER = "Long-term memory (most relevant first):"
+CURRENT_HEADER = "Current message:"
+
+
+@dataclass
+class MemoryContext:
+    """What memory adds to one prompt, section by section (each may be empty)."""
+
+    core: list[tuple[str, str]] = field(default_factory=list)  # (core file name, its text, already capped)
+    rules: list[str] = field(default_factory=list)  # active procedural rules, oldest first
+    latest_session: str | None = None  # the newest episodic session summary, however old
+    summary: str | None = None  # the conversation's rolling summary
+    memories: list = field(default_factory=list)  # search hits, most relevant first
+
+
+def memory_line(hit) -> str:
+    """How one retrieved memory reads in the prompt."""
+    return f"[{hit.role}] {hit.text}"
+
+
+def render(context: MemoryContext, message: str) -> str:
+    """The memory context then the current message, as one text (the sections in the documented order)."""
+    parts = [f"{CORE_HEADER}\n" + "\n\n".join(f"## {name}\n{text.strip()}" for name, text in context.core)
+             if context.core else "",
+             f"{RULES_HEADER}\n" + "\n".join(f"- {rule}" for rule in context.rules) if context.rules else "",
+             f"{SESSION_HEADER}\n{context.latest_session.strip()}" if (context.latest_session or "").strip() else "",
+             f"{SUMMARY_HEADER}\n{context.summary.strip()}" if (context.summary or "").strip() else "",
+             MEMORY_HEADER + "\n" + "\n".join(memory_line(hit) for hit in context.memories) if context.memories else "",
+             f"{CURRENT_HEADER} {message}"]
+    return "\n\n".join(part for part in parts if part)
+
+
+def inject(messages: list[dict], context: MemoryContext) -> list[dict]:
+    """The messages with the last user message wrapped in the memory context (the others untouched),
+    and memvault's system prompt when the client sent none."""
+    result = [dict(m) for m in messages]
+    position = last_user_index(result)
+    if position is not None:
+        result[position]["content"] = render(context, message_text(result[position]))
+    if not any(m.get("role") == "system" for m in result):
+        result.insert(0, {"role": "system", "content": SYSTEM_PROMPT})
+    return result
+
+
+def owned_by(entry: Entry, scopes: dict[str, Any]) -> bool:
+    """Whether `entry` carries exactly these scopes (folders are for people, the scope fields decide;
+    see memvault.vault.layout.scope_conversation)."""
+    return all(getattr(entry, key) == scopes.get(key) for key in SCOPE_KEYS)
+
+
+def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
+           retrieval: dict[str, Any] | None = None) -> MemoryContext:
+    """Everything memory has to say for `query` in this conversation and scope."""
+    context = MemoryContext()
+    if query.strip():
+        context.memories = memvault.search(query, conversation, scopes, **(retrieval or {}))
+    summary = memvault.vault.summary(conversation)
+    if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
+        context.summary = summary.text
+    return context

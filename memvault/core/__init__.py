@@ -1,0 +1,23 @@
+"""The library facade: one object that every surface (CLI, HTTP server, Python API, MCP) calls.
+
+It opens what a call needs and nothing more: listing never loads a model, adding verbatim never
+imports the LLM client. Writes go through the vault's transactions; the index follows them.
+`Memvault` is assembled from one module per job (docs/architecture.md, The facade).
+"""
+
+from __future__ import annotations
+
+from memvault.core.adding import Adding, AddResult, as_messages
+from memvault.core.base import MemvaultBase, clean_text, short
+from memvault.core.maintenance import Maintenance
+from memvault.core.reading import Listing, Reading, matches
+from memvault.core.searching import RetrievalOverrides, Searching
+from memvault.core.turns import TurnWriting
+
+
+class Memvault(Adding, TurnWriting, Searching, Reading, Maintenance, MemvaultBase):
+    """A vault and what is derived from it, configured by one Settings object."""
+
+
+__all__ = ["AddResult", "Listing", "Memvault", "RetrievalOverrides", "as_messages", "clean_text", "matches",
+           "short"]

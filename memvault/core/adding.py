@@ -1,0 +1,165 @@
+"""Adding, curating, updating and deleting memories: every change is one commit, then indexed."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memvault.core.base import short
+from memvault.errors import EntryFormatError, UsageError
+from memvault.vault import layout
+from memvault.vault.entry import Entry, check_scopes, now
+
+if TYPE_CHECKING:
+    from memvault.curate.ingest import Placement
+
+
+@dataclass
+class AddResult:
+    """What an add did: mem0-style events, and notes on anything that degraded."""
+
+    events: list = field(default_factory=list)  # MemoryEvent
+    notes: list[str] = field(default_factory=list)
+    turn: Entry | None = None
+    curated: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"results": [e.to_dict() for e in self.events], "notes": self.notes,
+                "turn_id": self.turn.id if self.turn else None, "curated": self.curated}
+
+
+def as_messages(messages: str | dict | list) -> list[dict]:
+    """mem0 accepts a string, one message, or a list of messages."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    if isinstance(messages, dict):
+        messages = [messages]
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise UsageError("messages must be a string, a message {role, content}, or a list of messages")
+    return [m for m in messages if str(m.get("content") or "").strip()]
+
+
+
+class Adding:
+    """Writes: verbatim adds, LLM-curated adds, in-place updates, soft deletes."""
+
+    def add_entries(self, entries: list[Entry], subject: str, operation: str = "add") -> list[Entry]:
+        """Store new entries in one commit."""
+        conversation = entries[0].conversation_id if entries else None
+        with self.vault.transaction(operation, subject, conversation) as tx:
+            for entry in entries:
+                tx.write(entry, event="ADD")
+        self.keeper.record(tx.changes)
+        return entries
+
+    def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
+                     scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
+        """Store the text as given, as one fact (or turn), in one commit."""
+        text = self.clean_text(text)
+        entry = Entry(text=text, role=role, conversation_id=layout.check_conversation(conversation),
+                      metadata=dict(metadata or {}), **check_scopes(scopes))
+        self.add_entries([entry], f"memvault add: {short(text)} [{entry.id[:8]}]")
+        return entry
+
+    def add(self, messages: str | dict | list, conversation: str | None = None,
+            scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None, infer: bool = True,
+            prompt: str | None = None, llm=None, turn: Entry | None = None) -> AddResult:
+        """Remember what the user said: with an LLM, extract and reconcile facts (one commit with the
+        user turn, the facts, tombstones and the rolling summary); without one, store it as given.
+
+        `turn`: the user turn is already stored (chat persists turns first); it becomes the source."""
+        from memvault.curate.ingest import MemoryEvent, Placement
+
+        scopes = check_scopes(scopes)
+        conversation = layout.check_conversation(conversation or layout.scope_conversation(
+            scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
+        chat = as_messages(messages)
+        if not chat:
+            raise UsageError("the memory text is empty")
+        llm = llm or (self.llm() if infer else None)
+        if llm is None:
+            entries = [Entry(text=self.clean_text(str(m["content"])), conversation_id=conversation,
+                             metadata={**(metadata or {}), **({"role": m["role"]} if len(chat) > 1 else {})},
+                             **scopes) for m in chat]
+            subject = (f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]" if len(entries) == 1
+                       else f"memvault add: {len(entries)} memories")
+            self.add_entries(entries, subject)
+            notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
+            return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
+        return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn)
+
+    def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
+                     turn: Entry | None) -> AddResult:
+        from memvault.curate.extract import last_user_text
+        from memvault.curate.ingest import StoredFacts, apply_curation, plan_curation
+
+        conversation = place.conversation
+        latest = last_user_text(chat)
+        if turn is None and latest.strip():
+            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **place.scopes)
+
+        def neighbours_of(fact: str) -> list[tuple[str, str]]:
+            hits = self.search(fact, conversation, place.scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
+                               recency_weight=0.0, mmr_lambda=1.0, include_global=False)
+            return [(h.id, h.text) for h in hits]
+
+        previous = self.vault.summary(conversation)
+        curation = plan_curation(llm, chat, conversation, StoredFacts(neighbours_of),
+                                 previous.text if previous else None, prompt)
+        learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
+        subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
+        with self.vault.transaction("add", subject, conversation) as tx:
+            if turn is not None and self.vault.path_of(turn.id) is None:
+                tx.write(turn, event="TURN")
+            source = turn.id if turn else None
+            events = apply_curation(tx, curation, dataclasses.replace(place, source=source), self.live_entry, previous)
+        self.keeper.record(tx.changes)
+        return AddResult(events, curation.notes, turn, curated=True)
+
+    def live_entry(self, memory_id: str) -> Entry | None:
+        rel = self.vault.path_of(memory_id)
+        if rel is None or layout.is_deleted_path(rel):
+            return None
+        try:
+            return self.vault.read(rel)
+        except EntryFormatError:
+            return None
+
+    def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
+               replacement: Entry | None = None) -> Entry:
+        """Rewrite a live memory in place (same id): git keeps the old text."""
+        _, entry = self.get_live(memory_id)
+        if replacement is not None:
+            if replacement.id != entry.id:
+                raise UsageError(f"the id of a memory cannot be changed (was {entry.id}, now {replacement.id})")
+            if replacement.conversation_id != entry.conversation_id:
+                raise UsageError("a memory cannot be moved to another conversation by editing it")
+            if replacement.role != entry.role:
+                raise UsageError("the role of a memory cannot be changed by editing it")
+            updated = replacement.replace(text=self.clean_text(replacement.text), updated_at=now(),
+                                          created_at=entry.created_at)
+        else:
+            updated = entry.replace(text=self.clean_text(text) if text is not None else entry.text,
+                                    metadata={**entry.metadata, **(metadata or {})}, updated_at=now())
+        with self.vault.transaction("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
+                                    entry.conversation_id) as tx:
+            tx.write(updated, event="UPDATE")
+        self.keeper.record(tx.changes)
+        return updated
+
+    def delete(self, memory_ids: Iterable[str]) -> list[Entry]:
+        """Soft-delete memories: each moves to deleted/ as a tombstone, all in one commit."""
+        found = (self.get_live(memory_id)[1] for memory_id in memory_ids)
+        targets = list({entry.id: entry for entry in found}.values())  # an id named twice is deleted once
+        if not targets:
+            return []
+        subject = (f"memvault rm: {short(targets[0].text)} [{targets[0].id[:8]}]" if len(targets) == 1
+                   else f"memvault rm: {len(targets)} memories")
+        conversations = {t.conversation_id for t in targets}
+        with self.vault.transaction("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
+            for entry in targets:
+                tx.soft_delete(entry)
+        self.keeper.record(tx.changes)
+        return targets

@@ -1,0 +1,66 @@
+"""Maintenance: garbage collection, reset, and moving commits to and from a remote."""
+
+from __future__ import annotations
+
+from memvault.vault.entry import Entry, now
+from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
+
+
+class Maintenance:
+    """Whole-vault operations."""
+
+    def gc(self, max_entries: int | None = None, purge_older_than: str | None = None, dry_run: bool = False,
+           git_gc: bool = True) -> GcPlan:
+        """Evict the oldest facts and turns above the limit (soft), purge old tombstones, compact git."""
+        limit = max_entries or self.settings.vault.max_entries
+        live, tombstones = [], []
+        for rel, item in self.vault.iter_entries(include_deleted=True):
+            if isinstance(item, Entry):
+                (tombstones if item.deleted else live).append((rel, item))
+        plan = GcPlan(evict=plan_eviction([e for _, e in live], limit))
+        if purge_older_than:
+            plan.purge = plan_purge(tombstones, parse_age(purge_older_than), now())
+        if dry_run:
+            return plan
+        if plan.evict or plan.purge:
+            subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
+            with self.vault.transaction("gc", subject) as tx:
+                # Planned before the lock: another writer may have deleted or purged some since.
+                plan.evict = [entry for entry in plan.evict if self.vault.is_live(entry.id)]
+                plan.purge = [(rel, entry) for rel, entry in plan.purge if (self.vault.root / rel).is_file()]
+                for entry in plan.evict:
+                    tx.soft_delete(entry, event="EVICT")
+                for rel, entry in plan.purge:
+                    tx.purge(rel, entry.id)
+            self.keeper.record(tx.changes)
+        if git_gc:
+            self.vault.git.repo.git.gc("--quiet")
+        self.keeper.compact()
+        return plan
+
+    def push(self, remote: str | None = None) -> str:
+        with self.vault.lock():
+            return self.vault.git.push(remote or self.settings.vault.git_remote or None)
+
+    def pull(self, remote: str | None = None):
+        """Pull others' commits, then bring the index in step with the files that arrived."""
+        from memvault.vault.git import PullClash
+
+        try:
+            with self.vault.lock():
+                self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+        except PullClash:
+            self.reindex()  # what arrived is in the files: the index follows them, then the error is told
+            raise
+        return self.reindex()
+
+    def reset(self) -> int:
+        """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
+        from the files. Files with broken front matter are left alone. Returns how many were deleted."""
+        with self.vault.transaction("reset", "memvault reset: soft-deleted every entry") as tx:
+            # Listed under the vault lock, so an entry another process writes meanwhile is included.
+            for entry in [item for _, item in self.vault.iter_entries() if isinstance(item, Entry)]:
+                tx.soft_delete(entry)
+        self.keeper.record(tx.changes)
+        self.reindex(full=True)
+        return len(tx.events)

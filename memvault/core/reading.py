@@ -1,0 +1,81 @@
+"""Reading entries from the files: one by id, lists (newest first when limited), history, the log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from memvault.errors import EntryFormatError, NotFoundError
+from memvault.vault.entry import Entry, check_scopes
+from memvault.vault.history import Event, memory_events
+
+
+@dataclass
+class Listing:
+    entries: list[tuple[PurePosixPath, Entry]] = field(default_factory=list)
+    broken: list[EntryFormatError] = field(default_factory=list)
+
+
+def matches(entry: Entry, conversation: str | None, role: str | None, scopes: dict[str, str]) -> bool:
+    return ((conversation is None or entry.conversation_id == conversation)
+            and (role is None or entry.role == role)
+            and all(getattr(entry, key) == value for key, value in scopes.items()))
+
+
+class Reading:
+    """Reads straight from the files (the source of truth); nothing is embedded."""
+
+    def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
+        return self.vault.resolve(memory_id, include_deleted=include_deleted)
+
+    def get_live(self, memory_id: str) -> tuple[PurePosixPath, Entry]:
+        rel, entry = self.vault.resolve(memory_id, include_deleted=True)
+        if entry.deleted:
+            raise NotFoundError(f"memory {entry.id[:8]} is deleted (see `memvault history {entry.id[:8]}`)")
+        return rel, entry
+
+    def list(self, conversation: str | None = None, role: str | None = None, scopes: dict[str, Any] | None = None,
+             include_deleted: bool = False, limit: int = 0) -> Listing:
+        """Entries oldest first; `limit` > 0: only the newest `limit`, reading as few files as it can
+        (files that fail to parse are then reported only among those read)."""
+        scopes = check_scopes(scopes)
+        if limit > 0:
+            return self._newest(conversation, role, scopes, include_deleted, limit)
+        listing = Listing()
+        for rel, item in self.vault.iter_entries(include_deleted, conversation):
+            if isinstance(item, EntryFormatError):
+                listing.broken.append(item)
+            elif matches(item, None, role, scopes):
+                listing.entries.append((rel, item))
+        listing.entries.sort(key=lambda pair: pair[1].created_at)
+        return listing
+
+    def _newest(self, conversation, role, scopes, include_deleted, limit) -> Listing:
+        import heapq
+
+        listing = Listing()
+        newest: list[float] = []  # a min-heap of the `limit` newest creation times found so far
+        for rel, created in self.vault.newest_entry_files(include_deleted, conversation):
+            if created is not None and len(newest) >= limit and created + 0.001 <= newest[0]:
+                break  # every file left was created before the ones found (names are to the millisecond)
+            try:
+                entry = self.vault.read(rel)
+            except EntryFormatError as exc:
+                listing.broken.append(exc)
+                continue
+            if matches(entry, None, role, scopes):
+                listing.entries.append((rel, entry))
+                heapq.heappush(newest, entry.created_at.timestamp())
+                if len(newest) > limit:
+                    heapq.heappop(newest)
+        listing.entries.sort(key=lambda pair: pair[1].created_at)
+        listing.entries = listing.entries[-limit:]
+        return listing
+
+    def history(self, memory_id: str) -> list[Event]:
+        rel, entry = self.get(memory_id)
+        return memory_events(self.vault.git, entry.id)
+
+    def log(self, limit: int = 20) -> list:
+        return self.vault.git.log(limit=limit)

@@ -1,0 +1,69 @@
+"""Searching: the retrieval pipeline over the index, and listing index rows by filter."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from memvault.errors import UsageError
+from memvault.settings import RetrievalSettings
+from memvault.vault import layout
+from memvault.vault.entry import check_scopes
+
+
+@dataclass(frozen=True)
+class RetrievalOverrides:
+    """Retrieval settings replaced for one search (a value of None keeps the configured one).
+    Built by `of`, which refuses a name that is not a retrieval setting (a typo would otherwise
+    be silently ignored or surface as a TypeError) and a number that is not finite."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, overrides: dict[str, Any] | None) -> RetrievalOverrides:
+        import math
+
+        known = [f.name for f in dataclasses.fields(RetrievalSettings)]
+        for name, value in (overrides or {}).items():
+            if name not in known:
+                raise UsageError(f"unknown retrieval setting {name!r} (expected one of {', '.join(known)})")
+            if isinstance(value, float) and not math.isfinite(value):  # nan passes every range check
+                raise UsageError(f"{name} must be a finite number, got {value!r}")
+        return cls({name: value for name, value in (overrides or {}).items() if value is not None})
+
+    def applied_to(self, retrieval: RetrievalSettings) -> RetrievalSettings:
+        return dataclasses.replace(retrieval, **self.values)
+
+
+class Searching:
+    """Queries over the index (caught up with every write first)."""
+
+    def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
+               filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
+        """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
+        (all conversations when None); `overrides` replace retrieval settings for this call (see
+        RetrievalOverrides)."""
+        from memvault.retrieve.search import conversations_for, embed_query, search
+
+        if conversation is not None:
+            layout.check_conversation(conversation)
+        retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
+        scopes = check_scopes(scopes)
+        conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
+        # The model runs outside the index lock: it is most of a search's time, and threads can share it.
+        query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
+        with self.keeper.caught_up() as index:
+            return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes, filters,
+                          query_vector=query_vector)
+
+    def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
+               limit: int | None = None) -> list[dict[str, Any]]:
+        """Index rows of live entries whose given scopes all match and that pass a mem0 filter
+        expression, newest first; nothing is embedded. Summaries are never listed (as in search)."""
+        from memvault.retrieve.filters import and_where, compile_filter, scope_where
+
+        where, params = and_where(scope_where(None, check_scopes(scopes)), compile_filter(filters),
+                                  ("e.role = ?", [role]) if role else ("1", []))
+        with self.keeper.caught_up() as index:
+            return index.select(where, params, limit)
