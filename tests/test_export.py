@@ -190,6 +190,16 @@ def test_export_names_unreadable_files_and_leaves_them_out(tmp_path):
     assert "skipped entries/default/facts/broken.md" in result.stderr
 
 
+def test_a_tombstone_where_agent_cli_puts_them_comes_back_where_it_was(tmp_path):
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    rel = "entries/deleted/work/facts/2025-03-01T09-00-03.000001-00-00__0b5a3f7e-6d1c-4a8e-9f2b-1c2d3e4f5a63.md"
+    content = ("---\nid: 0b5a3f7e-6d1c-4a8e-9f2b-1c2d3e4f5a63\nconversation_id: work\nrole: memory\n"
+               "created_at: '2025-03-01T09:00:03.000001+00:00'\nreplaced_by: x\n---\nThe user lived in Porto.\n")
+    cli.ok("import", "-", "--format", "jsonl", input=json.dumps({"path": rel, "file": content}) + "\n")
+    assert (cli.vault / rel).read_text() == content
+
+
 def test_a_file_in_the_place_of_an_imported_one_is_kept(tmp_path):
     """A conversation's summary is one file whatever its id: an imported summary never replaces one."""
     cli = Cli(tmp_path / "vault")
