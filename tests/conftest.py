@@ -1,6 +1,11 @@
 """Every test runs with its own HOME and XDG folders, so nothing touches the user's files or caches."""
 
+import os
+
 import pytest
+
+# mem0ai (installed for the compatibility tests) phones home unless told not to: never from a test.
+os.environ["MEM0_TELEMETRY"] = "False"
 
 from tests.support.server import isolate
 
