@@ -9,6 +9,7 @@ with `ast` and checked against the graph below.
     curate         <- retrieve        LLM curation
     core           <- curate          the one facade (memvault.core.Memvault, one module per job)
     converse, doctor                  built on core (and what is under it)
+    transfer                          import and export, built on core (writes through the vault's transactions)
     api, server, mcp, cli             surfaces: they reach the index and the vault's writes through core
 
 A surface never imports `memvault.vault.store` or `memvault.index.*`, and no module reads a private
@@ -38,10 +39,12 @@ ALLOWED: dict[str, set[str]] = {
     "core": BASE | {"vault", "models", "index", "retrieve", "curate"},
     "converse": BASE | {"vault", "curate", "core"},
     "doctor": BASE | {"memvault", "vault", "models", "index", "retrieve", "curate", "core"},
+    "transfer": BASE | {"vault", "curate", "core"},
     "api": BASE | {"memvault", "vault", "retrieve", "curate", "core"},
     "server": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api"},
     "mcp": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api", "server"},
-    "cli": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "doctor", "api", "server", "mcp"},
+    "cli": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "doctor", "api", "server", "mcp",
+                   "transfer"},
     "__main__": {"cli"},
     "memvault": {"api"},
 }

@@ -92,7 +92,8 @@ class Transaction:
     events: list[tuple[str, str]] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
 
-    def _touch(self, rel: PurePosixPath, entry: Entry | None) -> None:
+    def _touch(self, rel: PurePosixPath, entry: Entry | None, data: bytes | None = None) -> None:
+        """Write `entry` at `rel` (as rendered, or as `data` when given), or remove the file (None)."""
         path = self.vault.root / rel
         if self.vault.linked_part(rel) is not None:  # neither read, written nor deleted through a link
             raise UnsafePathError(f"refusing to change {rel}: it is reached through a symbolic link")
@@ -100,7 +101,7 @@ class Transaction:
         self.vault.note_intent(rel, before)
         if entry is not None:
             self.vault.check_new_folder(rel)
-            atomic_write(path, render(entry).encode("utf-8"))
+            atomic_write(path, render(entry).encode("utf-8") if data is None else data)
         else:
             path.unlink(missing_ok=True)
         self.changes.append(Change(rel, before, entry))
@@ -117,6 +118,14 @@ class Transaction:
         if event:
             self.events.append((event, entry.id))
         return rel
+
+    def write_exact(self, rel: PurePosixPath, data: bytes, entry: Entry) -> None:
+        """Add a file with exactly these bytes at `rel` (an import reproducing an exported file, which
+        memvault's rendering may not: a hand-written file, a key memvault does not know); `entry` is what
+        the file reads as. The caller checks that `rel` is an entry path."""
+        self._touch(rel, entry, data)
+        self.vault.remember_path(entry.id, rel)
+        self.events.append(("ADD", entry.id))
 
     def soft_delete(self, entry: Entry, replaced_by: str | None = None, event: str = "DELETE") -> PurePosixPath:
         """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost.

@@ -14,4 +14,5 @@ from memvault.cli.commands import (  # noqa: F401
     search,
     semantic,
     serve,
+    transfer,
 )

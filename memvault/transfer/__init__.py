@@ -1,0 +1,101 @@
+"""Import and export: other systems' conversations and memories in, a vault out as JSONL.
+
+`import_source` reads a ChatGPT or Claude export, a mem0 store, agent-cli memory folders or memvault's
+own JSONL, and writes it through the vault's transactions, one commit per conversation (runner.py:
+resumable and idempotent). `export_jsonl` writes every entry file as a line (jsonl.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from memvault.errors import UsageError
+from memvault.transfer.runner import Importer, ImportReport
+
+if TYPE_CHECKING:
+    from memvault.core import Memvault
+
+FORMATS = ("chatgpt", "claude", "mem0", "agent-cli", "jsonl")
+
+
+def detect(path: Path) -> str:
+    """The format of `path`, from what it holds (both chat exports are a `conversations.json`)."""
+    from memvault.transfer import agentcli, chatgpt, claude, mem0
+    from memvault.transfer.runner import read_export
+
+    if str(path) == "-" or path.suffix == ".jsonl":
+        return "jsonl"
+    if not path.exists():
+        raise UsageError(f"no such file or folder: {path}")
+    if path.is_dir() and agentcli.entries_folder(path) is not None:
+        return "agent-cli"
+    if mem0.is_history_db(path):
+        return "mem0"
+    data = read_export(path, "known export")
+    for name, looks_like in (("chatgpt", chatgpt.looks_like), ("claude", claude.looks_like),
+                             ("mem0", mem0.looks_like_dump)):
+        if looks_like(data):
+            return name
+    raise UsageError(f"cannot tell the format of {path}: pass --format ({', '.join(FORMATS)})")
+
+
+def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conversation: str | None = None,
+                  llm=None, prompt: str | None = None,
+                  on_progress: Callable[[int, int, str], None] | None = None) -> ImportReport:
+    """Import `paths` (one source; for mem0, its history database and/or get_all dump) into the vault.
+    `llm`: curate the user turns of chat exports into facts as they come in (`--curate`)."""
+    from memvault.vault.layout import check_conversation
+
+    if not paths:
+        raise UsageError("nothing to import: give a file or folder")
+    sources = [Path(p).expanduser() for p in paths]
+    fmt = detect(sources[0]) if fmt == "auto" else fmt
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r} (expected auto, {', '.join(FORMATS)})")
+    if len(sources) > 1 and fmt != "mem0":
+        raise UsageError("several paths are one source only for mem0 (its history.db and a get_all dump)")
+    if conversation is not None:
+        conversation = check_conversation(conversation)
+    notes: list[str] = []
+    batches, key = read_batches(memvault, fmt, sources, conversation, notes)
+    if llm is not None and not any(batch.curatable for batch in batches):
+        raise UsageError(f"--curate turns chat turns into facts; a {fmt} source holds no chat turns to curate")
+    importer = Importer(memvault, key, fmt, llm, prompt, on_progress)
+    report = importer.run(batches, len(batches))
+    report.notes[:0] = notes
+    return report
+
+
+def read_batches(memvault: Memvault, fmt: str, sources: list[Path], conversation: str | None,
+                 notes: list[str]) -> tuple[list, str]:
+    """The source's batches, and the key its progress file is named by (the format and the sources)."""
+    from memvault.transfer import agentcli, chatgpt, claude, jsonl, mem0
+
+    identity = "\0".join(str(source.resolve()) for source in sources)
+    if fmt == "jsonl":
+        text = jsonl.read_source(str(sources[0]))
+        stdin = str(sources[0]) == "-"
+        if stdin:  # the same text piped twice is the same source
+            identity = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        batches = jsonl.batches(memvault.vault, text, "standard input" if stdin else str(sources[0]), conversation)
+    elif fmt == "mem0":
+        batches = mem0.batches(memvault, sources, conversation, notes)
+    else:
+        module = {"chatgpt": chatgpt, "claude": claude, "agent-cli": agentcli}[fmt]
+        batches = module.batches(memvault, sources[0], conversation, notes)
+    return batches, hashlib.sha256(f"{fmt}\0{conversation}\0{identity}".encode()).hexdigest()[:24]
+
+
+def export_jsonl(memvault: Memvault, out: TextIO) -> tuple[int, list[str]]:
+    """Write every entry file of the vault to `out` as JSONL; returns how many, and the files skipped."""
+    from memvault.transfer.jsonl import export_lines
+
+    skipped: list[str] = []
+    count = 0
+    for line in export_lines(memvault.vault, skipped):
+        out.write(line)
+        count += 1
+    return count, skipped

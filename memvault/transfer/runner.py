@@ -1,0 +1,290 @@
+"""Bringing another system's memories in, whatever its format: one commit per conversation, resumable
+after an interruption, and idempotent.
+
+Each format module turns its source into `Batch`es (one per conversation, holding entries whose ids are
+derived from the source's own ids, so the same message always becomes the same entry). The runner
+writes each batch in one transaction of the vault (one commit), leaving out every entry the vault
+already holds. So a second run changes nothing, and a run that was killed is resumed by running it
+again: the transaction it was in is undone by the next writer (store.py), the batches it committed are
+found by their ids. A small progress file under `.memvault/imports/` lets the next run skip those
+batches without looking at their entries, and says how far the killed run got.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from memvault.errors import EntryFormatError, MemvaultError, UsageError
+from memvault.vault import jsonlines, layout
+from memvault.vault.entry import Entry
+
+if TYPE_CHECKING:
+    from memvault.core import Memvault
+    from memvault.curate.llm import LLM
+
+STATE_FOLDER = "imports"
+# What a curated fact keeps of its turn's metadata: where it came from (the turn itself is `source`).
+FACT_METADATA = ("imported_from", "source_conversation", "title")
+CONTEXT_MESSAGES = 6  # earlier turns the curation of a user turn sees (to resolve "she", "there")
+
+
+@dataclass
+class Item:
+    """One entry to bring in, with (for a JSONL line that carries it) its file's exact bytes and place."""
+
+    entry: Entry
+    data: bytes | None = None
+    rel: PurePosixPath | None = None
+
+    @property
+    def path(self) -> PurePosixPath:
+        return self.rel or layout.relative_path(self.entry)
+
+
+@dataclass
+class Batch:
+    """One conversation of the source: committed whole, or not at all."""
+
+    key: str  # the source's own id for it (the progress file names it)
+    conversation: str  # the vault conversation it goes into
+    title: str
+    items: list[Item]
+    curatable: bool = False  # chat turns an LLM may turn into facts (`--curate`)
+
+    def digest(self) -> str:
+        """Changes when the source's conversation does (a message added since the last import)."""
+        hashed = hashlib.sha256()
+        for item in self.items:
+            hashed.update(f"{item.entry.id}:{item.entry.hash}:{item.path}\n".encode())
+            if item.data is not None:
+                hashed.update(hashlib.sha256(item.data).digest())
+        return hashed.hexdigest()[:32]
+
+
+@dataclass
+class ImportReport:
+    format: str
+    conversations: int = 0  # in the source
+    imported: int = 0  # conversations committed by this run
+    unchanged: int = 0  # conversations with nothing new
+    entries: int = 0  # files written
+    turns: int = 0  # of them, turns
+    facts: int = 0  # facts curated from the turns (--curate)
+    present: int = 0  # entries left out because the vault holds them already
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def stable_id(*parts: str) -> str:
+    """The id an imported entry gets: the same source ids always give the same UUID."""
+    import uuid
+
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "memvault-import:" + "\x1f".join(parts)))
+
+
+def conversation_name(prefix: str, title: str, source_id: str) -> str:
+    """A readable, stable, portable folder name: 'chatgpt-trip-to-lisbon-1a2b3c4d'."""
+    import re
+    import unicodedata
+
+    words = unicodedata.normalize("NFKC", title or "").lower()
+    words = re.sub(r"[^\w]+", "-", words, flags=re.UNICODE).strip("-_")[:40].strip("-_")
+    tail = re.sub(r"[^0-9a-zA-Z]+", "", source_id)[:8].lower() or hashlib.sha256(source_id.encode()).hexdigest()[:8]
+    return layout.check_conversation("-".join(part for part in (prefix, words, tail) if part))
+
+
+class Importer:
+    """Writes batches into a vault (see the module docstring). `llm`: curate new user turns into facts."""
+
+    def __init__(self, memvault: Memvault, source_key: str, fmt: str, llm: LLM | None = None,
+                 prompt: str | None = None, on_progress: Callable[[int, int, str], None] | None = None) -> None:
+        self.memvault = memvault
+        self.vault = memvault.vault
+        self.llm = llm
+        self.prompt = prompt
+        self.on_progress = on_progress
+        self.report = ImportReport(fmt)
+        self.state_path = self.vault.state_dir / STATE_FOLDER / f"{source_key}.jsonl"
+
+    def run(self, batches: Iterable[Batch], total: int) -> ImportReport:
+        started = time.monotonic()
+        self.report.conversations = total
+        with self.vault.lock():  # a killed import's half-written conversation is undone first
+            self.vault.recover_interrupted()
+            self.vault.remove_temp_files()  # those a minute old: a younger one may be a write under way
+        done = {record.get("key"): record.get("digest") for record in jsonlines.read(self.state_path)}
+        held_ids, held_paths = self.held()
+        for number, batch in enumerate(batches, start=1):
+            if self.on_progress:
+                self.on_progress(number - 1, total, batch.title)
+            digest = batch.digest()
+            if done.get(batch.key) == digest:
+                self.report.unchanged += 1
+                continue
+            new = [item for item in batch.items if item.entry.id not in held_ids and str(item.path) not in held_paths]
+            self.report.present += len(batch.items) - len(new)
+            if new:
+                self.write(batch, new)
+                held_ids.update(item.entry.id for item in new)
+                held_paths.update(str(item.path) for item in new)
+                self.report.imported += 1
+            else:
+                self.report.unchanged += 1
+            jsonlines.append(self.state_path, [{"key": batch.key, "digest": digest}], mode=0o600, sync=True)
+        if self.on_progress:
+            self.on_progress(total, total, "")
+        self.report.seconds = time.monotonic() - started
+        return self.report
+
+    def held(self) -> tuple[set[str], set[str]]:
+        """The ids and paths of every entry file in the vault (tombstones too: a deleted memory stays
+        deleted, never comes back with the next import)."""
+        ids, paths = set(), set()
+        for rel in self.vault.entry_files(include_deleted=True):
+            paths.add(str(rel))
+            memory_id = layout.id_from_filename(rel.name)
+            if memory_id is None:
+                try:
+                    memory_id = self.vault.read(rel).id
+                except EntryFormatError:
+                    continue
+            ids.add(memory_id)
+        return ids, paths
+
+    def write(self, batch: Batch, new: list[Item]) -> None:
+        plans = self.curate(batch, new) if self.llm is not None and batch.curatable else []
+        subject = f"memvault import: {len(new)} entr{'y' if len(new) == 1 else 'ies'} of {batch.title!r}"[:200]
+        with self.vault.transaction("import", subject, batch.conversation) as tx:
+            for item in new:
+                if item.data is not None:
+                    tx.write_exact(item.path, item.data, item.entry)
+                else:
+                    tx.write(item.entry, event="ADD")
+            facts = self.apply_curation(tx, batch, plans) if plans else 0
+        self.memvault.keeper.record(tx.changes)
+        self.report.entries += len(new)
+        self.report.turns += sum(1 for item in new if item.entry.role in ("user", "assistant"))
+        self.report.facts += facts
+
+    # -- curation (--curate) -------------------------------------------------------------------------
+    def curate(self, batch: Batch, new: list[Item]) -> list[tuple[Any, Entry]]:
+        """Ask the LLM what each new user turn teaches, in order, before the vault is locked; each
+        turn sees the turns before it. Facts planned for an earlier turn count as stored, so a repeat
+        later in the same conversation is not stored twice."""
+        from memvault.curate.ingest import StoredFacts, plan_curation
+        from memvault.vault.entry import text_hash
+
+        new_ids = {item.entry.id for item in new}
+        previous = self.vault.summary(batch.conversation)
+        summary = previous.text if previous else None
+        planned: set[str] = set()
+        plans = []
+        chat: list[dict] = []
+        for item in batch.items:
+            entry = item.entry
+            chat.append({"role": entry.role, "content": entry.text})
+            if entry.role != "user" or entry.id not in new_ids:
+                continue
+            stored = StoredFacts(lambda fact, entry=entry: self.neighbours(fact, entry), set(planned))
+            plan = plan_curation(self.llm, chat[-CONTEXT_MESSAGES:], batch.conversation, stored, summary, self.prompt)
+            planned.update(text_hash(d.new_text) for d in plan.plan.changes if d.new_text)
+            summary = plan.summary or summary
+            plans.append((plan, entry))
+            self.report.notes.extend(f"{batch.title}: {note}" for note in plan.notes)
+        return plans
+
+    def neighbours(self, fact: str, turn: Entry) -> list[tuple[str, str]]:
+        hits = self.memvault.search(fact, turn.conversation_id, turn.scopes, {"role": "memory"}, top_k=5,
+                                    score_threshold=0.0, recency_weight=0.0, mmr_lambda=1.0, include_global=False)
+        return [(hit.id, hit.text) for hit in hits]
+
+    def apply_curation(self, tx, batch: Batch, plans: list[tuple[Any, Entry]]) -> int:
+        """Write every turn's planned facts into the open transaction; the rolling summary once, last."""
+        from memvault.curate.ingest import CurationPlan, Placement, apply_curation
+        from memvault.curate.reconcile import Plan
+
+        facts = 0
+        summary = None
+        for plan, turn in plans:
+            summary = plan.summary or summary
+            kept = {key: turn.metadata[key] for key in FACT_METADATA if key in turn.metadata}
+            place = Placement(batch.conversation, turn.scopes, kept, source=turn.id)
+            events = apply_curation(tx, dataclasses.replace(plan, summary=None), place, self.memvault.live_entry, None)
+            facts += sum(1 for event in events if event.event in ("ADD", "UPDATE"))
+        if summary:
+            apply_curation(tx, CurationPlan([], Plan(), summary), Placement(batch.conversation),
+                           self.memvault.live_entry, self.vault.summary(batch.conversation))
+        return facts
+
+
+def checked_text(memvault: Memvault, text: Any, where: str, notes: list[str]) -> str | None:
+    """A source message's text as memvault stores it, or None (with a note) when it cannot be one:
+    empty, or refused by the vault's rules (a NUL, a lone surrogate, longer than limits.max_text_chars).
+    Nothing is cut or changed silently."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return memvault.clean_text(text)
+    except UsageError as exc:
+        notes.append(f"{where}: left out: {exc}")
+        return None
+
+
+def epoch_time(value: Any) -> Any:
+    """A time given as Unix seconds (ChatGPT), as an ISO string, or missing (None)."""
+    from datetime import datetime, timezone
+
+    from memvault.vault.entry import iso_time
+
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            moment = datetime.fromtimestamp(float(value), timezone.utc)
+        else:
+            moment = iso_time(value)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+EXPORT_FILE = "conversations.json"
+
+
+def read_export(path: Path, what: str) -> Any:
+    """The `conversations.json` of a chat export (ChatGPT's and Claude's are both named so): the file
+    itself, the unzipped export folder holding it, or the export's .zip as downloaded."""
+    import zipfile
+
+    try:
+        if path.is_dir():
+            path = path / EXPORT_FILE
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                names = [n for n in archive.namelist() if PurePosixPath(n).name == EXPORT_FILE]
+                if not names:
+                    raise UsageError(f"{path} holds no {EXPORT_FILE}: is it a {what}?")
+                return json_of(archive.read(min(names, key=len)), path, what)
+        return json_of(path.read_bytes(), path, what)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise MemvaultError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def json_of(data: bytes, path: Path, what: str) -> Any:
+    import json
+
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path} is not a {what} (not JSON: {str(exc).splitlines()[0][:120]})") from None
