@@ -376,7 +376,7 @@ class Memvault:
         from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
-            layout.check_conversation(conversation)
+            self.vault.conversation_folder(conversation)  # a name, or an id whose folder agent-cli slugged
         retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
         scopes = check_scopes(scopes)
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
@@ -436,7 +436,7 @@ class Memvault:
 
     def history(self, memory_id: str) -> list[Event]:
         rel, entry = self.get(memory_id)
-        return memory_events(self.vault.git, entry.id)
+        return memory_events(self.vault.git, entry.id, rel)
 
     def push(self, remote: str | None = None) -> str:
         with self.vault.lock():

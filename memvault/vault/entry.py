@@ -88,22 +88,22 @@ def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
     return result
 
 
-def metadata_problem(value: Any) -> str | None:
+def metadata_problem(value: Any, name: str = "metadata") -> str | None:
     """Why `value` cannot be a memory's metadata, or None. Metadata is a mapping of string keys to
     strings, finite numbers, booleans, nulls, dates, and lists or mappings of those, at most
     MAX_METADATA_DEPTH deep and MAX_METADATA_VALUES values in all. Walked with a stack, not recursion:
     a recursive YAML alias (`&x [*x]`) is an endless tree, found as too deep."""
     if not isinstance(value, dict):
-        return "'metadata' must be a mapping of keys to values"
-    stack: list[tuple[Any, str, int]] = [(value, "metadata", 1)]
+        return f"'{name}' must be a mapping of keys to values"
+    stack: list[tuple[Any, str, int]] = [(value, name, 1)]
     seen = 0
     while stack:
         node, where, depth = stack.pop()
         seen += 1
         if seen > MAX_METADATA_VALUES:
-            return f"'metadata' holds more than {MAX_METADATA_VALUES:,} values"
+            return f"'{name}' holds more than {MAX_METADATA_VALUES:,} values"
         if isinstance(node, (dict, list)) and depth > MAX_METADATA_DEPTH:
-            return f"'metadata' is nested deeper than {MAX_METADATA_DEPTH} levels (or holds itself)"
+            return f"'{name}' is nested deeper than {MAX_METADATA_DEPTH} levels (or holds itself)"
         if isinstance(node, dict):
             for key, item in node.items():
                 if not isinstance(key, str):
@@ -130,6 +130,17 @@ def check_metadata(value: Any) -> dict[str, Any]:
     if problem:
         raise UsageError(problem)
     return value
+
+
+def check_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """Unknown front matter keys: any JSON-like values (as metadata), never a key memvault owns."""
+    problem = metadata_problem(extra, "front matter")
+    if problem:
+        raise UsageError(problem)
+    owned = sorted(set(extra) & set(FIELD_ORDER))
+    if owned:
+        raise UsageError(f"front matter key {owned[0]!r} is memvault's own, not an extra one")
+    return extra
 
 
 def flow_nesting(text: str) -> int:
@@ -174,12 +185,15 @@ def parse_time(value: Any, key: str, where: str) -> datetime | None:
         moment = iso_time(value if isinstance(value, (date, datetime)) else str(value))
     except ValueError:
         raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r:.60}") from None
-    # To the millisecond, as files keep times: what is read equals what it is written back as.
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    # Kept to the microsecond a file gives (agent-cli writes them): an edit writes the time back as read.
+    return moment
 
 
 def format_time(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat(timespec="milliseconds")
+    """To the millisecond, as memvault makes times (see `now`); to the microsecond when a file had one."""
+    if moment is None:
+        return None
+    return moment.isoformat(timespec="microseconds" if moment.microsecond % 1000 else "milliseconds")
 
 
 @dataclass
@@ -199,6 +213,8 @@ class Entry:
     source: str | None = None
     deleted_at: datetime | None = None
     replaced_by: str | None = None
+    # Front matter keys memvault does not know (agent-cli's source_id, summary_kind), written back as read.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.updated_at is None:
@@ -248,6 +264,8 @@ def render(entry: Entry) -> str:
         if isinstance(value, str):
             check_text(value, f"'{key}'")
         meta[key] = value
+    check_extra(entry.extra)
+    meta.update((key, value) for key, value in entry.extra.items() if key not in meta)
     header = yaml.dump(meta, Dumper=yaml_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False)
     body = entry.text if entry.text.endswith("\n") else entry.text + "\n"
     return f"---\n{header}---\n\n{body}"
@@ -324,7 +342,8 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
     if role not in ROLES:
         raise EntryFormatError(where, f"unknown role {role!r:.60} (expected one of {', '.join(ROLES)})")
     metadata = meta.get("metadata") or {}
-    problem = metadata_problem(metadata) or surrogate_problem(body)
+    extra = {key: value for key, value in meta.items() if key not in FIELD_ORDER}
+    problem = metadata_problem(metadata) or surrogate_problem(body) or metadata_problem(extra, "front matter")
     if problem:
         raise EntryFormatError(where, problem)
 
@@ -355,4 +374,5 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
         source=optional("source"),
         deleted_at=parse_time(meta.get("deleted_at"), "deleted_at", where),
         replaced_by=optional("replaced_by"),
+        extra=extra,
     )

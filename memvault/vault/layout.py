@@ -15,6 +15,8 @@ GLOBAL = "global"
 ENTRIES = "entries"
 STATE_DIR = ".memvault"
 KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
+KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries
+DELETED = "deleted"
 SUMMARY_FILE = "summary.md"
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
@@ -71,6 +73,22 @@ def check_id_prefix(text: str) -> str:
     return text
 
 
+MAX_ID = 200
+
+
+def check_id_text(text: str) -> str:
+    """A memory id as a person or client names it: a UUID or a prefix of one (lower-cased), or any
+    other id a file's front matter holds (agent-cli's 'default__summary-summary', a hand-made
+    'note-1'), matched exactly. Only ever compared with the ids of files read: never a path."""
+    text = (text or "").strip()
+    if ID_CHARS.match(text):
+        return text.lower()
+    if not text or len(text) > MAX_ID or not text.isprintable() or any(c in text for c in "/\\"):
+        raise UnsafePathError(f"invalid memory id {text[:60]!r}: at most {MAX_ID} printable characters, "
+                              "no '/' or '\\' (ids are UUIDs, or the ids files give)")
+    return text
+
+
 def check_full_id(text: str) -> str:
     text = check_id_prefix(text)
     if not UUID_SHAPE.match(text):
@@ -120,6 +138,17 @@ def file_stamp(entry: Entry) -> str:
     return entry.created_at.strftime("%Y%m%dT%H%M%S") + f"{entry.created_at.microsecond // 1000:03d}Z"
 
 
+def tombstone_path(live: PurePosixPath, tombstone: Entry) -> PurePosixPath:
+    """Where the tombstone of the entry at `live` goes: `deleted/` inside the folder it lives in
+    (which may not be the folder its conversation id would make: agent-cli slugs "My Chat" as
+    My_Chat), under the file's own name; a summary.md gets a '<created>__<id>.md' name."""
+    parts = live.parts
+    name = parts[-1]
+    if name == SUMMARY_FILE:
+        name = f"{file_stamp(tombstone)}__{slug(tombstone.id)}.md"
+    return PurePosixPath(parts[0], parts[1], DELETED, *parts[2:-1], name)
+
+
 def relative_path(entry: Entry) -> PurePosixPath:
     """The path of an entry relative to the vault root, live or soft-deleted."""
     conversation = check_conversation(entry.conversation_id)
@@ -161,4 +190,31 @@ def is_entry_path(rel: PurePosixPath) -> bool:
 
 
 def is_deleted_path(rel: PurePosixPath) -> bool:
-    return len(rel.parts) >= 3 and rel.parts[2] == "deleted"
+    """A tombstone: under entries/<conversation>/deleted/ (memvault) or entries/deleted/<conversation>/
+    (where agent-cli's memory proxy moves the files it deletes)."""
+    return len(rel.parts) >= 3 and (rel.parts[2] == DELETED or is_agentcli_tombstone(rel))
+
+
+def is_agentcli_tombstone(rel: PurePosixPath) -> bool:
+    """entries/deleted/<conversation>/<kind>/<file>; not entries/deleted/<kind>/..., the live files of
+    a conversation called 'deleted'."""
+    parts = rel.parts
+    return len(parts) >= 5 and parts[1] == DELETED and parts[2] not in KIND_TOPS
+
+
+def conversation_folder_of(rel: PurePosixPath) -> str:
+    """The conversation folder an entry file belongs to."""
+    return rel.parts[2] if is_agentcli_tombstone(rel) else rel.parts[1]
+
+
+def kind_of(rel: PurePosixPath) -> str:
+    """The kind folder of an entry file ('facts', 'turns/user'...), whichever its tombstone layout."""
+    parts = rel.parts
+    start = 3 if is_agentcli_tombstone(rel) or parts[2] == DELETED else 2
+    return "/".join(parts[start:-1])
+
+
+def agentcli_slug(value: str) -> str:
+    """The folder agent-cli's memory proxy makes of a conversation id (its `_slugify`): every
+    character but letters, digits and '-._' becomes '_'."""
+    return "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in value) or "default"
