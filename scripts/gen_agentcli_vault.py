@@ -13,14 +13,13 @@ agent-cli's non-UUID summary id, a hand-made id, a conversation id that is not a
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import sys
 import tempfile
+import types
 from datetime import datetime, timezone
 from pathlib import Path
-
-import importlib.util
-import types
 
 
 def memory_package() -> None:
