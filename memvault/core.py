@@ -222,7 +222,7 @@ class Memvault:
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
         """Store the text as given, as one fact (or turn), in one commit."""
         text = self.clean_text(text)
-        entry = Entry(text=text, role=role, conversation_id=layout.check_conversation(conversation),
+        entry = Entry(text=text, role=role, conversation_id=layout.check_conversation_id(conversation),
                       metadata=dict(metadata or {}), **check_scopes(scopes))
         self.add_entries([entry], f"memvault add: {short(text)} [{entry.id[:8]}]")
         return entry
@@ -248,7 +248,7 @@ class Memvault:
         from memvault.curate.ingest import MemoryEvent, Placement
 
         scopes = check_scopes(scopes)
-        conversation = layout.check_conversation(conversation or layout.scope_conversation(
+        conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
             scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
         chat = as_messages(messages)
         if not chat:
@@ -376,7 +376,7 @@ class Memvault:
         from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
-            self.vault.conversation_folder(conversation)  # a name, or an id whose folder agent-cli slugged
+            conversation = layout.check_conversation_id(conversation)
         retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
         scopes = check_scopes(scopes)
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]

@@ -63,12 +63,15 @@ def test_a_conversation_id_finds_the_folder_agentcli_made_of_it(cli):
     assert {row["conversation_id"] for row in rows} == {"My Chat"} and len(rows) == 3
     hits = cli.ok("search", "tomato plants", "--conversation", "My Chat", "--json").json()
     assert hits and all(hit["conversation_id"] in ("My Chat", "global") for hit in hits)
-    result = cli("list", "--conversation", "../My Chat")
-    assert result.exit_code != 0 and "invalid conversation name" in result.stderr
+    assert cli.ok("list", "--conversation", "../My Chat", "--json").json() == []  # an id, never a path
+    added = cli.ok("add", "Kept apart.", "-c", "../escape", "--json").json()["results"][0]["id"]
+    place = cli.ok("show", added, "--json").json()
+    assert place["conversation_id"] == "../escape" and place["path"].startswith("entries/escape-")
 
 
 def test_non_uuid_ids_are_shown_edited_removed_and_have_a_history(cli):
     assert "Miso" in cli.ok("show", "note-1").stdout
+    assert cli("show", "note").exit_code == 1  # an id that is no UUID's prefix is matched whole
     summary = cli.ok("show", SUMMARY, "--json").json()
     assert summary["path"] == "entries/My_Chat/summaries/summary.md"
     cli.ok("edit", "note-1", "--text", "The user's cat is called Miso and is ten.")

@@ -46,6 +46,39 @@ def check_conversation(name: str) -> str:
     return name
 
 
+MAX_CONVERSATION_ID = 200
+
+
+def check_conversation_id(conversation: str) -> str:
+    """A conversation id as a client names it ("My Chat", "a/b"): any printable text. Its entries
+    carry it as sent; their folder is `folder_for(id)`, so the id itself never names a path."""
+    if not isinstance(conversation, str) or not conversation.strip():
+        raise UnsafePathError("conversation name is empty")
+    conversation = unicodedata.normalize("NFC", conversation.strip())
+    if len(conversation) > MAX_CONVERSATION_ID or not conversation.isprintable() or surrogate_in(conversation):
+        raise UnsafePathError(f"invalid conversation id {conversation[:60]!r}: at most {MAX_CONVERSATION_ID} "
+                              "printable characters")
+    return conversation
+
+
+def surrogate_in(text: str) -> bool:
+    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def folder_for(conversation: str) -> str:
+    """The folder of a conversation id: the id itself when it is a safe folder name (what every
+    memvault conversation has been so far); otherwise its safe characters, cut, then "-<hash of the
+    id>_". Distinct ids get distinct folders (the hash tail), and the id is kept as sent in each
+    entry's front matter: a folder is read back to its id from its files."""
+    try:
+        return check_conversation(conversation)
+    except UnsafePathError:
+        pass
+    conversation = check_conversation_id(conversation)
+    text = re.sub(r"[^\w.\-]+", "_", unicodedata.normalize("NFKC", conversation), flags=re.UNICODE).strip("._")
+    return check_conversation((text or "_")[:40 - HASH_TAIL] + tagged(conversation))
+
+
 def check_new_conversation(name: str, existing: Iterable[str]) -> str:
     """A conversation folder about to be created must also be portable: a folder Windows cannot
     open ('con.txt', a trailing dot) or one that macOS and Windows merge with another ('Work' beside
@@ -151,7 +184,7 @@ def tombstone_path(live: PurePosixPath, tombstone: Entry) -> PurePosixPath:
 
 def relative_path(entry: Entry) -> PurePosixPath:
     """The path of an entry relative to the vault root, live or soft-deleted."""
-    conversation = check_conversation(entry.conversation_id)
+    conversation = folder_for(entry.conversation_id)
     check_full_id(entry.id)
     kind = KIND_DIRS[entry.role]
     base = PurePosixPath(ENTRIES, conversation)

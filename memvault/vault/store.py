@@ -395,7 +395,7 @@ class Vault:
     def entry_roots(self, include_deleted: bool, conversation: str | None) -> list[str]:
         """The folders holding kind folders (facts/, turns/...): each conversation's, then (asked for
         deleted entries) its deleted/, then agent-cli's tombstones under entries/deleted/<conversation>/."""
-        folders = [self.conversation_folder(conversation)] if conversation else self.conversations()
+        folders = self.conversation_folders(conversation) if conversation else self.conversations()
         roots = []
         for folder in folders:
             roots.append(f"{layout.ENTRIES}/{folder}")
@@ -563,27 +563,28 @@ class Vault:
         return rel, self.read(rel)
 
     def summary(self, conversation: str) -> Entry | None:
-        rel = PurePosixPath(layout.ENTRIES, self.conversation_folder(conversation), "summaries", layout.SUMMARY_FILE)
-        return self.read(rel) if (self.root / rel).exists() else None
+        for folder in self.conversation_folders(conversation):
+            rel = PurePosixPath(layout.ENTRIES, folder, "summaries", layout.SUMMARY_FILE)
+            if (self.root / rel).exists():
+                return self.read(rel)
+        return None
 
     def conversations(self) -> list[str]:
         """The conversation folders (not entries/deleted/ when it is agent-cli's tombstone root)."""
         skip = layout.DELETED if self.is_tombstone_root() else None
         return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES) if d.name != skip)
 
-    def conversation_folder(self, conversation: str) -> str:
-        """The folder of a conversation id: the id itself when it is a folder name, else the folder
-        agent-cli made of it ("My Chat" lives in My_Chat/) when one exists. The slug has safe
-        characters only, and is checked as any name: an id never leads out of entries/."""
-        try:
-            return layout.check_conversation(conversation)
-        except UnsafePathError:
-            if not isinstance(conversation, str) or len(conversation) > layout.MAX_NAME:
-                raise
-            folder = layout.agentcli_slug(conversation.strip())
-            if folder in self.conversations() or folder in self.agentcli_tombstone_folders():
-                return layout.check_conversation(folder)
-            raise
+    def conversation_folders(self, conversation: str) -> list[str]:
+        """The folders a conversation id's entries live in: `layout.folder_for(id)` (the id itself
+        when it is a folder name), and for an id that is none, also the folder agent-cli made of it
+        ("My Chat" in My_Chat/) when there is one. Each is a checked name: an id never leads out of
+        entries/."""
+        folder = layout.folder_for(conversation)
+        if folder == conversation:
+            return [folder]
+        theirs = layout.agentcli_slug(layout.check_conversation_id(conversation))
+        existing = {*self.conversations(), *self.agentcli_tombstone_folders()}
+        return [folder] + ([layout.check_conversation(theirs)] if theirs in existing else [])
 
     def check_new_folder(self, rel: PurePosixPath) -> None:
         """Before writing `rel`: a conversation folder it would create must be portable."""
