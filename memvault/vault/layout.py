@@ -70,11 +70,9 @@ def folder_for(conversation: str) -> str:
     memvault conversation has been so far); otherwise its safe characters, cut, then "-<hash of the
     id>_". Distinct ids get distinct folders (the hash tail), and the id is kept as sent in each
     entry's front matter: a folder is read back to its id from its files."""
-    try:
-        return check_conversation(conversation)
-    except UnsafePathError:
-        pass
     conversation = check_conversation_id(conversation)
+    if NAME_CHARS.match(conversation) and not conversation.startswith(".") and len(conversation) <= MAX_NAME:
+        return check_conversation(conversation)  # a folder name as it is ('con' stays refused: Windows' device)
     text = re.sub(r"[^\w.\-]+", "_", unicodedata.normalize("NFKC", conversation), flags=re.UNICODE).strip("._")
     return check_conversation((text or "_")[:40 - HASH_TAIL] + tagged(conversation))
 
