@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
-from memvault.errors import EntryFormatError, UsageError
+from memvault.errors import EntryFormatError, UnsafePathError, UsageError
 
 ROLES = ("memory", "user", "assistant", "summary")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
@@ -66,6 +66,23 @@ def check_text(text: str, what: str = "the memory text", max_chars: int | None =
     if max_chars is not None and len(text) > max_chars:
         raise UsageError(f"{what} has {len(text):,} characters, more than limits.max_text_chars ({max_chars:,})")
     return text
+
+
+MAX_CONVERSATION_ID = 200
+
+
+def check_conversation_id(conversation: str) -> str:
+    """A conversation id as a client names it ("My Chat", "a/b"): any printable text. Its entries
+    carry it as sent; their folder is `layout.folder_for(id)`, so the id itself never names a path."""
+    import unicodedata
+
+    if not isinstance(conversation, str) or not conversation.strip():
+        raise UnsafePathError("conversation name is empty")
+    conversation = unicodedata.normalize("NFC", conversation.strip())
+    if len(conversation) > MAX_CONVERSATION_ID or not conversation.isprintable() or surrogate_problem(conversation):
+        raise UnsafePathError(f"invalid conversation id {conversation[:60]!r}: at most {MAX_CONVERSATION_ID} "
+                              "printable characters")
+    return conversation
 
 
 MAX_SCOPE_CHARS = 200
@@ -376,3 +393,36 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
         replaced_by=optional("replaced_by"),
         extra=extra,
     )
+
+
+# What one object of `memvault add --jsonl` may give: the text and front matter fields of a new entry.
+GIVEN_FIELDS = ("text", "role", "conversation_id", "created_at", "user_id", "agent_id", "run_id", "metadata", "source")
+
+
+def entry_from_fields(fields: dict[str, Any], max_chars: int | None = None) -> Entry:
+    """A new entry from given fields (GIVEN_FIELDS; "conversation" is read as conversation_id), each
+    checked as a file would be: UsageError naming the first field that cannot be kept. The id is new."""
+    fields = dict(fields)
+    if "conversation" in fields:
+        fields.setdefault("conversation_id", fields.pop("conversation"))
+    unknown = sorted(set(fields) - set(GIVEN_FIELDS))
+    if unknown:
+        raise UsageError(f"unknown field {unknown[0]!r} (expected {', '.join(GIVEN_FIELDS)})")
+    text = fields.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("'text' must be a non-empty string")
+    role = fields.get("role") or "memory"
+    if role not in ROLES or role == "summary":
+        raise UsageError(f"unknown role {str(role)[:40]!r} (expected memory, user or assistant)")
+    created = fields.get("created_at")
+    try:
+        created_at = iso_time(created) if created is not None else now()
+    except ValueError:
+        raise UsageError(f"'created_at' is not an ISO 8601 time: {created!r:.60}") from None
+    source = fields.get("source")
+    if source is not None and not isinstance(source, str):
+        raise UsageError("'source' must be a string (the id of the entry this came from)")
+    return Entry(text=check_text(text.strip(), max_chars=max_chars), role=role,
+                 conversation_id=check_conversation_id(fields.get("conversation_id") or "default"),
+                 created_at=created_at, metadata=check_metadata(fields.get("metadata") or {}), source=source,
+                 **check_scopes({key: fields.get(key) for key in SCOPE_KEYS}))

@@ -103,3 +103,17 @@ def _replacement_text(git: VaultGit, sha: str, replacement_id: str) -> str | Non
         if rel.endswith(f"__{replacement_id}.md"):
             return _body(git, sha, rel)[0]
     return None
+
+
+def vault_log(git: VaultGit, limit: int = 20, operation: str | None = None,
+              conversation: str | None = None) -> list[Commit]:
+    """The vault's commits, newest first: with `operation` and `conversation`, only those whose
+    trailers say exactly so (git narrows the search, the trailers decide); `limit` 0 for all."""
+    from memvault.vault.git import TRAILER_PREFIX
+
+    wanted = {"Operation": operation, "Conversation": conversation}
+    wanted = {key: value for key, value in wanted.items() if value}
+    grep = [f"{TRAILER_PREFIX}{key}: {value}" for key, value in wanted.items()]
+    found = git.log(limit=None if grep else limit or None, grep=grep)
+    found = [c for c in found if all(value in c.trailers.get(key, []) for key, value in wanted.items())]
+    return found[:limit] if limit else found

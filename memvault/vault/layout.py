@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
 from memvault.errors import UnsafePathError
-from memvault.vault.entry import Entry
+from memvault.vault.entry import Entry, check_conversation_id  # noqa: F401 - layout.check_conversation_id
 
 GLOBAL = "global"
 ENTRIES = "entries"
@@ -44,25 +44,6 @@ def check_conversation(name: str) -> str:
     if name.lower() in WINDOWS_RESERVED:
         raise UnsafePathError(f"invalid conversation name {name!r}: a reserved device name on Windows")
     return name
-
-
-MAX_CONVERSATION_ID = 200
-
-
-def check_conversation_id(conversation: str) -> str:
-    """A conversation id as a client names it ("My Chat", "a/b"): any printable text. Its entries
-    carry it as sent; their folder is `folder_for(id)`, so the id itself never names a path."""
-    if not isinstance(conversation, str) or not conversation.strip():
-        raise UnsafePathError("conversation name is empty")
-    conversation = unicodedata.normalize("NFC", conversation.strip())
-    if len(conversation) > MAX_CONVERSATION_ID or not conversation.isprintable() or surrogate_in(conversation):
-        raise UnsafePathError(f"invalid conversation id {conversation[:60]!r}: at most {MAX_CONVERSATION_ID} "
-                              "printable characters")
-    return conversation
-
-
-def surrogate_in(text: str) -> bool:
-    return any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 def folder_for(conversation: str) -> str:
