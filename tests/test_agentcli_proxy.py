@@ -33,6 +33,9 @@ from tests.support.server import isolated_env
 from tests.support.upstream import INSTANT_TEXT, Upstream, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+# An in-process server imports litellm in a thread that may outlive a short test, after the test's
+# environment is restored: litellm must still find this then, or it fetches its price list online.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 PAGE = "https://chat.example"  # a browser client's page, allowed by server.cors_origins
 
 
@@ -220,3 +223,19 @@ def test_without_cors_origins_a_page_is_refused_even_its_preflight(tmp_path, ups
         reply = httpx.options(url + "/v1/chat/completions", timeout=60, headers={
             "Origin": PAGE, "Access-Control-Request-Method": "POST"})
         assert reply.status_code == 403 and "access-control-allow-origin" not in reply.headers
+
+
+def test_a_scoped_key_never_reaches_paths_outside_v1(tmp_path, upstream):
+    from memvault.server.run import running
+    from tests.support.server import server_settings
+
+    settings = server_settings(tmp_path / "vault", upstream.root + "/v1", api_key="admin-key-0123")
+    settings.server.keys = {"alice-key-0123": {"user_id": ("alice",)}}
+    with running(settings) as url:
+        before = len(upstream.requests)
+        scoped = httpx.post(url + "/other/path", headers={"Authorization": "Bearer alice-key-0123"}, timeout=60)
+        assert scoped.status_code == 403 and len(upstream.requests) == before
+        admin = httpx.post(url + "/other/path", headers={"Authorization": "Bearer admin-key-0123"}, timeout=60)
+        assert admin.status_code == 200 and upstream.requests[-1]["path"] == "/v1/other/path"
+        assert "admin-key-0123" not in str(upstream.requests[-1]["headers"])  # the server's key stays home
+        assert httpx.post(url + "/other/path", timeout=60).status_code == 401
