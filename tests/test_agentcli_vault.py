@@ -9,6 +9,7 @@ Each test copies it and commits it as agent-cli does (`git add .`), then drives 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -125,3 +126,25 @@ def test_memvault_state_stays_out_of_agentcli_commits(cli):
     staged = git(cli.vault, "diff", "--cached", "--name-only")
     assert ".memvault" not in staged
     assert git(cli.vault, "status", "--porcelain", "--ignored").count(".memvault") == 1  # one ignored folder
+
+
+def test_edit_in_an_editor_keeps_what_memvault_does_not_know(cli):
+    path = next((cli.vault / "entries/default/facts").glob(f"*__{HIKING}.md"))
+    cli.ok("edit", HIKING, env={"EDITOR": "sed -i s/Alps/Dolomites/"})
+    text = path.read_text()
+    assert "hiking in the Dolomites" in text and f"source_id: {TURN}" in text
+    assert "created_at: '2025-03-01T10:05:00.567890+00:00'" in text
+
+
+AGENTCLI_PYTHON = Path(os.environ.get("AGENTCLI_PYTHON", "/work/venvs/agentcli/bin/python"))
+
+
+@pytest.mark.skipif(not AGENTCLI_PYTHON.exists(), reason="agent-cli's venv is not here (set AGENTCLI_PYTHON)")
+def test_the_fixture_is_what_agentcli_writes(tmp_path):
+    """scripts/gen_agentcli_vault.py, run with agent-cli's own Python, writes the vendored files byte for byte."""
+    script = Path(__file__).parents[1] / "scripts" / "gen_agentcli_vault.py"
+    subprocess.run([str(AGENTCLI_PYTHON), str(script), str(tmp_path / "out")], check=True, capture_output=True,
+                   env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)})
+    made = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    vendored = {p.relative_to(FIXTURE): p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()}
+    assert made == vendored
