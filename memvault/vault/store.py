@@ -212,7 +212,7 @@ class Vault:
         if ignore.is_file() and not ignore.is_symlink():
             return
         if self.state_dir.is_symlink():
-            raise UnsafePathError(f"refusing to use {self.state_dir}: it is a symbolic link")
+            return  # the owner's own arrangement: nothing is written through a link (atomic_write refuses)
         self.state_dir.mkdir(exist_ok=True)
         atomic_write(ignore, STATE_GITIGNORE.encode("utf-8"))
 
