@@ -68,6 +68,12 @@ class ServerSettings:
     allow_reset: bool = False
     # Scoped API keys: key -> {"user_id": ("alice",), ...}; a request with one reaches only those scopes.
     keys: dict = field(default_factory=dict)
+    # Web pages (origins, comma-separated, "*" for any) whose scripts may call the server (CORS); none by default.
+    cors_origins: str = ""
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [origin.strip().rstrip("/") for origin in self.cors_origins.split(",") if origin.strip()]
 
 
 @dataclass

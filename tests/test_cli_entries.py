@@ -132,8 +132,8 @@ def test_history_sees_edits_a_person_commits_by_hand(cli):
     (("show", "0123abcd"), 1, "no memory with id 0123abcd"),
     (("show", "../../etc/passwd"), 2, "invalid memory id"),
     (("rm", "/etc"), 2, "invalid memory id"),
-    (("add", "x", "-c", "../escape"), 2, "invalid conversation name"),
-    (("add", "x", "-c", "a/b"), 2, "invalid conversation name"),
+    (("add", "x", "-c", "a\tb"), 2, "invalid conversation id"),  # any printable id: "../x" is stored safely
+    (("add", "x", "-c", "x" * 201), 2, "invalid conversation id"),  # (see tests/test_agentcli_vault.py)
     (("add", "   "), 2, "the memory text is empty"),
     (("add", "x", "--meta", "novalue"), 2, "--meta takes key=value"),
     (("list", "--role", "robot"), 2, "unknown role"),

@@ -187,15 +187,16 @@ def test_models_and_other_v1_paths_pass_through(proxy, recorder):
 
 def test_invalid_chat_request_is_422_in_one_line(proxy):
     reply = httpx.post(proxy.url + "/v1/chat/completions", json={"model": MODEL_NAME, "messages": [],
-                                                                 "memory_top_k": 0}, timeout=60)
+                                                                 "memory_top_k": -1}, timeout=60)
     assert reply.status_code == 422
     message = reply.json()["error"]["message"]
     assert "messages" in message and "memory_top_k" in message and "\n" not in message
 
 
 def test_bad_memory_id_is_400(proxy):
+    # any printable memory_id works (tests/test_agentcli_proxy.py); a control character does not
     reply = httpx.post(proxy.url + "/v1/chat/completions", timeout=60, json={
-        "model": MODEL_NAME, "messages": [{"role": "user", "content": "hi"}], "memory_id": "../escape"})
+        "model": MODEL_NAME, "messages": [{"role": "user", "content": "hi"}], "memory_id": "tab\there"})
     assert reply.status_code == 400
     assert reply.json()["error"]["type"] == "invalid_request_error"
 

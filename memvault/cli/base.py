@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import typer
 
@@ -34,9 +34,39 @@ def version_callback(value: bool) -> None:
 
 
 @app.callback()
-def root(version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
-                                      help="Print the version and exit.")) -> None:
+def root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", callback=version_callback, is_eager=True,
+                                 help="Print the version and exit."),
+    directory: Optional[Path] = typer.Option(None, "-C", help="Run as if memvault was started in PATH (as git -C).",
+                                             metavar="PATH", show_default=False),
+    vault: Optional[Path] = typer.Option(None, "--vault", help="Vault folder for the command (its own --vault wins).",
+                                         show_default=False),
+    config: Optional[Path] = typer.Option(None, "--config", help="Config file for the command (its own --config "
+                                          "wins).", show_default=False),
+) -> None:
     """A persistent memory for LLMs that you can read, edit and audit: markdown files in git."""
+    if directory is not None:
+        try:
+            os.chdir(directory)
+        except OSError as exc:
+            raise typer.BadParameter(f"cannot change to {directory}: {exc.strerror}", param_hint="-C") from None
+    given = {name: value for name, value in (("vault", vault), ("config", config)) if value is not None}
+    if given:
+        ctx.default_map = command_defaults(ctx.command, given)
+
+
+def command_defaults(group: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """click's default_map for every command under `group` that takes these options: `memvault --vault
+    P add x` is `memvault add x --vault P` (an option given after the command still wins)."""
+    defaults: dict[str, Any] = {}
+    for name, sub in getattr(group, "commands", {}).items():
+        if getattr(sub, "commands", None):
+            defaults[name] = command_defaults(sub, given)
+        else:
+            params = {param.name for param in sub.params}
+            defaults[name] = {key: value for key, value in given.items() if key in params}
+    return defaults
 
 
 def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Callable:

@@ -43,7 +43,7 @@ class MemoryChat:
         limit = self.memvault.settings.limits.max_text_chars
         for message in messages:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
-        if not self.use_memory:
+        if not self.use_memory or self.retrieval.get("top_k") == 0:  # top_k 0: nothing retrieved, turns kept
             return ChatTurn(messages=list(messages))
         context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval)
         return ChatTurn(messages=inject(messages, context), hits=context.memories)

@@ -58,7 +58,7 @@ class Adding:
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
         """Store the text as given, as one fact (or turn), in one commit."""
         text = self.clean_text(text)
-        entry = Entry(text=text, role=role, conversation_id=layout.check_conversation(conversation),
+        entry = Entry(text=text, role=role, conversation_id=layout.check_conversation_id(conversation),
                       metadata=dict(metadata or {}), **check_scopes(scopes))
         self.add_entries([entry], f"memvault add: {short(text)} [{entry.id[:8]}]")
         return entry
@@ -73,7 +73,7 @@ class Adding:
         from memvault.curate.ingest import MemoryEvent, Placement
 
         scopes = check_scopes(scopes)
-        conversation = layout.check_conversation(conversation or layout.scope_conversation(
+        conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
             scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
         chat = as_messages(messages)
         if not chat:

@@ -75,7 +75,7 @@ class Reading:
 
     def history(self, memory_id: str) -> list[Event]:
         rel, entry = self.get(memory_id)
-        return memory_events(self.vault.git, entry.id)
+        return memory_events(self.vault.git, entry.id, rel)
 
     def log(self, limit: int = 20) -> list:
         return self.vault.git.log(limit=limit)

@@ -47,7 +47,7 @@ class Searching:
         from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
-            layout.check_conversation(conversation)
+            conversation = layout.check_conversation_id(conversation)
         retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
         scopes = check_scopes(scopes)
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]

@@ -117,6 +117,7 @@ class MemoryTools:
                  metadata: Annotated[dict[str, Any] | None, Field(description=(
                      'Extra fields kept with the memory, e.g. {"topic": "food"} (filterable later).'))] = None,
                  ) -> CallToolResult:
+        conversation = layout.check_conversation(conversation) if conversation else None  # as recall names them
         result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)
         events = [event_dict(event) for event in result.events if event.event != "NONE"]
         structured = {"results": events, "notes": list(result.notes), "curated": result.curated}
@@ -137,6 +138,7 @@ class MemoryTools:
                ) -> CallToolResult:
         if not query.strip():
             raise UsageError("the query is empty")
+        conversation = layout.check_conversation(conversation) if conversation else None
         hits = self.core.search(query, conversation, scopes_of(user_id, agent_id, run_id), filters, top_k=top_k,
                                 score_threshold=threshold)
         items = [{**item_from_hit(hit), "role": hit.role, "conversation": hit.conversation_id} for hit in hits]
@@ -227,7 +229,7 @@ class MemoryTools:
     def summary(self, conversation: str) -> str:
         try:
             with self.lock:
-                summary = self.core.vault.summary(conversation)
+                summary = self.core.vault.summary(layout.check_conversation(conversation))
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from None
         if summary is None:

@@ -4,7 +4,7 @@
 
 Routes: /v1/chat/completions (proxy.py), /v1/memories/... and /v1/reset/ (memories.py), mem0's own
 paths /memories, /search, /v1/ping/, /v3/memories/... (mem0_routes.py), /health,
-and any other /v1/* path passed through to the upstream LLM server (llm.api_base).
+and any other path passed through to the upstream LLM server (llm.api_base), as agent-cli's proxy does.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ DESCRIPTION = """A persistent memory for LLMs, over HTTP.
   forwarded: any other field (`base_url`, `api_key`, ...) is a 400.
 * `/v1/memories/...`: the mem0-style memory API (add, search, list, get, update, delete, history).
   An id outside the scopes a request names (`user_id`, `agent_id`, `run_id`) is a 404.
-* Any other `/v1/*` path (e.g. `GET /v1/models`) is passed through to `llm.api_base` (never outside it).
+* Any other path (e.g. `GET /v1/models`) is passed through to `llm.api_base` (never outside it).
+* Browsers: pages from the origins in `server.cors_origins` may call the server (CORS; none by default).
 
 Auth: when the server has an API key, send it as `Authorization: Bearer <key>` or `X-API-Key`; the
 LLM key then comes from `X-Upstream-Authorization`, `llm.api_key` or the provider's environment.
@@ -67,6 +68,10 @@ def health(state: ServerState) -> dict[str, Any]:
         "index_size": index["size"],
         "watching": bool(state.watcher and state.watcher.is_alive()),
         "auth": bool(settings.server.api_key or settings.server.keys),
+        # agent-cli's memory proxy's own fields, for its clients and scripts:
+        "memory_store": str(core.vault.root),
+        "openai_base_url": settings.llm.api_base or None,
+        "default_top_k": str(settings.retrieval.top_k),
     }
 
 
@@ -113,7 +118,7 @@ def create_app(settings: Settings) -> FastAPI:
 
         status = await asyncio.to_thread(health, server_state(request))
         if allowed_scopes(request) is not EVERYTHING:  # a scoped key: not where the vault and the LLM are
-            status.update(vault=None, llm_api_base=None)
+            status.update(vault=None, llm_api_base=None, memory_store=None, openai_base_url=None)
         return status
 
     app.include_router(memories.router)
@@ -123,5 +128,12 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
-    app.add_middleware(BrowserGuard, bind=settings.server.host)  # outermost: DNS rebinding, foreign pages
+    origins = settings.server.cors_origin_list
+    if origins:  # outside the key check: a browser's preflight carries no key, and is answered here
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=["*"], allow_headers=["*"],
+                           expose_headers=["Server-Timing"], max_age=600)
+    app.add_middleware(BrowserGuard, bind=settings.server.host, cors_origins=origins)  # outermost: DNS
+    # rebinding, pages from origins not allowed
     return app

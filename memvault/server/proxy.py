@@ -66,8 +66,10 @@ class ChatCompletionRequest(BaseModel):
     model: str | None = Field(None, description="Model for this request; default: the server's llm.model.")
     messages: list[dict[str, Any]] = Field(min_length=1)
     stream: bool = False
-    memory_id: str = Field("default", description="The conversation whose memories are used and extended.")
-    memory_top_k: int | None = Field(None, ge=1, le=100, description="Memories to inject (default: retrieval.top_k).")
+    memory_id: str = Field("default", description="The conversation whose memories are used and extended: any "
+                           "text, kept as sent (its folder is a safe name made from it).")
+    memory_top_k: int | None = Field(None, ge=0, le=100, description="Memories to inject (default: retrieval.top_k; "
+                                     "0: none, retrieval off; the turns are still kept).")
     memory_recency_weight: float | None = Field(None, ge=0, le=1)
     memory_score_threshold: float | None = Field(None, ge=0, le=1)
 
@@ -114,18 +116,19 @@ def new_session(state: ServerState, body: ChatCompletionRequest, request: Reques
 
 
 def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
-    """(conversation folder, scopes) of a chat's memory_id. A scoped key's conversations live inside
-    its scope: folder '<scope folder>+chat-<memory_id>', every turn stamped with the scope, and the
-    search filtered on it, so no memory_id (e.g. "user-bob") reaches another scope's folder.
-    A bad name is a 400 before anything is sent or stored."""
-    from memvault.vault.layout import check_conversation, scope_conversation
+    """(conversation id, scopes) of a chat's memory_id. Any printable memory_id works: the turns
+    carry it as sent, and live in the safe folder `layout.folder_for` makes of it ("My Chat" ->
+    My_Chat-<hash>_). A scoped key's conversations live inside its scope: '<scope folder>+chat-<memory_id>',
+    every turn stamped with the scope, and the search filtered on it, so no memory_id (e.g. "user-bob")
+    reaches another scope's conversation. A bad id is a 400 before anything is sent or stored."""
+    from memvault.vault.layout import check_conversation_id, scope_conversation
 
-    check_conversation(memory_id)
+    memory_id = check_conversation_id(memory_id)
     if allowed is EVERYTHING:
         return memory_id, {}
     scopes = {name: value for name, value in confine(allowed, {}).items() if value}
     folder = scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
-    return check_conversation(f"{folder}+chat-{memory_id}"), scopes
+    return check_conversation_id(f"{folder}+chat-{memory_id}"), scopes
 
 
 @dataclass
@@ -164,8 +167,10 @@ def finish_turn(chat: ProxyTurn, answer: str) -> None:
 
 
 def hit_dict(hit) -> dict[str, Any]:
-    return {"id": hit.id, "role": hit.role, "text": hit.text, "created_at": hit.created_at.isoformat(),
-            "score": round(hit.score, 6)}
+    """A memory hit as the answer's `memory_hits` lists it: `content` as agent-cli's proxy names the
+    text (its clients read that), `text` as memvault's API does."""
+    return {"id": hit.id, "role": hit.role, "text": hit.text, "content": hit.text,
+            "created_at": hit.created_at.isoformat(), "score": round(hit.score, 6)}
 
 
 @router.post("/v1/chat/completions", summary="Chat completion with memory (OpenAI-compatible)")
@@ -260,21 +265,24 @@ async def store_turn(chat: ProxyTurn, answer: str) -> str | None:
 
 @passthrough_router.api_route("/v1/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                               include_in_schema=False)
+@passthrough_router.api_route("/{path:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                              include_in_schema=False)
 async def passthrough(path: str, request: Request):
-    """Any other /v1/* request, relayed to llm.api_base (the path after /v1/ appended to it)."""
+    """Any other request, relayed to llm.api_base: a /v1/* path with the part after /v1/ appended to
+    it, any other path whole (as agent-cli's proxy forwards `/{path}`)."""
     import httpx
     from starlette.background import BackgroundTask
     from starlette.responses import StreamingResponse
 
     state = server_state(request)
     settings = state.settings
-    if allowed_scopes(request) is not EVERYTHING and not (request.method == "GET" and path == "models"):
+    if allowed_scopes(request) is not EVERYTHING and not (request.method == "GET" and request.url.path == "/v1/models"):
         return error_response(403, "a scoped API key reaches the LLM only through /v1/chat/completions "
                               "and GET /v1/models", code="forbidden")
     base = settings.llm.api_base
     if not base:
-        return error_response(502, f"no upstream address for /v1/{path}: set llm.api_base (MEMVAULT_LLM_API_BASE)",
-                              code="no_upstream")
+        return error_response(502, f"no upstream address for {request.url.path[:80]}: set llm.api_base "
+                              "(MEMVAULT_LLM_API_BASE)", code="no_upstream")
     target = confined_url(base, request.scope.get("raw_path") or request.url.path.encode())
     if is_own_path(target[len(base.rstrip("/")) + 1:]):
         return error_response(404, f"no such memvault route: {request.url.path[:80]}", code="not_found")
@@ -287,22 +295,29 @@ async def passthrough(path: str, request: Request):
     try:
         reply = await state.http.send(outgoing, stream=True)
     except httpx.HTTPError as exc:
-        return error_response(502, f"upstream {base} unreachable: {type(exc).__name__}: {exc}", code="bad_gateway")
+        return error_response(502, f"upstream {base} unreachable: {type(exc).__name__}: {exc}", code="bad_gateway",
+                              kind="upstream_error")
     return StreamingResponse(reply.aiter_raw(), status_code=reply.status_code,
                              headers={k: v for k, v in reply.headers.items() if k not in HOP_HEADERS},
                              background=BackgroundTask(reply.aclose))
 
 
+OWN_ROOTS = ("health", "docs", "docs-assets", "openapi.json", "redoc")  # redoc: never served (CDN-only)
+
+
 def is_own_path(path: str) -> bool:
-    """Whether a /v1/ path (after /v1/, resolved) is one of memvault's own routes, written so that
-    its route did not take it (`/v1//memories/x`, `/v1/memories/a%2Fb/history/`): never forwarded."""
+    """Whether a passed-through path (after llm.api_base, resolved) is one of memvault's own routes,
+    written so that its route did not take it (`/v1//memories/x`, `/v1/memories/a%2Fb/history/`,
+    `/x/../v1/memories`): never forwarded."""
     parts = [part for part in path.split("/") if part]
-    return bool(parts) and (parts[0] in ("memories", "reset") or parts[:2] == ["chat", "completions"])
+    if parts[:1] == ["v1"]:
+        parts = parts[1:]
+    return bool(parts) and (parts[0] in ("memories", "reset", *OWN_ROOTS) or parts[:2] == ["chat", "completions"])
 
 
 def confined_url(base: str, raw_path: bytes) -> str:
-    """The upstream URL for a /v1/... request: its path after /v1/, percent-decoded and its dot
-    segments resolved, appended to `base`. A path that would leave base's path (`..%2F..%2Fother`),
+    """The upstream URL for a request: its path (after /v1/ for a /v1/... path), percent-decoded and
+    its dot segments resolved, appended to `base`. A path that would leave base's path (`..%2F..%2Fother`),
     or that hides one more level of encoding or a backslash, is a 400: never a request that carries
     the key elsewhere on the upstream host."""
     from urllib.parse import quote, unquote_to_bytes
@@ -311,7 +326,7 @@ def confined_url(base: str, raw_path: bytes) -> str:
         decoded = unquote_to_bytes(raw_path.split(b"?", 1)[0]).decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("the request path is not valid UTF-8") from None
-    rest = decoded.removeprefix("/v1/")
+    rest = decoded[3:] if decoded == "/v1" or decoded.startswith("/v1/") else decoded
     parts: list[str] = []
     for segment in rest.split("/"):
         if any(c in segment for c in "%\\\x00"):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
-from memvault.errors import EntryFormatError, UsageError
+from memvault.errors import EntryFormatError, UnsafePathError, UsageError
 
 ROLES = ("memory", "user", "assistant", "summary", "rule")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
@@ -76,6 +76,23 @@ def check_text(text: str, what: str = "the memory text", max_chars: int | None =
     return text
 
 
+MAX_CONVERSATION_ID = 200
+
+
+def check_conversation_id(conversation: str) -> str:
+    """A conversation id as a client names it ("My Chat", "a/b"): any printable text. Its entries
+    carry it as sent; their folder is `layout.folder_for(id)`, so the id itself never names a path."""
+    import unicodedata
+
+    if not isinstance(conversation, str) or not conversation.strip():
+        raise UnsafePathError("conversation name is empty")
+    conversation = unicodedata.normalize("NFC", conversation.strip())
+    if len(conversation) > MAX_CONVERSATION_ID or not conversation.isprintable() or surrogate_problem(conversation):
+        raise UnsafePathError(f"invalid conversation id {conversation[:60]!r}: at most {MAX_CONVERSATION_ID} "
+                              "printable characters")
+    return conversation
+
+
 MAX_SCOPE_CHARS = 200
 
 
@@ -96,22 +113,22 @@ def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
     return result
 
 
-def metadata_problem(value: Any) -> str | None:
+def metadata_problem(value: Any, name: str = "metadata") -> str | None:
     """Why `value` cannot be a memory's metadata, or None. Metadata is a mapping of string keys to
     strings, finite numbers, booleans, nulls, dates, and lists or mappings of those, at most
     MAX_METADATA_DEPTH deep and MAX_METADATA_VALUES values in all. Walked with a stack, not recursion:
     a recursive YAML alias (`&x [*x]`) is an endless tree, found as too deep."""
     if not isinstance(value, dict):
-        return "'metadata' must be a mapping of keys to values"
-    stack: list[tuple[Any, str, int]] = [(value, "metadata", 1)]
+        return f"'{name}' must be a mapping of keys to values"
+    stack: list[tuple[Any, str, int]] = [(value, name, 1)]
     seen = 0
     while stack:
         node, where, depth = stack.pop()
         seen += 1
         if seen > MAX_METADATA_VALUES:
-            return f"'metadata' holds more than {MAX_METADATA_VALUES:,} values"
+            return f"'{name}' holds more than {MAX_METADATA_VALUES:,} values"
         if isinstance(node, (dict, list)) and depth > MAX_METADATA_DEPTH:
-            return f"'metadata' is nested deeper than {MAX_METADATA_DEPTH} levels (or holds itself)"
+            return f"'{name}' is nested deeper than {MAX_METADATA_DEPTH} levels (or holds itself)"
         if isinstance(node, dict):
             for key, item in node.items():
                 if not isinstance(key, str):
@@ -138,6 +155,17 @@ def check_metadata(value: Any) -> dict[str, Any]:
     if problem:
         raise UsageError(problem)
     return value
+
+
+def check_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """Unknown front matter keys: any JSON-like values (as metadata), never a key memvault owns."""
+    problem = metadata_problem(extra, "front matter")
+    if problem:
+        raise UsageError(problem)
+    owned = sorted(set(extra) & set(FIELD_ORDER))
+    if owned:
+        raise UsageError(f"front matter key {owned[0]!r} is memvault's own, not an extra one")
+    return extra
 
 
 def flow_nesting(text: str) -> int:
@@ -182,12 +210,15 @@ def parse_time(value: Any, key: str, where: str) -> datetime | None:
         moment = iso_time(value if isinstance(value, (date, datetime)) else str(value))
     except ValueError:
         raise EntryFormatError(where, f"'{key}' is not an ISO 8601 time: {value!r:.60}") from None
-    # To the millisecond, as files keep times: what is read equals what it is written back as.
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    # Kept to the microsecond a file gives (agent-cli writes them): an edit writes the time back as read.
+    return moment
 
 
 def format_time(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat(timespec="milliseconds")
+    """To the millisecond, as memvault makes times (see `now`); to the microsecond when a file had one."""
+    if moment is None:
+        return None
+    return moment.isoformat(timespec="microseconds" if moment.microsecond % 1000 else "milliseconds")
 
 
 @dataclass
@@ -215,6 +246,8 @@ class Entry:
     actor_id: str | None = None
     memory_type: str | None = None
     expiration_date: str | None = None
+    # Front matter keys memvault does not know (agent-cli's source_id, summary_kind), written back as read.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.updated_at is None:
@@ -277,6 +310,8 @@ def render(entry: Entry) -> str:
         if isinstance(value, str):
             check_text(value, f"'{key}'")
         meta[key] = value
+    check_extra(entry.extra)
+    meta.update((key, value) for key, value in entry.extra.items() if key not in meta)
     header = yaml.dump(meta, Dumper=yaml_dumper(), sort_keys=False, allow_unicode=True, default_flow_style=False)
     body = entry.text if entry.text.endswith("\n") else entry.text + "\n"
     return f"---\n{header}---\n\n{body}"
@@ -353,7 +388,8 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
     if role not in ROLES:
         raise EntryFormatError(where, f"unknown role {role!r:.60} (expected one of {', '.join(ROLES)})")
     metadata = meta.get("metadata") or {}
-    problem = metadata_problem(metadata) or surrogate_problem(body)
+    extra = {key: value for key, value in meta.items() if key not in FIELD_ORDER}
+    problem = metadata_problem(metadata) or surrogate_problem(body) or metadata_problem(extra, "front matter")
     if problem:
         raise EntryFormatError(where, problem)
 
@@ -386,4 +422,38 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
         deleted_at=parse_time(meta.get("deleted_at"), "deleted_at", where),
         replaced_by=optional("replaced_by"),
         **{key: optional(key) for key in MEM0_FIELDS},
+        extra=extra,
     )
+
+
+# What one object of `memvault add --jsonl` may give: the text and front matter fields of a new entry.
+GIVEN_FIELDS = ("text", "role", "conversation_id", "created_at", "user_id", "agent_id", "run_id", "metadata", "source")
+
+
+def entry_from_fields(fields: dict[str, Any], max_chars: int | None = None) -> Entry:
+    """A new entry from given fields (GIVEN_FIELDS; "conversation" is read as conversation_id), each
+    checked as a file would be: UsageError naming the first field that cannot be kept. The id is new."""
+    fields = dict(fields)
+    if "conversation" in fields:
+        fields.setdefault("conversation_id", fields.pop("conversation"))
+    unknown = sorted(set(fields) - set(GIVEN_FIELDS))
+    if unknown:
+        raise UsageError(f"unknown field {unknown[0]!r} (expected {', '.join(GIVEN_FIELDS)})")
+    text = fields.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError("'text' must be a non-empty string")
+    role = fields.get("role") or "memory"
+    if role not in ROLES or role == "summary":
+        raise UsageError(f"unknown role {str(role)[:40]!r} (expected memory, user or assistant)")
+    created = fields.get("created_at")
+    try:
+        created_at = iso_time(created) if created is not None else now()
+    except ValueError:
+        raise UsageError(f"'created_at' is not an ISO 8601 time: {created!r:.60}") from None
+    source = fields.get("source")
+    if source is not None and not isinstance(source, str):
+        raise UsageError("'source' must be a string (the id of the entry this came from)")
+    return Entry(text=check_text(text.strip(), max_chars=max_chars), role=role,
+                 conversation_id=check_conversation_id(fields.get("conversation_id") or "default"),
+                 created_at=created_at, metadata=check_metadata(fields.get("metadata") or {}), source=source,
+                 **check_scopes({key: fields.get(key) for key in SCOPE_KEYS}))

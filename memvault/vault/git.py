@@ -329,8 +329,9 @@ class VaultGit:
         return removed
 
     def log(self, limit: int | None = None, pathspecs: list[str] | None = None,
-            follow_changes: bool = False) -> list[Commit]:
-        """Commits newest first, with memvault trailers parsed and (optionally) the files each changed."""
+            follow_changes: bool = False, grep: list[str] | None = None) -> list[Commit]:
+        """Commits newest first, with memvault trailers parsed and (optionally) the files each changed;
+        `grep`: only commits whose message holds every one of these strings (taken literally)."""
         import git
 
         if not self.has_commits():
@@ -340,6 +341,8 @@ class VaultGit:
             args.append(f"-n{limit}")
         if follow_changes:
             args += ["--name-status", "-M"]
+        if grep:
+            args += ["--fixed-strings", "--all-match", *(f"--grep={text}" for text in grep)]
         if pathspecs:
             args += ["--", *pathspecs]
         else:

@@ -58,18 +58,29 @@ class Event:
                 "commit": self.commit, "subject": self.subject, "replaced_by": self.replaced_by}
 
 
-def memory_events(git: VaultGit, memory_id: str) -> list[Event]:
-    """Events of one memory, oldest first, from every commit that touched its file."""
-    pattern = f":(glob){git.repo_path(layout.ENTRIES)}/**/*__{memory_id}.md"
+def memory_events(git: VaultGit, memory_id: str, path: PurePosixPath | None = None) -> list[Event]:
+    """Events of one memory, oldest first, from every commit that touched its file: any file named
+    '*__<id>.md', and `path` (its file now, whatever its name: agent-cli's summary.md)."""
+    pattern = f":(glob){git.repo_path(layout.ENTRIES)}/**/*__{glob_escape(memory_id)}.md"
+    exact = [f":(literal){git.repo_path(str(path))}"] if path is not None else []
     events: list[Event] = []
-    for commit in reversed(git.log(pathspecs=[pattern], follow_changes=True)):
+    for commit in reversed(git.log(pathspecs=[pattern, *exact], follow_changes=True)):
         for status, rel, old_rel in commit.changes:
-            if not (rel.endswith(f"__{memory_id}.md") or (old_rel or "").endswith(f"__{memory_id}.md")):
+            if not (ours(rel, memory_id, path) or ours(old_rel or "", memory_id, path)):
                 continue
             event = _event(git, commit, memory_id, status, rel, old_rel)
             if event:
                 events.append(event)
     return events
+
+
+def ours(rel: str, memory_id: str, path: PurePosixPath | None) -> bool:
+    return rel.endswith(f"__{memory_id}.md") or (path is not None and rel == str(path))
+
+
+def glob_escape(text: str) -> str:
+    """`text` matched literally inside a git glob pathspec (ids other than UUIDs may hold * ? [)."""
+    return "".join(f"[{c}]" if c in "*?[]\\" else c for c in text)
 
 
 def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, Entry | None]:
@@ -122,3 +133,17 @@ def _replacement_text(git: VaultGit, sha: str, replacement_id: str) -> str | Non
         if rel.endswith(f"__{replacement_id}.md"):
             return _body(git, sha, rel)[0]
     return None
+
+
+def vault_log(git: VaultGit, limit: int = 20, operation: str | None = None,
+              conversation: str | None = None) -> list[Commit]:
+    """The vault's commits, newest first: with `operation` and `conversation`, only those whose
+    trailers say exactly so (git narrows the search, the trailers decide); `limit` 0 for all."""
+    from memvault.vault.git import TRAILER_PREFIX
+
+    wanted = {"Operation": operation, "Conversation": conversation}
+    wanted = {key: value for key, value in wanted.items() if value}
+    grep = [f"{TRAILER_PREFIX}{key}: {value}" for key, value in wanted.items()]
+    found = git.log(limit=None if grep else limit or None, grep=grep)
+    found = [c for c in found if all(value in c.trailers.get(key, []) for key, value in wanted.items())]
+    return found[:limit] if limit else found

@@ -9,13 +9,15 @@ from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
 from memvault.errors import UnsafePathError
-from memvault.vault.entry import Entry
+from memvault.vault.entry import Entry, check_conversation_id  # noqa: F401 - layout.check_conversation_id
 
 GLOBAL = "global"
 ENTRIES = "entries"
 STATE_DIR = ".memvault"
 KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries",
              "rule": "rules"}
+KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries, rules
+DELETED = "deleted"
 SUMMARY_FILE = "summary.md"
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
@@ -45,6 +47,18 @@ def check_conversation(name: str) -> str:
     return name
 
 
+def folder_for(conversation: str) -> str:
+    """The folder of a conversation id: the id itself when it is a safe folder name (what every
+    memvault conversation has been so far); otherwise its safe characters, cut, then "-<hash of the
+    id>_". Distinct ids get distinct folders (the hash tail), and the id is kept as sent in each
+    entry's front matter: a folder is read back to its id from its files."""
+    conversation = check_conversation_id(conversation)
+    if NAME_CHARS.match(conversation) and not conversation.startswith(".") and len(conversation) <= MAX_NAME:
+        return check_conversation(conversation)  # a folder name as it is ('con' stays refused: Windows' device)
+    text = re.sub(r"[^\w.\-]+", "_", unicodedata.normalize("NFKC", conversation), flags=re.UNICODE).strip("._")
+    return check_conversation((text or "_")[:40 - HASH_TAIL] + tagged(conversation))
+
+
 def check_new_conversation(name: str, existing: Iterable[str]) -> str:
     """A conversation folder about to be created must also be portable: a folder Windows cannot
     open ('con.txt', a trailing dot) or one that macOS and Windows merge with another ('Work' beside
@@ -69,6 +83,22 @@ def check_id_prefix(text: str) -> str:
     text = (text or "").strip().lower()
     if not ID_CHARS.match(text):
         raise UnsafePathError(f"invalid memory id {text!r}: ids are UUIDs (hex digits and dashes)")
+    return text
+
+
+MAX_ID = 200
+
+
+def check_id_text(text: str) -> str:
+    """A memory id as a person or client names it: a UUID or a prefix of one (lower-cased), or any
+    other id a file's front matter holds (agent-cli's 'default__summary-summary', a hand-made
+    'note-1'), matched exactly. Only ever compared with the ids of files read: never a path."""
+    text = (text or "").strip()
+    if ID_CHARS.match(text):
+        return text.lower()
+    if not text or len(text) > MAX_ID or not text.isprintable() or any(c in text for c in "/\\"):
+        raise UnsafePathError(f"invalid memory id {text[:60]!r}: at most {MAX_ID} printable characters, "
+                              "no '/' or '\\' (ids are UUIDs, or the ids files give)")
     return text
 
 
@@ -121,9 +151,20 @@ def file_stamp(entry: Entry) -> str:
     return entry.created_at.strftime("%Y%m%dT%H%M%S") + f"{entry.created_at.microsecond // 1000:03d}Z"
 
 
+def tombstone_path(live: PurePosixPath, tombstone: Entry) -> PurePosixPath:
+    """Where the tombstone of the entry at `live` goes: `deleted/` inside the folder it lives in
+    (which may not be the folder its conversation id would make: agent-cli slugs "My Chat" as
+    My_Chat), under the file's own name; a summary.md gets a '<created>__<id>.md' name."""
+    parts = live.parts
+    name = parts[-1]
+    if name == SUMMARY_FILE:
+        name = f"{file_stamp(tombstone)}__{slug(tombstone.id)}.md"
+    return PurePosixPath(parts[0], parts[1], DELETED, *parts[2:-1], name)
+
+
 def relative_path(entry: Entry) -> PurePosixPath:
     """The path of an entry relative to the vault root, live or soft-deleted."""
-    conversation = check_conversation(entry.conversation_id)
+    conversation = folder_for(entry.conversation_id)
     check_full_id(entry.id)
     kind = KIND_DIRS[entry.role]
     base = PurePosixPath(ENTRIES, conversation)
@@ -162,4 +203,31 @@ def is_entry_path(rel: PurePosixPath) -> bool:
 
 
 def is_deleted_path(rel: PurePosixPath) -> bool:
-    return len(rel.parts) >= 3 and rel.parts[2] == "deleted"
+    """A tombstone: under entries/<conversation>/deleted/ (memvault) or entries/deleted/<conversation>/
+    (where agent-cli's memory proxy moves the files it deletes)."""
+    return len(rel.parts) >= 3 and (rel.parts[2] == DELETED or is_agentcli_tombstone(rel))
+
+
+def is_agentcli_tombstone(rel: PurePosixPath) -> bool:
+    """entries/deleted/<conversation>/<kind>/<file>; not entries/deleted/<kind>/..., the live files of
+    a conversation called 'deleted'."""
+    parts = rel.parts
+    return len(parts) >= 5 and parts[1] == DELETED and parts[2] not in KIND_TOPS
+
+
+def conversation_folder_of(rel: PurePosixPath) -> str:
+    """The conversation folder an entry file belongs to."""
+    return rel.parts[2] if is_agentcli_tombstone(rel) else rel.parts[1]
+
+
+def kind_of(rel: PurePosixPath) -> str:
+    """The kind folder of an entry file ('facts', 'turns/user'...), whichever its tombstone layout."""
+    parts = rel.parts
+    start = 3 if is_agentcli_tombstone(rel) or parts[2] == DELETED else 2
+    return "/".join(parts[start:-1])
+
+
+def agentcli_slug(value: str) -> str:
+    """The folder agent-cli's memory proxy makes of a conversation id (its `_slugify`): every
+    character but letters, digits and '-._' becomes '_'."""
+    return "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in value) or "default"

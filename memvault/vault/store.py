@@ -31,6 +31,9 @@ from memvault.vault.entry import Entry, now, parse, render
 from memvault.vault.git import VaultGit, format_message
 
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
+# .memvault/ ignores itself (as a venv does): whoever made the vault, and whichever command made the
+# folder, a `git add .` (agent-cli commits that way) never commits the index.
+STATE_GITIGNORE = "# memvault's derived data (index, locks, queues): never committed\n*\n"
 LOCK_TIMEOUT = 120.0
 # An atomic write's temporary file lives for milliseconds; one older than this was left by a crash.
 STALE_TEMP_AGE = 60.0
@@ -136,7 +139,7 @@ class Transaction:
             raise deleted_meanwhile(entry.id)
         current = self.vault.read(old_rel)  # as it is now: an edit may have landed since `entry` was read
         tombstone = current.replace(deleted_at=now(), replaced_by=replaced_by)
-        new_rel = layout.relative_path(tombstone)
+        new_rel = layout.tombstone_path(old_rel, tombstone)
         self._touch(new_rel, tombstone)
         self._touch(old_rel, None)
         self.vault.remember_path(entry.id, new_rel)
@@ -185,7 +188,9 @@ class Vault:
             raise VaultError(f"no vault at {root}: run `memvault init` (or pass --vault PATH)")
         if not (root / layout.STATE_DIR).is_dir() and not (root / layout.ENTRIES).is_dir():
             raise VaultError(f"{root} is not a memvault vault: run `memvault init --vault {root}`")
-        return cls(root.resolve(), VaultGit.open(root))
+        vault = cls(root.resolve(), VaultGit.open(root))
+        vault.ensure_state_dir()
+        return vault
 
     @classmethod
     def init(cls, path: str | Path, use_enclosing_repo: bool = False) -> Vault:
@@ -195,7 +200,7 @@ class Vault:
         root.mkdir(parents=True, exist_ok=True)
         git = VaultGit.init(root, use_enclosing_repo)
         vault = cls(root.resolve(), git)
-        vault.state_dir.mkdir(exist_ok=True)
+        vault.ensure_state_dir()
         (vault.root / layout.ENTRIES).mkdir(exist_ok=True)
         gitignore = vault.root / ".gitignore"
         lines = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.exists() else []
@@ -210,13 +215,23 @@ class Vault:
     def state_dir(self) -> Path:
         return self.root / layout.STATE_DIR
 
+    def ensure_state_dir(self) -> None:
+        """Create .memvault/ if needed, with the .gitignore that keeps it out of every commit."""
+        ignore = self.state_dir / ".gitignore"
+        if ignore.is_file() and not ignore.is_symlink():
+            return
+        if self.state_dir.is_symlink():
+            return  # the owner's own arrangement: nothing is written through a link (atomic_write refuses)
+        self.state_dir.mkdir(exist_ok=True)
+        atomic_write(ignore, STATE_GITIGNORE.encode("utf-8"))
+
     @contextmanager
     def lock(self, wait: float = LOCK_TIMEOUT) -> Iterator[None]:
         """The vault's write lock: two processes never interleave writes or commits. The lock is
         the kernel's (flock): a process killed while holding it releases it."""
         from filelock import FileLock, Timeout
 
-        self.state_dir.mkdir(exist_ok=True)
+        self.ensure_state_dir()
         lock = FileLock(str(self.state_dir / "write.lock"), timeout=wait)
         try:
             lock.acquire()
@@ -371,27 +386,46 @@ class Vault:
         """(folder, file name) of each entry file, as `entry_files` orders them, as plain strings.
         Symbolic links (files or folders) are left out, and their paths added to `links` if given."""
         links = [] if links is None else links
-        base = self.root / layout.ENTRIES
-        conversations = [layout.check_conversation(conversation)] if conversation else sorted(
-            d.name for d in scandir_dirs(base))
-        for conv in conversations:
-            roots = [f"{layout.ENTRIES}/{conv}"]
+        for root in self.entry_roots(include_deleted, conversation):
+            for kind in layout.KIND_DIRS.values():
+                folder = f"{root}/{kind}"
+                link = self.linked_part(PurePosixPath(folder))
+                if link is not None:
+                    if str(link) not in links:
+                        links.append(str(link))
+                    continue
+                try:
+                    names = self._file_names(folder, links)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                for name in names:
+                    yield folder, name
+
+    def entry_roots(self, include_deleted: bool, conversation: str | None) -> list[str]:
+        """The folders holding kind folders (facts/, turns/...): each conversation's, then (asked for
+        deleted entries) its deleted/, then agent-cli's tombstones under entries/deleted/<conversation>/."""
+        folders = self.conversation_folders(conversation) if conversation else self.conversations()
+        roots = []
+        for folder in folders:
+            roots.append(f"{layout.ENTRIES}/{folder}")
             if include_deleted:
-                roots.append(f"{layout.ENTRIES}/{conv}/deleted")
-            for root in roots:
-                for kind in layout.KIND_DIRS.values():
-                    folder = f"{root}/{kind}"
-                    link = self.linked_part(PurePosixPath(folder))
-                    if link is not None:
-                        if str(link) not in links:
-                            links.append(str(link))
-                        continue
-                    try:
-                        names = self._file_names(folder, links)
-                    except (FileNotFoundError, NotADirectoryError):
-                        continue
-                    for name in names:
-                        yield folder, name
+                roots.append(f"{layout.ENTRIES}/{folder}/{layout.DELETED}")
+        if include_deleted:
+            tombstones = self.agentcli_tombstone_folders()
+            roots += [f"{layout.ENTRIES}/{layout.DELETED}/{folder}" for folder in tombstones
+                      if conversation is None or folder in folders]
+        return roots
+
+    def agentcli_tombstone_folders(self) -> list[str]:
+        """The conversation folders under entries/deleted/, when that folder is agent-cli's tombstone
+        root (it holds no kind folder of its own, as a conversation called 'deleted' would)."""
+        if not self.is_tombstone_root():
+            return []
+        return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES / layout.DELETED))
+
+    def is_tombstone_root(self) -> bool:
+        base = self.root / layout.ENTRIES / layout.DELETED
+        return base.is_dir() and not base.is_symlink() and not any((base / top).exists() for top in layout.KIND_TOPS)
 
     def _file_names(self, folder: str, links: list[str]) -> list[str]:
         """The entry file names in one folder, sorted; links among them go to `links`."""
@@ -439,18 +473,18 @@ class Vault:
         return parse(content, str(rel), self.defaults_for(rel, path))
 
     def defaults_for(self, rel: PurePosixPath, path: Path) -> dict:
-        parts = rel.parts
-        deleted = layout.is_deleted_path(rel)
-        kind = "/".join(parts[3 if deleted else 2:-1])
         defaults = {
-            "conversation_id": parts[1],
-            "role": ROLE_OF_DIR.get(kind),
+            "conversation_id": layout.conversation_folder_of(rel),
+            "role": ROLE_OF_DIR.get(layout.kind_of(rel)),
             "id": layout.id_from_filename(rel.name) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}")),
         }
         try:
             defaults["created_at"] = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
         except OSError:
             pass
+        if layout.is_deleted_path(rel) and "created_at" in defaults:
+            # agent-cli's tombstones carry no deleted_at: their place says they are deleted.
+            defaults["deleted_at"] = defaults["created_at"]
         return defaults
 
     def newest_entry_files(self, include_deleted: bool = False, conversation: str | None = None
@@ -517,12 +551,18 @@ class Vault:
         return rel is not None and not layout.is_deleted_path(rel)
 
     def resolve(self, prefix: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
-        """The entry whose id is `prefix` or starts with it, as git resolves short hashes."""
-        prefix = layout.check_id_prefix(prefix)
-        matches = {i: rel for i, rel in self._id_paths().items() if i.startswith(prefix)
-                   and (include_deleted or not layout.is_deleted_path(rel))}
-        if prefix in matches:
-            matches = {prefix: matches[prefix]}
+        """The entry whose id is `prefix` or starts with it, as git resolves short hashes; an id that
+        is no UUID's prefix (agent-cli's summary ids, hand-made ones) is matched exactly."""
+        prefix = layout.check_id_text(prefix)
+        paths = self._id_paths()
+        if prefix in paths:
+            matches = {prefix: paths[prefix]}
+        elif layout.ID_CHARS.match(prefix):
+            matches = {i: rel for i, rel in paths.items() if i.startswith(prefix)}
+        else:
+            matches = {}
+        if not include_deleted:
+            matches = {i: rel for i, rel in matches.items() if not layout.is_deleted_path(rel)}
         if not matches:
             raise NotFoundError(f"no memory with id {prefix}")
         if len(matches) > 1:
@@ -532,11 +572,28 @@ class Vault:
         return rel, self.read(rel)
 
     def summary(self, conversation: str) -> Entry | None:
-        rel = PurePosixPath(layout.ENTRIES, layout.check_conversation(conversation), "summaries", layout.SUMMARY_FILE)
-        return self.read(rel) if (self.root / rel).exists() else None
+        for folder in self.conversation_folders(conversation):
+            rel = PurePosixPath(layout.ENTRIES, folder, "summaries", layout.SUMMARY_FILE)
+            if (self.root / rel).exists():
+                return self.read(rel)
+        return None
 
     def conversations(self) -> list[str]:
-        return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES))
+        """The conversation folders (not entries/deleted/ when it is agent-cli's tombstone root)."""
+        skip = layout.DELETED if self.is_tombstone_root() else None
+        return sorted(d.name for d in scandir_dirs(self.root / layout.ENTRIES) if d.name != skip)
+
+    def conversation_folders(self, conversation: str) -> list[str]:
+        """The folders a conversation id's entries live in: `layout.folder_for(id)` (the id itself
+        when it is a folder name), and for an id that is none, also the folder agent-cli made of it
+        ("My Chat" in My_Chat/) when there is one. Each is a checked name: an id never leads out of
+        entries/."""
+        folder = layout.folder_for(conversation)
+        if folder == conversation:
+            return [folder]
+        theirs = layout.agentcli_slug(layout.check_conversation_id(conversation))
+        existing = {*self.conversations(), *self.agentcli_tombstone_folders()}
+        return [folder] + ([layout.check_conversation(theirs)] if theirs in existing else [])
 
     def check_new_folder(self, rel: PurePosixPath) -> None:
         """Before writing `rel`: a conversation folder it would create must be portable."""

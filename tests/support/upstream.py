@@ -47,7 +47,7 @@ class Upstream:
                 body = None
             with self.lock:
                 self.requests.append({"method": request.method, "path": request.url.path, "json": body,
-                                      "headers": dict(request.headers)})
+                                      "headers": dict(request.headers), "query": request.url.query, "body": raw})
             if self.fail:
                 status, message = self.fail
                 return JSONResponse({"error": {"message": message, "type": "upstream_error", "code": str(status)}},

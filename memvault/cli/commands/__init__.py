@@ -8,6 +8,7 @@ from memvault.cli.commands import (  # noqa: F401
     history,
     index,
     init,
+    log,
     maintenance,
     mcp,
     remote,

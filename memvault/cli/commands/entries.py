@@ -42,11 +42,15 @@ def scopes_of(user: str | None, agent: str | None, run: str | None) -> dict[str,
 
 @command("add")
 def add(
-    text: Annotated[Optional[str], typer.Argument(help="What to remember; '-' reads standard input.",
-                                                  show_default=False)] = None,
+    texts: Annotated[Optional[list[str]], typer.Argument(help="What to remember (several: one memory each); '-' "
+                                                         "reads standard input.", show_default=False)] = None,
     conversation: ConversationOpt = None, user: UserOpt = None, agent: AgentOpt = None, run: RunOpt = None,
     meta: Annotated[Optional[list[str]], typer.Option("--meta", help="Metadata key=value (repeatable).",
                                                       show_default=False)] = None,
+    lines: Annotated[bool, typer.Option("--lines", help="Standard input holds one memory per line.")] = False,
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="Standard input holds one JSON object per line: text and "
+                                        "front matter fields (role, conversation_id, created_at, user_id, agent_id, "
+                                        "run_id, metadata, source); stored as given, in one commit.")] = False,
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Store the text verbatim, even with an LLM "
                                          "configured.")] = False,
     model: Annotated[Optional[str], typer.Option("--model", help="litellm model string for this add.",
@@ -55,22 +59,95 @@ def add(
                                                         show_default=False)] = None,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
-    """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE); without one,
-    store it verbatim. Each add is one git commit."""
+    """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
+    text; without one, store each text verbatim, all in one commit."""
     from memvault.curate.extract import load_prompt
 
+    items = given_items(texts or [], lines, jsonl)
     memvault = open_memvault(vault, config, **{"llm.model": model})
+    if jsonl or (len(items) > 1 and (no_llm or not memvault.settings.llm.model)):
+        defaults = {"conversation_id": conversation, "metadata": parse_meta(meta) or None,
+                    **scopes_of(user, agent, run)}
+        given = {key: value for key, value in defaults.items() if value}
+        events = add_verbatim(memvault, [{**given, **item} for item in items])
+        show_added({"results": [e.to_dict() for e in events], "notes": [], "turn_id": None, "curated": False},
+                   events, json)
+        return
     prompt = load_prompt(str(prompt_file) if prompt_file else memvault.settings.llm.extraction_prompt_file)
-    result = memvault.add(read_text_argument(text), conversation or "default", scopes_of(user, agent, run),
-                          parse_meta(meta), infer=not no_llm, prompt=prompt)
-    for note in result.notes:
+    for item in items:  # validated before the first is stored
+        memvault.clean_text(item["text"])
+    results = [memvault.add(item["text"], conversation or "default", scopes_of(user, agent, run), parse_meta(meta),
+                            infer=not no_llm, prompt=prompt) for item in items]
+    shown = results[0].to_dict() if len(results) == 1 else {
+        "results": [e.to_dict() for r in results for e in r.events], "notes": [n for r in results for n in r.notes],
+        "turn_id": None, "curated": any(r.curated for r in results)}
+    show_added(shown, [e for r in results for e in r.events], json)
+
+
+def given_items(texts: list[str], lines: bool, jsonl: bool) -> list[dict]:
+    """What `add` was given, as field dicts: TEXT arguments, or standard input whole, by line, or as JSONL."""
+    if lines and jsonl:
+        raise UsageError("--lines and --jsonl exclude each other")
+    if (lines or jsonl) and texts not in ([], ["-"]):
+        raise UsageError("--lines and --jsonl read standard input: give no TEXT, or '-'")
+    if jsonl:
+        return jsonl_items(read_text_argument("-"))
+    if lines:
+        found = [{"text": line} for line in read_text_argument("-").splitlines() if line.strip()]
+        if not found:
+            raise UsageError("standard input holds no line to remember")
+        return found
+    if len(texts) > 1 and "-" in texts:
+        raise UsageError("'-' (standard input) cannot be mixed with other TEXT arguments")
+    return [{"text": read_text_argument(text)} for text in (texts or [None])]
+
+
+def jsonl_items(data: str) -> list[dict]:
+    import json as json_module
+
+    items = []
+    for number, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json_module.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise UsageError(f"line {number}: expected a JSON object with 'text'")
+        items.append(item)
+    if not items:
+        raise UsageError("standard input holds no JSON object to remember")
+    return items
+
+
+def add_verbatim(memvault, items: list[dict]) -> list:
+    """Every item as an entry, all checked before any is written, then one commit."""
+    from memvault.curate.ingest import MemoryEvent
+    from memvault.vault.entry import entry_from_fields
+
+    entries = []
+    for number, item in enumerate(items, start=1):
+        try:
+            entries.append(entry_from_fields(item, memvault.settings.limits.max_text_chars))
+        except UsageError as exc:
+            raise UsageError(f"memory {number}: {exc}; nothing stored") from None
+    first = " ".join(entries[0].text.split())[:50]
+    subject = (f"memvault add: {first} [{entries[0].id[:8]}]" if len(entries) == 1
+               else f"memvault add: {len(entries)} memories")
+    memvault.add_entries(entries, subject)
+    return [MemoryEvent("ADD", e.id, None, e.text) for e in entries]
+
+
+def show_added(shown: dict, events: list, json: bool) -> None:
+    for note in dict.fromkeys(shown["notes"]):  # the same note from each text: said once
         warn(note)
     if json:
-        print_json(result.to_dict())
+        print_json(shown)
         return
-    if not result.events:
+    if not events:
         say("Nothing to remember in that.")
-    for event in result.events:
+    for event in events:
         say(f"{event.event:<6} {(event.id or '')[:8]:<8}  "
             + (f"{event.old_memory} -> {event.new_memory}" if event.event == "UPDATE"
                else event.new_memory or event.old_memory or ""))

@@ -6,7 +6,17 @@ import typer
 
 from memvault.cli.base import command, open_memvault
 from memvault.cli.commands.entries import scopes_of
-from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, RunOpt, UserOpt, VaultOpt, finite
+from memvault.cli.options import (
+    AgentOpt,
+    ConfigOpt,
+    ConversationOpt,
+    IdArg,
+    JsonOpt,
+    RunOpt,
+    UserOpt,
+    VaultOpt,
+    finite,
+)
 from memvault.cli.output import age, console, print_json, table
 from memvault.retrieve.filters import filter_from_json
 
@@ -65,3 +75,29 @@ def search(
         for hit in hits:
             stages = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in hit.explain.items())
             console().print(f"[bold]#{hit.rank} {hit.id[:8]}[/bold] {escape(stages)}", soft_wrap=True, markup=True)
+
+
+@command("similar")
+def similar(
+    memory_id: IdArg,
+    conversation: ConversationOpt = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, help="How many neighbours.")] = 5,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0, callback=finite,
+                                                       help="Drop neighbours with a lower relevance.",
+                                                       show_default=False)] = None,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Memories near a memory (in every conversation unless -c): its text searched for, itself left out,
+    by relevance alone (no recency, no diversity)."""
+    memvault = open_memvault(vault, config)
+    show_notices(memvault)
+    _, entry = memvault.get(memory_id)
+    hits = memvault.search(entry.text, conversation, top_k=top_k + 1, recency_weight=0.0, mmr_lambda=1.0,
+                           score_threshold=threshold)
+    hits = [hit for hit in hits if hit.id != entry.id][:top_k]
+    if json:
+        print_json([{**hit.as_dict(), "explain": None} for hit in hits])
+        return
+    table(["#", "id", "text", "role", "conversation", "age", "relevance"],
+          [[rank, hit.id[:8], hit.text, hit.role, hit.conversation_id, age(hit.created_at), f"{hit.relevance:.3f}"]
+           for rank, hit in enumerate(hits, start=1)])
