@@ -153,18 +153,19 @@ class Memory:
     @serialised
     def search(self, query: str, user_id: str | None = None, agent_id: str | None = None,
                run_id: str | None = None, limit: int = DEFAULT_LIMIT, filters: dict | None = None,
-               threshold: float | None = None) -> dict[str, Any]:
+               threshold: float | None = None, as_of: str | None = None) -> dict[str, Any]:
         """The memories of these scopes most relevant to `query`, best first, through memvault's
         pipeline (dense + lexical, rerank, recency, MMR). `filters`: a mem0 filter expression
         (eq ne gt gte lt lte in nin contains icontains, AND OR NOT) on fields and metadata;
-        `threshold`: the minimum relevance (None: the configured one)."""
+        `threshold`: the minimum relevance (None: the configured one); `as_of`: a date, ISO time
+        or commit: the vault as it was then (time travel)."""
         scopes = required_scopes(user_id, agent_id, run_id, filters)
         check_limit(limit)
         if threshold is not None and (isinstance(threshold, bool) or not 0 <= threshold <= 1):
             raise ValidationError(f"threshold must be between 0 and 1, got {threshold!r}")
         self._sync_once()
         hits = self._core.search(query, None, scopes, memories_matching(filters), top_k=limit,
-                                 score_threshold=threshold)
+                                 score_threshold=threshold, as_of=as_of)
         return {"results": [item_from_hit(hit) for hit in hits]}
 
     @serialised
