@@ -12,15 +12,19 @@ that a commit made meanwhile by anyone else is never overwritten: about 150 ms o
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from memvault.vault.git import GitFailed, VaultGit
+from memvault.errors import VaultError
+
+# `git` below is a memvault.vault.git.VaultGit, which calls this module: not imported, so that the two
+# modules do not import each other.
 
 
 class NotForUs(Exception):
     """The fast path does not apply (the user has staged changes of their own, or HEAD moved)."""
 
 
-def commit_staged_alone(git: VaultGit, pathspec: list[str], message: str) -> str | None:
+def commit_staged_alone(git: Any, pathspec: list[str], message: str) -> str | None:
     """Stage `pathspec` (git.pathspec_file options) and commit it alone on HEAD; the new commit's sha,
     None when the paths hold what HEAD holds. Raises NotForUs before staging anything when the index
     holds other staged changes, or after staging when HEAD moved meanwhile (the caller then commits
@@ -35,12 +39,15 @@ def commit_staged_alone(git: VaultGit, pathspec: list[str], message: str) -> str
     message = clean_message(message)
     try:
         commit = git.run("commit-tree", tree, "-p", head, "-F", "-", input=message).strip()
-    except GitFailed as exc:  # named as the commit it is (an identity git refuses, a full disk)
-        raise GitFailed(f"git commit failed: {git.explain(exc.output)}", exc.output) from None
+    except VaultError as exc:  # named as the commit it is (an identity git refuses, a full disk)
+        output = getattr(exc, "output", None)  # a GitFailed carries all git said
+        if output is None:
+            raise
+        raise type(exc)(f"git commit failed: {git.explain(output)}", output) from None
     subject = message.split("\n", 1)[0]
     try:
         git.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
-    except GitFailed as exc:
+    except VaultError as exc:
         raise NotForUs(f"HEAD moved meanwhile: {exc}") from None
     return commit
 
