@@ -229,13 +229,14 @@ class Memory:
     def search(self, query: str, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
                limit: int | None = None, filters: dict | None = None, threshold: float | None = None, *,
                top_k: int | None = None, rerank: bool = True, explain: bool = False, show_expired: bool = False,
-               reference_date: Any = None) -> dict[str, Any]:
+               reference_date: Any = None, as_of: str | None = None) -> dict[str, Any]:
         """The memories most relevant to `query`, best first, through memvault's pipeline (dense +
         lexical, rerank, recency, MMR). Scopes: mem0 2.x's `filters={"user_id": ...}` (a string, an
         int, {"eq"/"in": ...} or "*") or 1.x's `user_id=`; `filters` also takes mem0 and spec
         filter expressions. `top_k` (1.x: `limit`, default 20), `threshold` (None: the configured
         one), `rerank=False` skips the cross-encoder, `explain` adds score_details; memories past
-        their expiration_date are left out unless `show_expired`."""
+        their expiration_date are left out unless `show_expired`. `as_of`: a date, ISO time or commit:
+        the vault as it was then (time travel, memvault's own)."""
         if reference_date is not None:
             raise ValidationError("reference_date is a mem0 Platform parameter: use filters on created_at")
         query = check_query(query)
@@ -247,7 +248,7 @@ class Memory:
         self._sync_once()
         overrides = {"reranker": ""} if not rerank else {}
         hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
-                                 score_threshold=threshold, **overrides)
+                                 score_threshold=threshold, as_of=as_of, **overrides)
         found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}
         # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
         # names entities that have relations (graph.enabled, on by default).

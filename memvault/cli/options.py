@@ -30,6 +30,9 @@ LiveIdsArg = Annotated[list[str], typer.Argument(help="Memory ids or unique pref
                                                  autocompletion=complete_live_memory_id)]
 HistoryIdArg = Annotated[Optional[str], typer.Argument(
     help="Memory id or prefix; without it, the vault's log.", show_default=False, autocompletion=complete_memory_id)]
+AsOfOpt = Annotated[Optional[str], typer.Option(
+    "--as-of", help="The vault as it was then: a date (YYYY-MM-DD, end of day UTC), an ISO 8601 time or a commit.",
+    show_default=False)]
 
 
 def finite(value: Optional[float]) -> Optional[float]:

@@ -40,10 +40,11 @@ class Searching:
     """Queries over the index (caught up with every write first)."""
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
-               filters: dict | None = None, include_global: bool = True, **overrides: Any) -> list:
+               filters: dict | None = None, include_global: bool = True, as_of: str | None = None,
+               **overrides: Any) -> list:
         """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
         (all conversations when None); `overrides` replace retrieval settings for this call (see
-        RetrievalOverrides)."""
+        RetrievalOverrides). `as_of` (a date, time or commit) searches the vault as it was then."""
         from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
@@ -53,6 +54,14 @@ class Searching:
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
         query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
+        if as_of is not None:  # the past's own cached index (memvault.index.past); today's is not opened
+            from memvault.index.past import past_index
+            from memvault.vault.timetravel import resolve
+
+            past = resolve(self.vault.git, as_of)
+            with past_index(self.vault, self.embedder(), past) as index:
+                return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes,
+                              filters, now=past.moment, query_vector=query_vector)
         with self.keeper.caught_up() as index:
             return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes, filters,
                           query_vector=query_vector)

@@ -31,10 +31,14 @@ ENTRY_COLUMNS = (
 )
 
 
-def connect(path: Path | str) -> Any:
-    """An apsw connection with sqlite-vec loaded and the pragmas the index relies on."""
+def connect(path: Path | str, readonly: bool = False) -> Any:
+    """An apsw connection with sqlite-vec loaded and the pragmas the index relies on (`readonly`: one
+    that can never change the file, for reading another index's vectors)."""
     apsw, sqlite_vec = _modules()
-    conn = apsw.Connection(str(path))
+    if readonly:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    else:
+        conn = apsw.Connection(str(path))
     conn.setbusytimeout(BUSY_TIMEOUT_MS)
     try:
         conn.enable_load_extension(True)
@@ -45,7 +49,7 @@ def connect(path: Path | str) -> Any:
         raise SearchIndexError(
             f"cannot load sqlite-vec ({exc}): reinstall it with `pip install sqlite-vec==0.1.9`") from None
     try:
-        if str(path) != ":memory:":
+        if str(path) != ":memory:" and not readonly:
             conn.execute("PRAGMA journal_mode=WAL")
         # NORMAL is safe in WAL mode, and the index can always be rebuilt from the files.
         conn.execute(f"PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{CACHE_KIB}; PRAGMA temp_store=MEMORY")

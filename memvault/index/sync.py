@@ -114,6 +114,9 @@ class Snapshot:
     files: tuple[ScannedFile, ...] = ()
     links: tuple[str, ...] = ()  # symbolic links under entries/: never followed, reported
     started_ns: int = 0  # when the scan began: a file modified after (or just before) is "racy"
+    # Paths whose (mtime_ns, size) matched the index: only their names are kept, since on a vault of
+    # 100k unchanged files a ScannedFile and a PurePosixPath each cost more than the stat itself.
+    unchanged: frozenset[str] = frozenset()
 
 
 def _trusted_stamp(mtime_ns: int, started_ns: int) -> int:
@@ -130,8 +133,25 @@ def scan(vault: Vault, indexed: dict[str, IndexedFile]) -> Snapshot:
     started = time.time_ns()
     root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
     links: list[str] = []
-    files = [_scan_one(vault, root, rel, indexed.get(str(rel))) for rel in vault.entry_files(links=links)]
-    return Snapshot(files=tuple(files), links=tuple(links), started_ns=started)
+    files: list[ScannedFile] = []
+    unchanged: set[str] = set()
+    for folder, name in vault.entry_names(links=links):
+        key = f"{folder}/{name}"
+        row = indexed.get(key)
+        if row is not None and row.mtime_ns and _stat_unchanged(root + key, row):
+            unchanged.add(key)
+        else:
+            files.append(_scan_one(vault, root, PurePosixPath(key), row))
+    return Snapshot(files=tuple(files), links=tuple(links), started_ns=started, unchanged=frozenset(unchanged))
+
+
+def _stat_unchanged(path: str, row: IndexedFile) -> bool:
+    """Whether the file's (mtime_ns, size) is the one the index recorded (not followed: a link never is)."""
+    try:
+        stat = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False  # _scan_one reports it
+    return (stat.st_mtime_ns, stat.st_size) == (row.mtime_ns, row.size)
 
 
 def _scan_one(vault: Vault, root: str, rel: PurePosixPath, row: IndexedFile | None) -> ScannedFile:
@@ -164,7 +184,8 @@ def diff(snapshot: Snapshot, indexed: dict[str, IndexedFile]) -> SyncPlan:
     changed: list[Pending] = []
     restat: list[tuple[str, int, int]] = []
     broken: list[tuple[str, str]] = [(link, LINK_REASON) for link in snapshot.links]
-    unchanged = 0
+    seen.update(snapshot.unchanged)
+    unchanged = len(snapshot.unchanged)
     for found in snapshot.files:
         key = str(found.rel)
         seen.add(key)

@@ -107,13 +107,16 @@ class KnownVectors:
     """An embedder that answers passages embedded beforehand from memory and asks `inner` for the rest.
 
     A writer embeds its new texts first, then takes the index lock only to store them: searches in
-    other threads are not held up by the model."""
+    other threads are not held up by the model. `known` adds vectors found elsewhere (a past index
+    copies today's), keyed by their text."""
 
-    def __init__(self, inner: Embedder, texts: list[str]) -> None:
+    def __init__(self, inner: Embedder, texts: list[str], known: dict[str, np.ndarray] | None = None) -> None:
         self.inner = inner
         self.batch_size = getattr(inner, "batch_size", DEFAULT_BATCH_SIZE)
-        texts = list(dict.fromkeys(texts))
-        self.known = dict(zip(texts, inner.embed(texts, kind="passage"), strict=True)) if texts else {}
+        self.known = dict(known or {})
+        texts = [text for text in dict.fromkeys(texts) if text not in self.known]
+        if texts:
+            self.known.update(zip(texts, inner.embed(texts, kind="passage"), strict=True))
 
     @property
     def identity(self) -> str:

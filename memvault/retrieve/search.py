@@ -10,6 +10,9 @@ all lanes are then fused by one weighted RRF (a conversation's first hit ties wi
 from __future__ import annotations
 
 import json
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -76,11 +79,32 @@ def conversations_for(conversation: str | None) -> list[str] | None:
     return [conversation] if conversation == GLOBAL else [conversation, GLOBAL]
 
 
+# Query vectors kept per embedder, by text: a question asked again (a client's retry, an agent that
+# recalls the same thing each turn, the proxy's concurrent clients) skips the model, which is most of
+# a search's CPU. 1,024 vectors of 384 floats are 1.5 MB.
+QUERY_CACHE_SIZE = 1024
+_query_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_query_cache_lock = threading.Lock()
+
+
 def embed_query(embedder: Any, query: str) -> Any:
-    """The query's vector, as a flat float32 array."""
+    """The query's vector, as a flat read-only float32 array (cached by text, per embedder)."""
     import numpy as np
 
-    return np.asarray(embedder.embed([query.strip()], kind="query"), dtype=np.float32).reshape(-1)
+    text = query.strip()
+    with _query_cache_lock:
+        cache = _query_cache.setdefault(embedder, OrderedDict())
+        vector = cache.get(text)
+        if vector is not None:
+            cache.move_to_end(text)
+            return vector
+    vector = np.asarray(embedder.embed([text], kind="query"), dtype=np.float32).reshape(-1)
+    vector.setflags(write=False)  # shared by every caller that asks the same
+    with _query_cache_lock:
+        cache[text] = vector
+        while len(cache) > QUERY_CACHE_SIZE:
+            cache.popitem(last=False)
+    return vector
 
 
 def search(

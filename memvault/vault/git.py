@@ -183,6 +183,16 @@ class VaultGit:
             return None
         self.remove_stale_locks()
         with pathspec_file(repo_paths) as pathspec:
+            if self.has_commits():  # git's plumbing when only these paths are staged (vault.fastcommit)
+                from memvault.vault.fastcommit import NotForUs, commit_staged_alone
+
+                try:
+                    return commit_staged_alone(self, pathspec, message)
+                except NotForUs:
+                    pass  # the user's own staged changes, or HEAD moved: `commit --only` leaves theirs alone
+                except BaseException:
+                    self.unstage(pathspec)
+                    raise
             self.run("add", "-A", *pathspec)
             only = ["--only"] if self.has_commits() else []
             try:

@@ -12,6 +12,7 @@ import typer
 from memvault.cli.base import command, open_memvault, read_text_argument
 from memvault.cli.options import (
     AgentOpt,
+    AsOfOpt,
     ConfigOpt,
     ConversationOpt,
     IdArg,
@@ -183,14 +184,23 @@ def list_(
 
 
 @command("show")
-def show(memory_id: IdArg, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
-    """Print a memory's file (front matter and text)."""
+def show(memory_id: IdArg, as_of: AsOfOpt = None, vault: VaultOpt = None, config: ConfigOpt = None,
+         json: JsonOpt = False) -> None:
+    """Print a memory's file (front matter and text), today's or as it was `--as-of` a date or commit."""
     memvault = open_memvault(vault, config)
-    rel, entry = memvault.get(memory_id)
-    if json:
-        print_json({**entry.to_dict(), "path": str(rel)})
+    if as_of is not None:
+        from memvault.vault.timetravel import entry_at, resolve
+
+        past = resolve(memvault.vault.git, as_of)
+        rel, entry, content = entry_at(memvault.vault.git, past, memory_id)
+        extra = {"as_of": past.moment.isoformat(), "commit": past.sha}
     else:
-        print_text((memvault.vault.root / rel).read_text(encoding="utf-8"))
+        rel, entry = memvault.get(memory_id)
+        content, extra = (memvault.vault.root / rel).read_text(encoding="utf-8"), {}
+    if json:
+        print_json({**entry.to_dict(), "path": str(rel), **extra})
+    else:
+        print_text(content)
 
 
 def run_editor(path: Path) -> None:

@@ -8,6 +8,7 @@ from memvault.cli.base import command, open_memvault
 from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import (
     AgentOpt,
+    AsOfOpt,
     ConfigOpt,
     ConversationOpt,
     IdArg,
@@ -47,7 +48,7 @@ def search(
         "mem0 filter expression as JSON, e.g. "
         "'{\"AND\": [{\"user_id\": \"alice\"}, {\"topic\": {\"in\": [\"food\"]}}]}'."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show every stage's scores.")] = False,
-    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+    as_of: AsOfOpt = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Search memories: dense + lexical candidates, rerank, threshold, recency, MMR."""
     from rich.markup import escape
@@ -58,7 +59,7 @@ def search(
     memvault = open_memvault(vault, config)
     show_notices(memvault)
     scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
-    hits = memvault.search(query, conversation, scopes, filters,
+    hits = memvault.search(query, conversation, scopes, filters, as_of=as_of,
                            top_k=top_k, recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
     if json:
         print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])

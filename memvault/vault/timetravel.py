@@ -1,0 +1,172 @@
+"""Time travel: the vault as it was at a past date or commit, read from git's objects.
+
+Nothing here touches the work tree or git's index: a past state is `git ls-tree` of one commit and
+`git cat-file --batch` of its entry files. `--as-of` takes a date (`2026-05-01`: the vault at the end
+of that day, UTC), an ISO 8601 time (`2026-05-01T12:00:00+02:00`; no zone means UTC) or anything git
+names a commit by (`HEAD~3`, a short sha, a tag).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+from pathlib import PurePosixPath
+
+from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, UsageError, VaultError
+from memvault.vault import layout
+from memvault.vault.entry import Entry, parse
+from memvault.vault.git import OWN_CONFIG, VaultGit
+
+DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# A commit name must look like one (a ref, a sha, HEAD~2, v1^): nothing git would read as an option.
+COMMIT_NAME = re.compile(r"^[\w][\w./~^@{}+-]*$")
+
+
+@dataclass(frozen=True)
+class PastCommit:
+    """The commit a past state is read from, and the moment it stands for (recency is counted from it)."""
+
+    sha: str
+    moment: datetime
+    asked: str  # what the user wrote, for messages
+
+
+def resolve(git: VaultGit, when: str) -> PastCommit:
+    """The commit that holds the vault as it was at `when` (a date, a time, or a commit name).
+    UsageError when `when` names neither, or the vault has no commit that early."""
+    when = when.strip() if isinstance(when, str) else ""
+    if not when:
+        raise UsageError("--as-of needs a date (YYYY-MM-DD), an ISO 8601 time or a commit")
+    moment = _moment(when)
+    if moment is not None:
+        sha = _git(git, "rev-list", "-1", f"--before=@{int(moment.timestamp())}", "HEAD", "--").strip() \
+            if git.has_commits() else ""
+        if not sha:
+            raise UsageError(f"the vault has no commit at or before {when}: nothing to search as of then")
+        return PastCommit(sha, moment, when)
+    if not COMMIT_NAME.match(when):
+        raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit")
+    try:
+        sha = _git(git, "rev-parse", "--verify", "--quiet", f"{when}^{{commit}}").strip()
+    except VaultError:
+        sha = ""
+    if not sha:
+        raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit of the vault")
+    stamp = _git(git, "show", "-s", "--format=%ct", sha).strip()
+    return PastCommit(sha, datetime.fromtimestamp(int(stamp), UTC), when)
+
+
+def _moment(when: str) -> datetime | None:
+    """A date is the end of that day (UTC); a time without a zone is UTC; None if `when` is neither."""
+    try:
+        if DATE_ONLY.match(when):
+            day = datetime.strptime(when, "%Y-%m-%d").date()
+            return datetime.combine(day, time.max, UTC).replace(microsecond=0)
+        if not re.match(r"^\d{4}-\d{2}-\d{2}[T ]\d", when):
+            return None
+        moment = datetime.fromisoformat(when)
+    except ValueError:
+        raise UsageError(f"--as-of {when!r} is not a valid date or ISO 8601 time") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def files_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, bytes]]:
+    """The entry files of the vault at `past` (live ones only unless `include_deleted`) and their bytes."""
+    listing = _git(git, "ls-tree", "-r", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    wanted: list[tuple[PurePosixPath, str]] = []
+    for record in listing.split("\0"):
+        if not record:
+            continue
+        info, _, repo_rel = record.partition("\t")
+        mode, kind, blob = info.split()
+        rel = PurePosixPath(git.vault_path(repo_rel))
+        if kind != "blob" or mode == "120000" or not layout.is_entry_path(rel):
+            continue  # a symbolic link is never followed, in the past as today
+        if include_deleted or not layout.is_deleted_path(rel):
+            wanted.append((rel, blob))
+    contents = _blobs(git, [blob for _, blob in wanted])
+    return [(rel, contents[blob]) for rel, blob in wanted]
+
+
+def entries_at(git: VaultGit, past: PastCommit, include_deleted: bool = False
+               ) -> list[tuple[PurePosixPath, Entry | EntryFormatError]]:
+    """Every entry file of the vault at `past`, parsed (or the error that says why it could not be)."""
+    return [(rel, _parsed(rel, content, past)) for rel, content in files_at(git, past, include_deleted)]
+
+
+def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPath, Entry, str]:
+    """The memory whose id is (or starts with) `prefix` as it read at `past`, with its file's text; a
+    tombstone if it had been deleted by then. NotFoundError if it did not exist yet (or was purged)."""
+    prefix = layout.check_id_prefix(prefix).lower()
+    found: dict[str, tuple[PurePosixPath, Entry, str]] = {}
+    for rel, content in files_at(git, past, include_deleted=True):
+        entry = _parsed(rel, content, past)
+        if isinstance(entry, Entry) and entry.id.startswith(prefix):
+            # a live file wins over a tombstone of the same id (a restore leaves both in history)
+            if entry.id not in found or not layout.is_deleted_path(rel):
+                found[entry.id] = (rel, entry, content.decode("utf-8"))
+    if prefix in found:
+        return found[prefix]
+    if not found:
+        raise NotFoundError(f"no memory with id {prefix} in the vault as of {past.asked} (commit {past.sha[:12]})")
+    if len(found) > 1:
+        raise AmbiguousIdError(f"id prefix {prefix} is ambiguous as of {past.asked}: {len(found)} memories match")
+    return next(iter(found.values()))
+
+
+def _parsed(rel: PurePosixPath, content: bytes, past: PastCommit) -> Entry | EntryFormatError:
+    """The entry of one past file; fields it leaves out come from its place and name, as today's
+    files' do (the creation time from the name, else the commit's)."""
+    parts = rel.parts
+    deleted = layout.is_deleted_path(rel)
+    stamp = layout.time_from_filename(rel.name)
+    defaults = {
+        "conversation_id": parts[1],
+        "role": {v: k for k, v in layout.KIND_DIRS.items()}.get("/".join(parts[3 if deleted else 2:-1])),
+        "id": layout.id_from_filename(rel.name),
+        "created_at": datetime.fromtimestamp(stamp, UTC) if stamp is not None else past.moment,
+    }
+    try:
+        return parse(content.decode("utf-8"), str(rel), {k: v for k, v in defaults.items() if v is not None})
+    except UnicodeDecodeError:
+        return EntryFormatError(rel, "not UTF-8 text")
+    except EntryFormatError as exc:
+        return exc
+
+
+def _blobs(git: VaultGit, shas: list[str]) -> dict[str, bytes]:
+    """The bytes of these blobs, through one `git cat-file --batch` process."""
+    if not shas:
+        return {}
+    unique = list(dict.fromkeys(shas))
+    out = _run(git, ("cat-file", "--batch"), ("\n".join(unique) + "\n").encode())
+    found: dict[str, bytes] = {}
+    position = 0
+    for sha in unique:
+        end = out.index(b"\n", position)
+        header = out[position:end].split()
+        if len(header) != 3:
+            raise VaultError(f"git cat-file could not read blob {sha[:12]}")
+        size = int(header[2])
+        found[sha] = out[end + 1:end + 1 + size]
+        position = end + 1 + size + 1  # the content, then a newline
+    return found
+
+
+def _git(git: VaultGit, *args: str) -> str:
+    return _run(git, args).decode("utf-8", "replace")
+
+
+def _run(git: VaultGit, args: tuple[str, ...], stdin: bytes | None = None) -> bytes:
+    """Read-only git in the vault's repository, bytes out (blob sizes count bytes), one-line errors."""
+    try:
+        done = subprocess.run(["git", "--literal-pathspecs", *OWN_CONFIG, *args], cwd=git.work_dir, input=stdin,
+                              capture_output=True)
+    except OSError as exc:
+        raise VaultError(f"cannot run git: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        raise VaultError(f"git {args[0]} failed: {git.explain(done.stderr.decode('utf-8', 'replace'))}")
+    return done.stdout
+
