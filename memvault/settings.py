@@ -71,6 +71,14 @@ class ServerSettings:
 
 
 @dataclass
+class SessionSettings:
+    """Episodic sessions (memvault.core.sessions): when one ends, and how long its summary is retrieved."""
+
+    idle_minutes: float = 20.0  # `serve` ends a conversation's session after this long without a turn
+    max_age_days: float = 30.0  # older session summaries are left out of retrieved memories (the latest stays)
+
+
+@dataclass
 class LimitsSettings:
     """Size caps: what one request, text or file may cost (memory and time grow with them)."""
 
@@ -87,6 +95,7 @@ class Settings:
     llm: LLMSettings = field(default_factory=LLMSettings)
     server: ServerSettings = field(default_factory=ServerSettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
+    session: SessionSettings = field(default_factory=SessionSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 

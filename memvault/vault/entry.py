@@ -14,7 +14,7 @@ from typing import Any
 
 from memvault.errors import EntryFormatError, UsageError
 
-ROLES = ("memory", "user", "assistant", "summary")
+ROLES = ("memory", "user", "assistant", "summary", "session")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 # Front matter keys in the order they are written, so files diff cleanly.
 FIELD_ORDER = (

@@ -14,7 +14,9 @@ from memvault.vault.entry import Entry
 GLOBAL = "global"
 ENTRIES = "entries"
 STATE_DIR = ".memvault"
-KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries"}
+SESSION_STATE_DIR = "session"  # .memvault/session/<conversation>/: held candidates, never committed
+KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries",
+             "session": "sessions"}  # session: one episodic summary per finished session
 SUMMARY_FILE = "summary.md"
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
