@@ -55,8 +55,15 @@ class Memory:
     environment; `llm`: an object with memvault's LLM protocol used instead of `llm.model` (tests).
     """
 
+    def __new__(cls, *args: Any, mode: str = "normal", **kwargs: Any):
+        """`mode="incognito"` (alias "guest"): an in-process memory that reads and writes no vault
+        (memvault.api.incognito)."""
+        from memvault.api.incognito import IncognitoMemory, is_incognito
+
+        return IncognitoMemory(*args, **kwargs) if is_incognito(mode) else super().__new__(cls)
+
     def __init__(self, config: dict | None = None, *, vault: str | Path | None = None,
-                 settings: Settings | None = None, llm: Any = None) -> None:
+                 settings: Settings | None = None, llm: Any = None, mode: str = "normal") -> None:
         with translated():
             self.settings, self._prompt = build_settings(config, vault, settings)
             self._core = Memvault.open(self.settings, create=True)
@@ -92,7 +99,7 @@ class Memory:
     @serialised
     def add(self, messages: str | dict | list, user_id: str | None = None, agent_id: str | None = None,
             run_id: str | None = None, metadata: dict | None = None, filters: dict | None = None,
-            prompt: str | None = None, infer: bool = True) -> dict[str, Any]:
+            prompt: str | None = None, infer: bool = True, policy: bool = False) -> dict[str, Any]:
         """Remember what the user said. With an LLM (and `infer`), facts are extracted from the latest
         user message and reconciled with the scope's memories; without one, or with `infer=False`,
         each message is stored as given. Returns {"results": [{id, memory, event, ...}]} with the
@@ -100,14 +107,19 @@ class Memory:
         "notes" when something degraded (e.g. the LLM failed and the text was stored as given).
 
         `filters` is accepted for mem0's signature: reconciliation always looks at the memories of
-        exactly these scopes."""
+        exactly these scopes. `policy=True`: the write policy of chat turns decides (memvault.core.sessions):
+        facts may be held until the session ends or dropped, and HOLD / DROP events say so."""
         scopes = required_scopes(user_id, agent_id, run_id)
         if not infer:
             messages = without_system(messages)
         self._sync_once()
-        result = self._core.add(messages, scopes=scopes, metadata=metadata, infer=infer,
-                                prompt=self._extraction_prompt(prompt) if infer else None,
-                                llm=self._llm if infer else None)
+        if policy and infer:
+            result = self._core.policy_add(messages, scopes=scopes, metadata=metadata,
+                                           prompt=self._extraction_prompt(prompt), llm=self._llm)
+        else:
+            result = self._core.add(messages, scopes=scopes, metadata=metadata, infer=infer,
+                                    prompt=self._extraction_prompt(prompt) if infer else None,
+                                    llm=self._llm if infer else None)
         out: dict[str, Any] = {"results": [event_dict(e) for e in result.events if e.event != "NONE"]}
         if result.notes:
             out["notes"] = list(result.notes)
