@@ -13,8 +13,16 @@ import httpx
 import pytest
 
 from memvault import settings
-from memvault.converse.prompt import (CORE_HEADER, CURRENT_HEADER, MEMORY_HEADER, RULES_HEADER, SESSION_HEADER,
-                                      SUMMARY_HEADER, gather, render)
+from memvault.converse.prompt import (
+    CORE_HEADER,
+    CURRENT_HEADER,
+    MEMORY_HEADER,
+    RULES_HEADER,
+    SESSION_HEADER,
+    SUMMARY_HEADER,
+    gather,
+    render,
+)
 from memvault.core import Memvault
 from memvault.server.run import running
 from memvault.vault.entry import Entry
