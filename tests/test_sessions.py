@@ -21,7 +21,6 @@ from memvault.converse.prompt import (
     SESSION_HEADER,
     SUMMARY_HEADER,
     gather,
-    render,
 )
 from memvault.core import Memvault
 from memvault.server.run import running
@@ -173,14 +172,14 @@ def test_proxy_prompt_order_and_the_default_owner(tmp_path, upstream):
         reply = post(base, {"messages": [{"role": "user", "content": "Which pasta should I make tonight?"}]})
         assert reply.status_code == 200, reply.text
     sent = next(m["content"] for m in reversed(upstream.chat_requests()[-1]["messages"]) if m["role"] == "user")
-    # DESIGN s9's order. MERGE: the workspace and semantic branches seed a core file and a rule above and
-    # put CORE_HEADER, RULES_HEADER at the head of this list.
+    # The documented order (docs/architecture.md, Retrieval). MERGE: the workspace and semantic branches
+    # seed a core file and a rule above, and put CORE_HEADER, RULES_HEADER at the head of this list.
     order = [SESSION_HEADER, SUMMARY_HEADER, MEMORY_HEADER, CURRENT_HEADER]
     positions = [sent.index(header) for header in order]
     assert positions == sorted(positions), sent
     assert "The user talked about cooking pasta." in sent.split(SUMMARY_HEADER)[0]
     assert "[memory] The user's favourite pasta is carbonara." in sent
-    assert render.__name__ and CORE_HEADER not in sent and RULES_HEADER not in sent  # not this branch's sections
+    assert CORE_HEADER not in sent and RULES_HEADER not in sent  # not this branch's sections (see MERGE above)
     # No memory_id: the owner is `default`, as agent-cli's is; the turn is stored there.
     assert wait_for(lambda: list((vault / "entries" / "default" / "turns" / "user").glob("*.md")))
 
