@@ -58,7 +58,8 @@ def main() -> None:
             third = Entry("Which month is best?", role="user", conversation_id=conversation)
             core.add_entries([third], "turn", operation="chat")
             core.policy_add(third.text, conversation, llm=llm, turn=third)
-            costs["end_session (3 turns, 1 held, summary)"].append(measured(lambda: core.end_session(conversation, llm)))
+            ending = measured(lambda: core.end_session(conversation, llm))
+            costs["end_session (3 turns, 1 held, summary)"].append(ending)
         core.close()
     print(json.dumps({name: {"median_cpu_ms": round(statistics.median(values) * 1000, 1),
                              "min_cpu_ms": round(min(values) * 1000, 1), "rounds": len(values)}
