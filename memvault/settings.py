@@ -146,6 +146,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be a finite number, got {value!r}")
     if isinstance(typed, int) and not isinstance(typed, bool) and key.startswith("limits.") and typed < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
+    if key.startswith("session.") and typed <= 0:
+        raise ConfigError(f"{source}: {key} must be greater than 0, got {value!r}")
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
             raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")

@@ -225,3 +225,23 @@ def test_held_candidates_survive_a_sigkill(memvault, tmp_path):
         assert facts_of(restarted) == [fact]
     finally:
         restarted.close()
+
+
+def test_cli_add_policy_reports_hold_and_drop_as_json_events(memvault, monkeypatch):
+    from tests.support.cli import Cli
+
+    held, dropped = "The user may learn Dutch.", "The user said thanks."
+    llm = policy_llm({"Maybe Dutch, thanks": [held, dropped]}, {held: ("hold", "fact"), dropped: ("drop", "fact")})
+    monkeypatch.setattr(Memvault, "llm", lambda self: llm)
+    cli = Cli(memvault.vault.root)
+    events = cli.ok("add", "Maybe Dutch, thanks", "--policy", "--json").json()["results"]
+    assert [(e["event"], e["memory"]) for e in events] == [("HOLD", held), ("DROP", dropped)]
+    assert all(e["reason"] for e in events)
+    assert cli.ok("add", "Maybe Dutch, thanks", "--json").json()["results"][0]["event"] == "ADD"  # no policy
+
+
+def test_session_settings_must_be_positive():
+    from memvault.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="session.idle_minutes must be greater than 0"):
+        settings.load(None, {"session.idle_minutes": "0"})

@@ -53,6 +53,8 @@ def add(
                                                  show_default=False)] = None,
     prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="A custom fact extraction prompt.",
                                                         show_default=False)] = None,
+    policy: Annotated[bool, typer.Option("--policy", help="Apply chat's write policy: a fact may be held until "
+                                         "the session ends, or dropped (HOLD/DROP events).")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE); without one,
@@ -61,8 +63,12 @@ def add(
 
     memvault = open_memvault(vault, config, **{"llm.model": model})
     prompt = load_prompt(str(prompt_file) if prompt_file else memvault.settings.llm.extraction_prompt_file)
-    result = memvault.add(read_text_argument(text), conversation or "default", scopes_of(user, agent, run),
-                          parse_meta(meta), infer=not no_llm, prompt=prompt)
+    if policy and not no_llm:
+        result = memvault.policy_add(read_text_argument(text), conversation or "default", scopes_of(user, agent, run),
+                                     parse_meta(meta), prompt=prompt)
+    else:
+        result = memvault.add(read_text_argument(text), conversation or "default", scopes_of(user, agent, run),
+                              parse_meta(meta), infer=not no_llm, prompt=prompt)
     for note in result.notes:
         warn(note)
     if json:
@@ -73,7 +79,8 @@ def add(
     for event in result.events:
         say(f"{event.event:<6} {(event.id or '')[:8]:<8}  "
             + (f"{event.old_memory} -> {event.new_memory}" if event.event == "UPDATE"
-               else event.new_memory or event.old_memory or ""))
+               else event.new_memory or event.old_memory or "")
+            + (f" ({event.reason})" if event.reason else ""))
 
 
 @command("list")
