@@ -12,6 +12,7 @@ and the daily log, in ONE commit, then removes the buffer.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -52,12 +53,10 @@ class SessionEnd:
 class Sessions:
     """The write policy for chat/proxy turns, the session buffer, and ending sessions."""
 
-    @property
+    @functools.cached_property
     def session_buffer(self) -> SessionBuffer:
-        buffer = self.__dict__.get("_session_buffer")
-        if buffer is None:
-            buffer = self.__dict__["_session_buffer"] = SessionBuffer.of_vault(self.vault.state_dir)
-        return buffer
+        """The open sessions' buffers under .memvault/session/ (one object: its lock serves every thread)."""
+        return SessionBuffer.of_vault(self.vault.state_dir)
 
     # -- the write policy --------------------------------------------------------------------------
     def policy_add(self, messages: str | dict | list, conversation: str | None = None,
