@@ -245,3 +245,11 @@ def test_session_settings_must_be_positive():
 
     with pytest.raises(ConfigError, match="session.idle_minutes must be greater than 0"):
         settings.load(None, {"session.idle_minutes": "0"})
+
+
+def test_an_empty_turn_is_a_usage_error(memvault):
+    from memvault.errors import UsageError
+
+    with pytest.raises(UsageError, match="empty"):
+        memvault.policy_add([], "default", llm=policy_llm({}))
+    assert memvault.open_sessions() == []  # refused before the session counted it

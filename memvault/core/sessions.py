@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.core.adding import AddResult, as_messages
 from memvault.core.base import short
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
-from memvault.errors import MemvaultError
+from memvault.errors import MemvaultError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
 
@@ -75,6 +75,8 @@ class Sessions:
         conversation = layout.check_conversation(conversation or layout.scope_conversation(
             scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
         chat = as_messages(messages)
+        if not chat:
+            raise UsageError("the memory text is empty")
         latest = last_user_text(chat)
         if turn is None and latest.strip():
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
