@@ -111,6 +111,9 @@ def test_session_end_cli_with_idle_for_cron(memvault):
     assert busy.returncode == 0 and json.loads(busy.stdout) == {"results": []}  # active a moment ago
     bad = run_memvault("session", "end", "--idle", "soon", env=env)
     assert bad.returncode != 0 and b"invalid age" in bad.stderr and b"Traceback" not in bad.stderr
+    escape = run_memvault("session", "end", "../x", env=env)
+    assert escape.returncode != 0 and b"invalid conversation name" in escape.stderr
+    assert b"Traceback" not in escape.stderr
     done = run_memvault("session", "end", "default", "--json", env=env)  # no LLM: the turns' openings
     [result] = json.loads(done.stdout)["results"]
     assert result["conversation"] == "default" and result["summary"]["text"].startswith("A session of 3 user turns")

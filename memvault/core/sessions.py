@@ -179,6 +179,7 @@ class Sessions:
                      only: set[str] | None = None) -> list[SessionEnd]:
         """End every open session (`idle_minutes`: only those without a turn for that long;
         `only`: only these conversations)."""
+        only = {layout.check_conversation(name) for name in only} if only is not None else None
         moment = time.time()
         ended = []
         for record in self.open_sessions():
