@@ -77,6 +77,14 @@ class ServerSettings:
 
 
 @dataclass
+class SessionSettings:
+    """Episodic sessions (memvault.core.sessions): when one ends, and how long its summary is retrieved."""
+
+    idle_minutes: float = 20.0  # `serve` ends a conversation's session after this long without a turn
+    max_age_days: float = 30.0  # older session summaries are left out of retrieved memories (the latest stays)
+
+
+@dataclass
 class LimitsSettings:
     """Size caps: what one request, text or file may cost (memory and time grow with them)."""
 
@@ -105,6 +113,7 @@ class Settings:
     limits: LimitsSettings = field(default_factory=LimitsSettings)
     graph: GraphSettings = field(default_factory=GraphSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
+    session: SessionSettings = field(default_factory=SessionSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -158,6 +167,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
     at_least_one = key.startswith("limits.") or key in AT_LEAST_ONE
     if isinstance(typed, int) and not isinstance(typed, bool) and at_least_one and typed < 1:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
+    if key.startswith("session.") and typed <= 0:
+        raise ConfigError(f"{source}: {key} must be greater than 0, got {value!r}")
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
             raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")

@@ -71,8 +71,15 @@ class Memory:
     environment; `llm`: an object with memvault's LLM protocol used instead of `llm.model` (tests).
     """
 
+    def __new__(cls, *args: Any, mode: str = "normal", **kwargs: Any):
+        """`mode="incognito"` (alias "guest"): an in-process memory that reads and writes no vault
+        (memvault.api.incognito)."""
+        from memvault.api.incognito import IncognitoMemory, is_incognito
+
+        return IncognitoMemory(*args, **kwargs) if is_incognito(mode) else super().__new__(cls)
+
     def __init__(self, config: dict | None = None, *, vault: str | Path | None = None,
-                 settings: Settings | None = None, llm: Any = None) -> None:
+                 settings: Settings | None = None, llm: Any = None, mode: str = "normal") -> None:
         with translated():
             self.settings, self._prompt = build_settings(config, vault, settings)
             self._core = Memvault.open(self.settings, create=True)
@@ -115,7 +122,7 @@ class Memory:
     def add(self, messages: str | dict | list, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
             metadata: dict | None = None, filters: dict | None = None, prompt: str | None = None,
             infer: bool = True, *, expiration_date: Any = None, memory_type: str | None = None,
-            timestamp: Any = None) -> dict[str, Any]:
+            timestamp: Any = None, policy: bool = False) -> dict[str, Any]:
         """Remember what the user said. With an LLM (and `infer`), facts are extracted from the latest
         user message and reconciled with the scope's memories; without one, or with `infer=False`,
         each message is stored as given (system messages skipped; a message's `name` kept as
@@ -127,7 +134,9 @@ class Memory:
         run_id, actor_id) in metadata are ignored, as in mem0. `expiration_date` (YYYY-MM-DD) hides
         the memories from search and get_all after that day. `memory_type`: only mem0's
         "procedural_memory" (stored as given, with its type). `filters` is accepted for mem0 1.x's
-        signature: reconciliation always looks at the memories of exactly these scopes."""
+        signature: reconciliation always looks at the memories of exactly these scopes. `policy=True`
+        (memvault's own): the write policy of chat turns decides (memvault.core.sessions): facts may be
+        held until the session ends or dropped, and HOLD / DROP events say so."""
         if timestamp is not None:
             raise ValidationError("timestamp is a mem0 Platform parameter: use metadata={'created_at': ...}")
         scopes = required_scopes(user_id, agent_id, run_id, message=ADD_SCOPE_REQUIRED)
@@ -144,8 +153,12 @@ class Memory:
         speaker = next((m.get("name") for m in reversed(chat) if m.get("role") == "user"), None)
         fields["actor_id"] = speaker
         carried = {**metadata, **{k: v for k, v in fields.items() if v is not None}}
-        result = self._core.add(chat, scopes=scopes, metadata=carried, infer=True,
-                                prompt=self._extraction_prompt(prompt), llm=llm)
+        if policy:
+            result = self._core.policy_add(chat, scopes=scopes, metadata=carried,
+                                           prompt=self._extraction_prompt(prompt), llm=llm)
+        else:
+            result = self._core.add(chat, scopes=scopes, metadata=carried, infer=True,
+                                    prompt=self._extraction_prompt(prompt), llm=llm)
         out: dict[str, Any] = {"results": [event_dict(e) for e in result.events]}
         notes = list(result.notes) + self._index_notes()
         if notes:

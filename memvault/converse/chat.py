@@ -28,19 +28,22 @@ class MemoryChat:
     turns at once and curate them in the background (the user does not wait for it)."""
 
     def __init__(self, memvault, conversation: str = "default", scopes: dict[str, Any] | None = None,
-                 use_memory: bool = True, retrieval: dict[str, Any] | None = None) -> None:
+                 use_memory: bool = True, retrieval: dict[str, Any] | None = None, settings=None) -> None:
+        """`memvault` None (incognito, `use_memory` False): no vault is opened; `settings` gives the limits."""
         self.memvault = memvault
+        self.settings = settings or memvault.settings
         self.conversation = conversation
         self.scopes = scopes or {}
         self.use_memory = use_memory
         self.retrieval = retrieval or {}
         self.pending: list[threading.Thread] = []
         self.errors: list[str] = []
+        self.events: list = []  # the write policy's HOLD and DROP events (curate.ingest.MemoryEvent)
 
     def prepare(self, messages: list[dict]) -> ChatTurn:
         """The messages to send: memories and summary injected into the last user message.
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
-        limit = self.memvault.settings.limits.max_text_chars
+        limit = self.settings.limits.max_text_chars
         for message in messages:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
         if not self.use_memory or self.retrieval.get("top_k") == 0:  # top_k 0: nothing retrieved, turns kept
@@ -71,13 +74,17 @@ class MemoryChat:
         return entries
 
     def curate(self, turn: ChatTurn, context: list[dict], llm, background: bool = True) -> None:
-        """Extract, reconcile and summarise what the user said (in a thread unless told otherwise)."""
+        """Extract, reconcile and summarise what the user said (in a thread unless told otherwise),
+        through the write policy (memvault.core.sessions): each candidate stored now, held until the
+        session ends, or dropped; `events` collects the HOLD and DROP events, for the user to see."""
         if not self.use_memory or turn.user_turn is None:
             return
 
         def work() -> None:
             try:
-                self.memvault.add(context, self.conversation, self.scopes, llm=llm, turn=turn.user_turn)
+                result = self.memvault.policy_add(context, self.conversation, self.scopes, llm=llm,
+                                                  turn=turn.user_turn)
+                self.events.extend(e for e in result.events if e.event in ("HOLD", "DROP"))
             except Exception as exc:  # noqa: BLE001 - reported to the user, the turns are already safe
                 self.errors.append(f"curation failed: {exc}")
 

@@ -84,10 +84,25 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
     """Everything memory has to say for `query` in this conversation and scope."""
     context = MemoryContext()
     context.rules = memvault.active_rules(conversation, scopes)
+    latest = memvault.latest_session(conversation, scopes)  # always shown, however old
+    context.latest_session = latest.text if latest else None
     if query.strip():
-        context.memories = memvault.search(query, conversation, scopes, **(retrieval or {}))
-        context.memories = [hit for hit in context.memories if hit.role != "rule"]  # shown above, as rules
+        hits = memvault.search(query, conversation, scopes, **(retrieval or {}))
+        context.memories = [hit for hit in hits if hit.role != "rule"  # shown above, as rules
+                            and not stale_session(hit, latest, memvault.settings.session)]
     summary = memvault.vault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
         context.summary = summary.text
     return context
+
+
+def stale_session(hit, latest: Entry | None, session) -> bool:
+    """An episodic hit left out of the memories: the latest session (it has its own section), or one
+    older than `session.max_age_days` (a query retrieves it, but an old session misleads more than it helps)."""
+    from datetime import datetime, timedelta, timezone
+
+    if hit.role != "session":
+        return False
+    if latest is not None and hit.id == latest.id:
+        return True
+    return hit.created_at < datetime.now(timezone.utc) - timedelta(days=session.max_age_days)

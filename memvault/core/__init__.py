@@ -14,12 +14,13 @@ from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
 from memvault.core.rules import Rules
 from memvault.core.searching import RetrievalOverrides, Searching
+from memvault.core.sessions import SessionEnd, Sessions
 from memvault.core.turns import TurnWriting
 
 
-class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, MemvaultBase):
+class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 
-__all__ = ["AddResult", "Listing", "Memvault", "RetrievalOverrides", "as_messages", "clean_text", "matches",
-           "short"]
+__all__ = ["AddResult", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "as_messages", "clean_text",
+           "matches", "short"]

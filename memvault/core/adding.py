@@ -91,23 +91,19 @@ class Adding:
         return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn)
 
     def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
-                     turn: Entry | None) -> AddResult:
+                     turn: Entry | None, select=None) -> AddResult:
+        """`select`: the write policy's choice of the extracted facts to store now (core.sessions)."""
         from memvault.curate.extract import last_user_text
-        from memvault.curate.ingest import StoredFacts, apply_curation, plan_curation
+        from memvault.curate.ingest import apply_curation, plan_curation
 
         conversation = place.conversation
         latest = last_user_text(chat)
         if turn is None and latest.strip():
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **place.scopes)
 
-        def neighbours_of(fact: str) -> list[tuple[str, str]]:
-            hits = self.search(fact, conversation, place.scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
-                               recency_weight=0.0, mmr_lambda=1.0, include_global=False)
-            return [(h.id, h.text) for h in hits]
-
         previous = self.vault.summary(conversation)
-        curation = plan_curation(llm, chat, conversation, StoredFacts(neighbours_of),
-                                 previous.text if previous else None, prompt)
+        curation = plan_curation(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
+                                 previous.text if previous else None, prompt, select)
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.vault.transaction("add", subject, conversation) as tx:
@@ -117,6 +113,17 @@ class Adding:
             events = apply_curation(tx, curation, dataclasses.replace(place, source=source), self.live_entry, previous)
         self.keeper.record(tx.changes)
         return AddResult(events, curation.notes, turn, curated=True)
+
+    def stored_facts(self, conversation: str, scopes: dict[str, Any]):
+        """The conversation's facts new ones are reconciled with (curate.ingest.StoredFacts)."""
+        from memvault.curate.ingest import StoredFacts
+
+        def neighbours_of(fact: str) -> list[tuple[str, str]]:
+            hits = self.search(fact, conversation, scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
+                               recency_weight=0.0, mmr_lambda=1.0, include_global=False)
+            return [(h.id, h.text) for h in hits]
+
+        return StoredFacts(neighbours_of)
 
     def live_entry(self, memory_id: str) -> Entry | None:
         rel = self.vault.path_of(memory_id)

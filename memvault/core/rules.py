@@ -21,6 +21,9 @@ from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
 RULES_DIR = layout.KIND_DIRS["rule"]
 
 
+SUPERSEDED = "superseded by"  # how an archived rule's reason starts when a newer rule replaced it
+
+
 @dataclass
 class RuleResult:
     """What adding a rule did. `event`: ADD (stored), NONE (already in force: `rule` is that one) or
@@ -95,6 +98,19 @@ class Rules:
         """Store a rule in one commit, archiving the rules it supersedes (asked of `llm` when given)
         and the oldest past `rules.max_active`. The write policy of chat and the proxy calls this for
         instructions it classifies as rules; `source` is the turn it came from."""
+        result = self.plan_rule(text, conversation, scopes, llm, source)
+        if result.event == "ADD":
+            rule = result.rule
+            with self.vault.transaction("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
+                                        rule.conversation_id) as tx:
+                self.write_planned_rule(tx, result)
+            self.keeper.record(tx.changes)
+        return result
+
+    def plan_rule(self, text: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
+                  llm=None, source: str | None = None) -> RuleResult:
+        """What storing this rule would do (nothing is written): DROP for a safety-dropping request,
+        NONE when a rule in force says it already, else ADD with the rules it archives."""
         from memvault.curate.rules import review_rule, safety_problem, same_rule
 
         text = self.clean_text(text)
@@ -114,17 +130,21 @@ class Rules:
         superseded = [active[i] for i in review.replaces]
         kept = [r for r in active if r not in superseded]
         over_cap = kept[:max(0, len(kept) + 1 - self.settings.rules.max_active)]  # oldest first
-        result = RuleResult("ADD", rule, [(r, f"superseded by {rule.id[:8]}") for r in superseded]
-                            + [(r, f"over rules.max_active ({self.settings.rules.max_active})") for r in over_cap],
-                            notes=review.notes)
-        with self.vault.transaction("rule", f"memvault rule: {short(text)} [{rule.id[:8]}]", conversation) as tx:
-            tx.write(rule, event="ADD")
-            for old in superseded:
+        return RuleResult("ADD", rule, [(r, f"{SUPERSEDED} {rule.id[:8]}") for r in superseded]
+                          + [(r, f"over rules.max_active ({self.settings.rules.max_active})") for r in over_cap],
+                          notes=review.notes)
+
+    @staticmethod
+    def write_planned_rule(tx, result: RuleResult) -> None:
+        """Write an ADD from `plan_rule` inside the caller's transaction: the rule, and the rules it
+        archives (superseded ones with `replaced_by`)."""
+        rule = result.rule
+        tx.write(rule, event="ADD")
+        for old, why in result.archived:
+            if why.startswith(SUPERSEDED):
                 tx.soft_delete(old, replaced_by=rule.id, event="UPDATE")
-            for old in over_cap:
+            else:
                 tx.soft_delete(old)
-        self.keeper.record(tx.changes)
-        return result
 
     def remove_rule(self, rule_id: str) -> Entry:
         """Archive one rule (soft delete, one commit)."""

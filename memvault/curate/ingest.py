@@ -27,11 +27,12 @@ from memvault.vault.store import Transaction
 class MemoryEvent:
     """One change to memory, in mem0's shape."""
 
-    event: str  # ADD | UPDATE | DELETE | NONE
+    event: str  # ADD | UPDATE | DELETE | NONE; HOLD | DROP from the write policy
     id: str | None
     old_memory: str | None = None
     new_memory: str | None = None
     replaced_id: str | None = None  # set only by older callers: UPDATE now keeps the id
+    reason: str | None = None  # for the write policy's HOLD and DROP: why (memvault.curate.policy)
 
     def to_dict(self) -> dict[str, Any]:
         memory = self.new_memory if self.new_memory is not None else self.old_memory
@@ -39,6 +40,8 @@ class MemoryEvent:
                 "new_memory": self.new_memory}
         if self.replaced_id:
             data["replaced_id"] = self.replaced_id
+        if self.reason:
+            data["reason"] = self.reason
         return data
 
 
@@ -89,18 +92,25 @@ class CurationPlan:
 
 
 def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,
-                  previous_summary: str | None, prompt: str | None = None) -> CurationPlan:
-    """Ask the LLM what the latest user message teaches, and how it changes what is stored."""
+                  previous_summary: str | None, prompt: str | None = None,
+                  select: Callable[[list[str]], list[str]] | None = None,
+                  facts: list[str] | None = None) -> CurationPlan:
+    """Ask the LLM what the latest user message teaches, and how it changes what is stored.
+    `select(facts)`: the extracted facts to store now (the write policy, memvault.curate.policy);
+    `facts`: candidates already chosen (held ones promoted at session end): nothing is extracted."""
     notes: list[str] = []
     triples: dict[str, dict[str, str]] = {}
-    try:
-        records = extract_fact_records(llm, messages, prompt)
-        facts = [record.text for record in records]
-        triples = {record.text: record.triple for record in records if record.triple}
-    except LLMError as exc:
-        latest = last_user_text(messages)
-        facts = [latest.strip()] if latest.strip() else []
-        notes.append(f"LLM failed ({exc}); stored the message as given")
+    if facts is None:
+        try:
+            records = extract_fact_records(llm, messages, prompt)
+            facts = [record.text for record in records]
+            triples = {record.text: record.triple for record in records if record.triple}
+        except LLMError as exc:
+            latest = last_user_text(messages)
+            facts = [latest.strip()] if latest.strip() else []
+            notes.append(f"LLM failed ({exc}); stored the message as given")
+        if select is not None:
+            facts = select(facts)
     neighbours = {fact: stored.near(fact) for fact in facts}
     if stored.failure:
         notes.append(f"embedding failed ({stored.failure}): facts stored without comparing them to stored ones")

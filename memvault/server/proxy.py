@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("memvault.server")
 router = APIRouter(tags=["chat"])
 passthrough_router = APIRouter()
-MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold"}
+MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold", "memory_mode"}
+MEMORY_MODES = {"normal": False, "incognito": True, "guest": True}  # mode -> incognito
 # The body parameters of OpenAI's chat.completions.create (openai 2.x), messages/model/stream aside.
 # Nothing else reaches litellm: its own keyword arguments (api_base, base_url, api_key, extra_headers,
 # custom_llm_provider, metadata, mock_response...) would let a client send the key anywhere.
@@ -72,6 +73,8 @@ class ChatCompletionRequest(BaseModel):
                                      "0: none, retrieval off; the turns are still kept).")
     memory_recency_weight: float | None = Field(None, ge=0, le=1)
     memory_score_threshold: float | None = Field(None, ge=0, le=1)
+    memory_mode: str = Field("normal", description="normal, or incognito (alias guest): memory is neither read "
+                             "nor written, and no turn, fact or session state is stored.")
 
 
 def upstream_request(state: ServerState, body: ChatCompletionRequest, request: Request) -> dict[str, Any]:
@@ -112,7 +115,10 @@ def new_session(state: ServerState, body: ChatCompletionRequest, request: Reques
     conversation, scopes = memory_place(body.memory_id, allowed_scopes(request))
     retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
                  "score_threshold": body.memory_score_threshold}
-    return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval)
+    if body.memory_mode not in MEMORY_MODES:
+        raise UsageError(f"unknown memory_mode {body.memory_mode[:40]!r} (expected one of {', '.join(MEMORY_MODES)})")
+    return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval,
+                      use_memory=not MEMORY_MODES[body.memory_mode])
 
 
 def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
@@ -149,6 +155,8 @@ def finish_turn(chat: ProxyTurn, answer: str) -> None:
 
     state, session, turn, messages = chat.state, chat.session, chat.turn, chat.messages
     entries = session.turn_entries(turn, last_user_text(messages), answer)
+    if entries:
+        state.sessions.add(session.conversation)  # its session ends when idle, or at shutdown
     llm = curator(state.settings.llm, chat.api_key)
     then = queued = None
     if llm is not None and turn.user_turn is not None:

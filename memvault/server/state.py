@@ -26,6 +26,7 @@ class ServerState:
         self.turns = None  # memvault.server.turns.TurnCommitter, started with the server
         self.stop_watching = threading.Event()
         self.watcher: threading.Thread | None = None
+        self.sessions: set[str] = set()  # conversations with turns through this server: ended at shutdown
 
     @property
     def core(self):
@@ -54,6 +55,7 @@ class ServerState:
         if resumed:
             log.warning("resuming the curation of %d turn(s) a stop interrupted", resumed)
         self.watcher = start_watcher(self.core, self.stop_watching, own=self.turns.in_flight)
+        threading.Thread(target=self.end_idle_sessions, name="memvault-sessions", daemon=True).start()
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.
             threading.Thread(target=warm_litellm, name="memvault-litellm-import", daemon=True).start()
@@ -66,9 +68,25 @@ class ServerState:
             self.watcher.join(timeout=10)
         if self.turns is not None:
             self.turns.close()  # commits the last turns and queues their curation
+            self.submit_curation(lambda: self.end_sessions(None, only=set(self.sessions)))  # after the curations
         self.curation.shutdown(wait=True)
         if self.memory is not None:
             self.memory.close()
+
+    def end_idle_sessions(self) -> None:
+        """Every so often, end the sessions idle for `session.idle_minutes` (in the curation worker,
+        so a session never ends while one of its turns is being curated)."""
+        idle = self.settings.session.idle_minutes
+        while not self.stop_watching.wait(min(60.0, max(0.2, idle * 15))):  # a quarter of the idle time
+            self.submit_curation(lambda: self.end_sessions(idle))
+
+    def end_sessions(self, idle_minutes: float | None, only: set[str] | None = None) -> None:
+        from memvault.server.upstream import curator
+
+        for ended in self.core.end_sessions(idle_minutes, curator(self.settings.llm, None), only):
+            self.sessions.discard(ended.conversation)
+            log.info("session in %s ended: %d user turn(s)%s", ended.conversation, ended.user_turns,
+                     ", summary written" if ended.summary else "")
 
     def submit_curation(self, work) -> None:
         def run() -> None:

@@ -134,7 +134,8 @@ def resume_curation(core, curations: CurationQueue, llm, submit: Callable[[Calla
 
         def work(record=record, turn=turn) -> None:
             try:
-                core.add(record["messages"], record["conversation"], record.get("scopes") or {}, llm=llm, turn=turn)
+                core.policy_add(record["messages"], record["conversation"], record.get("scopes") or {}, llm=llm,
+                                turn=turn)
             finally:
                 curations.done(turn.id)
 

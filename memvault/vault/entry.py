@@ -14,7 +14,7 @@ from typing import Any
 
 from memvault.errors import EntryFormatError, UnsafePathError, UsageError
 
-ROLES = ("memory", "user", "assistant", "summary", "rule")
+ROLES = ("memory", "user", "assistant", "summary", "rule", "session")
 SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 # A semantic fact's optional triple (docs/architecture.md, Graph): what it is about, and the user's words it came from.
 # Hand-written facts without them stay valid; the graph is derived from facts that have all of

@@ -14,9 +14,10 @@ from memvault.vault.entry import Entry, check_conversation_id  # noqa: F401 - la
 GLOBAL = "global"
 ENTRIES = "entries"
 STATE_DIR = ".memvault"
+SESSION_STATE_DIR = "session"  # .memvault/session/<conversation>/: held candidates, never committed
 KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries",
-             "rule": "rules"}
-KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries, rules
+             "rule": "rules", "session": "sessions"}  # session: one episodic summary per finished session
+KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries, rules, sessions
 DELETED = "deleted"
 SUMMARY_FILE = "summary.md"
 MAX_NAME = 100

@@ -15,5 +15,6 @@ from memvault.cli.commands import (  # noqa: F401
     search,
     semantic,
     serve,
+    session,
     transfer,
 )

@@ -53,24 +53,86 @@ def chat(
                     ] = False,
     top_k: Annotated[Optional[int], typer.Option("--top-k", "-k", min=1, help="Memories to inject.",
                                                  show_default=False)] = None,
+    incognito: Annotated[bool, typer.Option("--incognito", help="Memory neither read nor written: no file, "
+                                            "commit, index row or session state; the chat lives in this "
+                                            "process only.")] = False,
+    memory_mode: Annotated[Optional[str], typer.Option("--memory-mode", help="normal, or incognito (alias: "
+                                                       "guest), as --incognito.", show_default=False)] = None,
     vault: VaultOpt = None, config: ConfigOpt = None,
 ) -> None:
-    """Chat with memory: relevant memories are injected, and what you say is remembered."""
+    """Chat with memory: relevant memories are injected, and what you say is remembered.
+
+    What you say goes through the write policy (each fact stored now, held until the session ends, or
+    dropped, and you are told). Leaving the chat (/exit, Ctrl-D) ends the session: held facts are
+    promoted or dropped and, after 3+ turns, a summary of the session is stored, in one commit.
+    """
     from memvault.converse import MemoryChat
 
-    memvault = open_memvault(vault, config, **{"llm.model": model})
-    llm = memvault.llm()
+    if is_incognito(incognito, memory_mode):
+        session, llm = incognito_chat(vault, config, model)
+    else:
+        memvault = open_memvault(vault, config, **{"llm.model": model})
+        llm = require_llm(memvault.llm())
+        session = MemoryChat(memvault, conversation or "default", scopes_of(user, agent, run),
+                             use_memory=not no_memory, retrieval={"top_k": top_k})
+    if message is not None:
+        one_shot(session, llm, read_text_argument(message), show)
+        return
+    interactive(session, llm, show)
+
+
+MEMORY_MODES = {"normal": False, "incognito": True, "guest": True}
+
+
+def is_incognito(incognito: bool, memory_mode: str | None) -> bool:
+    from memvault.errors import UsageError
+
+    if memory_mode is not None and memory_mode.strip().lower() not in MEMORY_MODES:
+        raise UsageError(f"unknown memory mode {memory_mode!r} (expected one of {', '.join(MEMORY_MODES)})")
+    return incognito or MEMORY_MODES.get((memory_mode or "normal").strip().lower(), False)
+
+
+def incognito_chat(vault, config, model):
+    """A chat that opens no vault: settings and the LLM only, so nothing can be read or written."""
+    from memvault.converse import MemoryChat
+    from memvault.curate.llm import LLMClient
+    from memvault.settings import load
+
+    settings = load(config, {"vault.path": str(vault) if vault else None, "llm.model": model})
+    llm = require_llm(LLMClient(settings.llm) if settings.llm.model else None)
+    return MemoryChat(None, "incognito", use_memory=False, settings=settings), llm
+
+
+def require_llm(llm):
     if llm is None:
         from memvault.errors import LLMError
 
         raise LLMError("no LLM configured: set llm.model (e.g. `memvault config set llm.model ollama/qwen3:4b`), "
                        "MEMVAULT_LLM_MODEL or --model")
-    session = MemoryChat(memvault, conversation or "default", scopes_of(user, agent, run), use_memory=not no_memory,
-                         retrieval={"top_k": top_k})
-    if message is not None:
-        one_shot(session, llm, read_text_argument(message), show)
+    return llm
+
+
+def report_policy(session) -> None:
+    """The write policy's HOLD and DROP events, one dim line each on stderr: never silent."""
+    while session.events:  # popped one by one: the curation thread may append meanwhile
+        event = session.events.pop(0)
+        word = "held" if event.event == "HOLD" else "not remembered"
+        err_console().print(f"{word}: {for_terminal(event.new_memory or '')} ({event.reason})", style="dim",
+                            markup=False, highlight=False)
+
+
+def end_session(session, llm) -> None:
+    """Chat exit: the session ends (memvault.core.sessions.end_session), and the user sees what it did."""
+    if not session.use_memory:
         return
-    interactive(session, llm, show)
+    ended = session.memvault.end_session(session.conversation, llm)
+    if ended is None:
+        return
+    session.events.extend(e for e in ended.events if e.event == "DROP")
+    report_policy(session)
+    promoted = sum(1 for e in ended.events if e.event in ("ADD", "UPDATE"))
+    if ended.summary is not None or promoted:
+        say(f"Session saved: {promoted} held fact(s) kept" + (", summary written" if ended.summary else "") + ".")
 
 
 def one_shot(session, llm, text: str, show: bool) -> None:
@@ -81,6 +143,7 @@ def one_shot(session, llm, text: str, show: bool) -> None:
     answer = stream_reply(llm, turn.messages, pretty=False)
     session.persist(turn, text, answer)
     session.curate(turn, history, llm, background=False)  # after the answer is out: the reader has it
+    report_policy(session)  # a one-shot turn joins the conversation's open session (ended by idle or cron)
     for problem in session.errors:
         warn(problem)
 
@@ -121,6 +184,9 @@ def interactive(session, llm, show: bool) -> None:
         for problem in session.errors:
             warn(problem)
         session.errors.clear()
+        report_policy(session)
     if session.pending:
         say("Saving what was learned...")
     session.wait()
+    report_policy(session)
+    end_session(session, llm)

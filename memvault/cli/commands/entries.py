@@ -1,5 +1,6 @@
 """`add`, `list`, `show`, `edit`, `rm`: one memory at a time, as files."""
 
+import functools
 import os
 import shlex
 import subprocess
@@ -58,6 +59,8 @@ def add(
                                                  show_default=False)] = None,
     prompt_file: Annotated[Optional[Path], typer.Option("--prompt-file", help="A custom fact extraction prompt.",
                                                         show_default=False)] = None,
+    policy: Annotated[bool, typer.Option("--policy", help="Apply chat's write policy: a fact may be held until "
+                                         "the session ends, or dropped (HOLD/DROP events).")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
@@ -77,8 +80,9 @@ def add(
     prompt = load_prompt(str(prompt_file) if prompt_file else memvault.settings.llm.extraction_prompt_file)
     for item in items:  # validated before the first is stored
         memvault.clean_text(item["text"])
-    results = [memvault.add(item["text"], conversation or "default", scopes_of(user, agent, run), parse_meta(meta),
-                            infer=not no_llm, prompt=prompt) for item in items]
+    write = memvault.policy_add if policy and not no_llm else functools.partial(memvault.add, infer=not no_llm)
+    results = [write(item["text"], conversation or "default", scopes_of(user, agent, run), parse_meta(meta),
+                     prompt=prompt) for item in items]
     shown = results[0].to_dict() if len(results) == 1 else {
         "results": [e.to_dict() for r in results for e in r.events], "notes": [n for r in results for n in r.notes],
         "turn_id": None, "curated": any(r.curated for r in results)}
@@ -151,7 +155,8 @@ def show_added(shown: dict, events: list, json: bool) -> None:
     for event in events:
         say(f"{event.event:<6} {(event.id or '')[:8]:<8}  "
             + (f"{event.old_memory} -> {event.new_memory}" if event.event == "UPDATE"
-               else event.new_memory or event.old_memory or ""))
+               else event.new_memory or event.old_memory or "")
+            + (f" ({event.reason})" if event.reason else ""))
 
 
 @command("list")
