@@ -21,6 +21,7 @@ class ChatTurn:
     messages: list[dict]  # what was sent to the LLM
     hits: list = field(default_factory=list)
     user_turn: Entry | None = None
+    history: list[dict] | None = None  # the client's messages after compaction (None: not compacted)
 
 
 class MemoryChat:
@@ -28,25 +29,36 @@ class MemoryChat:
     turns at once and curate them in the background (the user does not wait for it)."""
 
     def __init__(self, memvault, conversation: str = "default", scopes: dict[str, Any] | None = None,
-                 use_memory: bool = True, retrieval: dict[str, Any] | None = None) -> None:
+                 use_memory: bool = True, retrieval: dict[str, Any] | None = None, llm=None,
+                 core: bool = True) -> None:
         self.memvault = memvault
         self.conversation = conversation
         self.scopes = scopes or {}
         self.use_memory = use_memory
         self.retrieval = retrieval or {}
+        self.llm = llm  # writes the `[compacted]` summary of a long message list (None: snippets)
+        self.core = core  # the core files go first in the prompt (not for a caller confined to a scope)
         self.pending: list[threading.Thread] = []
         self.errors: list[str] = []
+        self.learned: list = []  # what curation changed this session (MemoryEvents), for the daily log
 
     def prepare(self, messages: list[dict]) -> ChatTurn:
-        """The messages to send: memories and summary injected into the last user message.
+        """The messages to send: a long list compacted (converse.compaction), then the memory context
+        injected into the last user message (core files first).
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
+        from memvault.converse.compaction import compact
+
         limit = self.memvault.settings.limits.max_text_chars
         for message in messages:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
+        compacted = compact(messages, self.memvault.settings.compaction, self.llm)
+        history = compacted.messages if compacted.folded else None
+        messages = compacted.messages
         if not self.use_memory:
-            return ChatTurn(messages=list(messages))
-        context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval)
-        return ChatTurn(messages=inject(messages, context), hits=context.memories)
+            return ChatTurn(messages=list(messages), history=history)
+        context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval,
+                         core=self.core)
+        return ChatTurn(messages=inject(messages, context), hits=context.memories, history=history)
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
         """Store both turns in one commit."""
@@ -77,7 +89,8 @@ class MemoryChat:
 
         def work() -> None:
             try:
-                self.memvault.add(context, self.conversation, self.scopes, llm=llm, turn=turn.user_turn)
+                result = self.memvault.add(context, self.conversation, self.scopes, llm=llm, turn=turn.user_turn)
+                self.learned.extend(event for event in result.events if event.event != "NONE")
             except Exception as exc:  # noqa: BLE001 - reported to the user, the turns are already safe
                 self.errors.append(f"curation failed: {exc}")
 
@@ -87,6 +100,17 @@ class MemoryChat:
         thread = threading.Thread(target=work, name="memvault-curate", daemon=False)
         thread.start()
         self.pending.append(thread)
+
+    def log_day(self, title: str | None = None) -> None:
+        """Append what this session learned to today's daily log (one commit), then forget it.
+        Called at chat exit and proxy idle until session ends do it; a failure is reported in `errors`."""
+        if not self.use_memory or not self.learned:
+            return
+        learned, self.learned = self.learned, []
+        try:
+            self.memvault.write_day_log(learned, title or f"chat in {self.conversation}")
+        except Exception as exc:  # noqa: BLE001 - the facts are stored; only their log line is missing
+            self.errors.append(f"daily log not written: {exc}")
 
     def wait(self, timeout: float | None = None) -> None:
         for thread in self.pending:

@@ -74,9 +74,12 @@ def owned_by(entry: Entry, scopes: dict[str, Any]) -> bool:
 
 
 def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
-           retrieval: dict[str, Any] | None = None) -> MemoryContext:
-    """Everything memory has to say for `query` in this conversation and scope."""
+           retrieval: dict[str, Any] | None = None, core: bool = True) -> MemoryContext:
+    """Everything memory has to say for `query` in this conversation and scope. `core`: include the
+    core files (the vault owner's; a caller confined to a scope by its API key passes False)."""
     context = MemoryContext()
+    if core:
+        context.core = [(found.name, found.text) for found in memvault.core_context()]
     if query.strip():
         context.memories = memvault.search(query, conversation, scopes, **(retrieval or {}))
     summary = memvault.vault.summary(conversation)

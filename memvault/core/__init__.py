@@ -13,9 +13,10 @@ from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
 from memvault.core.searching import RetrievalOverrides, Searching
 from memvault.core.turns import TurnWriting
+from memvault.core.workspace import Workspace
 
 
-class Memvault(Adding, TurnWriting, Searching, Reading, Maintenance, MemvaultBase):
+class Memvault(Adding, TurnWriting, Searching, Reading, Maintenance, Workspace, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

@@ -104,13 +104,18 @@ def server_keyed(state: ServerState) -> bool:
     return bool(state.settings.server.api_key or state.settings.server.keys)
 
 
-def new_session(state: ServerState, body: ChatCompletionRequest, request: Request) -> MemoryChat:
+def new_session(state: ServerState, body: ChatCompletionRequest, request: Request,
+                api_key: str | None = None) -> MemoryChat:
     from memvault.converse import MemoryChat
 
     conversation, scopes = memory_place(body.memory_id, allowed_scopes(request))
     retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
                  "score_threshold": body.memory_score_threshold}
-    return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval)
+    allowed = allowed_scopes(request)
+    # The configured LLM writes the `[compacted]` summary of a long history; the core files are the
+    # vault owner's, so a key confined to a scope never gets them.
+    return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval,
+                      llm=curator(state.settings.llm, api_key), core=allowed is EVERYTHING)
 
 
 def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
@@ -154,6 +159,7 @@ def finish_turn(chat: ProxyTurn, answer: str) -> None:
         def curate() -> None:
             session.curate(turn, messages, llm, background=False)
             state.turns.curated(turn.user_turn.id)
+            state.day_log.learned(session.conversation, session.learned)  # logged when the conversation idles
             for problem in session.errors:
                 log.warning("memory_id %s: %s", session.conversation, problem)
 
@@ -176,7 +182,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     state = server_state(request)
     litellm = await asyncio.to_thread(import_litellm)  # imported once (slow); a no-op afterwards
     kwargs = upstream_request(state, body, request)
-    session = new_session(state, body, request)
+    session = new_session(state, body, request, kwargs.get("api_key"))
     started = time.perf_counter()
     turn = await asyncio.to_thread(session.prepare, body.messages)
     chat = ProxyTurn(state, session, turn, body.messages, kwargs.get("api_key"))

@@ -26,6 +26,7 @@ class ServerState:
         self.turns = None  # memvault.server.turns.TurnCommitter, started with the server
         self.stop_watching = threading.Event()
         self.watcher: threading.Thread | None = None
+        self.day_log = None  # memvault.server.daylog.IdleDayLog, started with the server
 
     @property
     def core(self):
@@ -36,11 +37,16 @@ class ServerState:
         """Open the vault (created if missing), catch the index up with the files, start watching."""
         from memvault.api import Memory
         from memvault.errors import MemvaultError
+        from memvault.server.daylog import IdleDayLog
         from memvault.server.turns import TurnCommitter, resume_curation
         from memvault.server.upstream import curator, warm_litellm
         from memvault.server.watching import start_watcher
 
         self.memory = Memory(settings=self.settings)
+        try:
+            self.core.ensure_core()  # an older vault gets its core files (one commit) before the first prompt
+        except MemvaultError as exc:
+            log.error("the core files could not be created: %s", exc)
         try:
             left = self.core.commit_leftover_turns()
             if left:
@@ -49,6 +55,7 @@ class ServerState:
             log.error("turn files written before the last stop are not committed: %s", exc)
         self.core.reindex()  # files edited while the server was down become searchable now
         self.turns = TurnCommitter(self.core)
+        self.day_log = IdleDayLog(self.core)
         llm = curator(self.settings.llm, None)
         resumed = resume_curation(self.core, self.turns.curations, llm, self.submit_curation)
         if resumed:
@@ -67,6 +74,8 @@ class ServerState:
         if self.turns is not None:
             self.turns.close()  # commits the last turns and queues their curation
         self.curation.shutdown(wait=True)
+        if self.day_log is not None:
+            self.day_log.close()  # what the curations learned goes to today's log
         if self.memory is not None:
             self.memory.close()
 

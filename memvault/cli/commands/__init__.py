@@ -13,4 +13,5 @@ from memvault.cli.commands import (  # noqa: F401
     remote,
     search,
     serve,
+    workspace,
 )

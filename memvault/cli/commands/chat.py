@@ -66,7 +66,9 @@ def chat(
         raise LLMError("no LLM configured: set llm.model (e.g. `memvault config set llm.model ollama/qwen3:4b`), "
                        "MEMVAULT_LLM_MODEL or --model")
     session = MemoryChat(memvault, conversation or "default", scopes_of(user, agent, run), use_memory=not no_memory,
-                         retrieval={"top_k": top_k})
+                         retrieval={"top_k": top_k}, llm=llm)
+    if not no_memory:
+        memvault.ensure_core()  # an older vault gets its core files (one commit) before the first prompt
     if message is not None:
         one_shot(session, llm, read_text_argument(message), show)
         return
@@ -81,6 +83,7 @@ def one_shot(session, llm, text: str, show: bool) -> None:
     answer = stream_reply(llm, turn.messages, pretty=False)
     session.persist(turn, text, answer)
     session.curate(turn, history, llm, background=False)  # after the answer is out: the reader has it
+    session.log_day()  # the chat ends: what it learned goes to today's log
     for problem in session.errors:
         warn(problem)
 
@@ -107,6 +110,8 @@ def interactive(session, llm, show: bool) -> None:
             continue
         history.append({"role": "user", "content": text})
         turn = session.prepare(history)
+        if turn.history is not None:  # compacted: the next turns start from the shorter history
+            history[:] = turn.history
         if show:
             show_memories(turn.hits)
         try:
@@ -124,3 +129,6 @@ def interactive(session, llm, show: bool) -> None:
     if session.pending:
         say("Saving what was learned...")
     session.wait()
+    session.log_day()  # the chat ends: what it learned goes to today's log
+    for problem in session.errors:
+        warn(problem)
