@@ -1,0 +1,157 @@
+"""Core memory files (core/USER.md, IDENTITY.md, SOUL.md, MEMORY.md): created by init (or by the first
+command that needs them), edited by a person and committed, capped and first in every prompt,
+indexed so search finds them, never written through a link."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import subprocess
+from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
+
+import pytest
+
+from memvault import settings as settings_module
+from memvault.converse import MemoryChat
+from memvault.converse.prompt import CORE_HEADER, CURRENT_HEADER, MEMORY_HEADER
+from memvault.core import Memvault
+from memvault.errors import MemvaultError, UnsafePathError
+from memvault.server.run import running
+from memvault.vault.entry import Entry
+from tests.support.cli import Cli
+from tests.support.server import isolated_env, server_settings
+from tests.support.upstream import Upstream, serving
+
+USER_TEXT = "Alice Moreau is a marine biologist in Lisbon. She prefers short answers with sources."
+
+
+def subjects(vault: Path) -> list[str]:
+    return subprocess.run(["git", "-C", str(vault), "log", "--format=%s"], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def open_vault(path: Path, **flags) -> Memvault:
+    return Memvault.open(settings_module.load(None, {"vault.path": str(path), **flags}), create=True)
+
+
+@pytest.fixture
+def memvault(tmp_path):
+    m = open_vault(tmp_path / "vault")
+    yield m
+    m.close()
+
+
+def test_init_creates_the_core_files_empty_but_explained_in_one_commit(tmp_path):
+    vault = tmp_path / "vault"
+    Cli(vault).ok("init")
+    for name in ("USER", "IDENTITY", "SOUL", "MEMORY"):
+        text = (vault / "core" / f"{name}.md").read_text(encoding="utf-8")
+        assert text.startswith(f"<!-- {name}.md: ") and "memvault core edit" in text
+    assert subjects(vault)[0] == "memvault core: create USER.md, IDENTITY.md, SOUL.md, MEMORY.md"
+    shown = Cli(vault).ok("core", "show", "--json").json()
+    assert [f["name"] for f in shown["core"]] == ["USER.md", "IDENTITY.md", "SOUL.md", "MEMORY.md"]
+    assert all(f["text"] == "" for f in shown["core"])  # the explaining comment is not content
+    assert len(subjects(vault)) == 2  # init again or show: nothing more to create
+
+
+def test_an_older_vault_gets_them_from_the_first_command_that_needs_them(memvault):
+    root = memvault.vault.root
+    assert not (root / "core").exists()  # a vault from before core files
+    Cli(root).ok("core", "show", "USER")
+    assert (root / "core" / "USER.md").is_file()
+    assert subjects(root)[0].startswith("memvault core: create")
+
+
+def test_core_edit_opens_the_editor_and_commits_on_save_then_search_finds_it(tmp_path):
+    vault = tmp_path / "vault"
+    Cli(vault).ok("init")
+    editor = tmp_path / "editor.sh"
+    editor.write_text(f"#!/bin/sh\nprintf '%s\\n' '{USER_TEXT}' >> \"$1\"\n", encoding="utf-8")
+    editor.chmod(editor.stat().st_mode | stat.S_IXUSR)
+    result = Cli(vault).ok("core", "edit", "user", env={"EDITOR": str(editor), "VISUAL": ""})
+    assert "Saved core/USER.md" in result.stderr
+    assert subjects(vault)[0].startswith("memvault core: edit USER.md: Alice Moreau")
+    changed = subprocess.run(["git", "-C", str(vault), "show", "--name-only", "--format=", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert changed == ["core/USER.md"]  # one commit, of that file only
+    assert USER_TEXT in Cli(vault).ok("core", "show", "USER").stdout
+    hits = Cli(vault).ok("search", "marine biologist in Lisbon", "--json").json()
+    found = [hit for hit in hits if hit["role"] == "core"]
+    assert found and USER_TEXT in found[0]["text"] and found[0]["conversation_id"] == "global"
+    # Saving the same text again is no change and no commit.
+    before = len(subjects(vault))
+    assert "No change" in Cli(vault).ok("core", "edit", "USER", "--text", Cli(vault).ok(
+        "core", "show", "USER", "--json").json()["core"][0]["raw"]).stderr
+    assert len(subjects(vault)) == before
+
+
+def test_an_unknown_core_file_is_a_one_line_error(tmp_path):
+    vault = tmp_path / "vault"
+    Cli(vault).ok("init")
+    result = Cli(vault)("core", "edit", "../entries/x", "--text", "hello")
+    assert result.exit_code != 0 and "unknown core file" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_core_files_come_first_and_an_oversized_one_is_cut_with_a_warning(tmp_path, caplog):
+    memvault = open_vault(tmp_path / "vault", **{"core.max_chars": 200})
+    memvault.update_core("USER", "HEAD-OF-USER " + "x" * 400 + " TAIL-OF-USER")
+    memvault.update_core("SOUL", "Be honest and brief.")
+    memvault.add_entries([Entry("Alice keeps a pet octopus named Inky")], "seed")
+    chat = MemoryChat(memvault, "default")
+    with caplog.at_level(logging.WARNING, logger="memvault"):
+        turn = chat.prepare([{"role": "user", "content": "What is my octopus called?"}])
+    sent = turn.messages[-1]["content"]
+    assert sent.startswith(f"{CORE_HEADER}\n## USER.md\nHEAD-OF-USER")
+    assert "TAIL-OF-USER" not in sent  # cut to its head...
+    assert any("core/USER.md" in r.getMessage() and "core.max_chars" in r.getMessage() for r in caplog.records)
+    assert sent.index("## SOUL.md\nBe honest and brief.") < sent.index(MEMORY_HEADER) < sent.index(CURRENT_HEADER)
+    assert "IDENTITY.md" not in sent  # an untouched (explained-only) file adds nothing
+    memvault.close()
+
+
+def test_a_core_file_reached_through_a_link_is_neither_read_nor_written(memvault, tmp_path, caplog):
+    memvault.ensure_core()
+    outside = tmp_path / "outside.md"
+    outside.write_text("secret of another program\n", encoding="utf-8")
+    user = memvault.vault.root / "core" / "USER.md"
+    user.unlink()
+    os.symlink(outside, user)
+    with pytest.raises(MemvaultError, match="symbolic link"):
+        memvault.update_core("USER", "overwritten")
+    with pytest.raises(UnsafePathError, match="symbolic link"), memvault.vault.transaction("core", "x") as tx:
+        tx.write_file(PurePosixPath("core/USER.md"), "overwritten")  # the write path refuses on its own
+    with pytest.raises(UnsafePathError, match="only core/"), memvault.vault.transaction("core", "x") as tx:
+        tx.write_file(PurePosixPath("entries/default/facts/x.md"), "not a workspace file")
+    assert outside.read_text(encoding="utf-8") == "secret of another program\n"
+    with caplog.at_level(logging.WARNING, logger="memvault"):
+        assert memvault.core_context() == []
+    report = memvault.reindex()
+    assert ("core/USER.md", ) == tuple(path for path, _ in report.broken)
+
+
+# -- through the proxy: core files reach the upstream first -----------------------------------------
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory):
+    base = tmp_path_factory.mktemp("core-proxy")
+    upstream = Upstream()  # answers "ok" at once, recording every request
+    with serving(upstream.app()) as root, isolated_env(base / "home"):
+        settings = server_settings(base / "vault", root + "/v1")
+        with running(settings) as url:
+            yield SimpleNamespace(url=url, settings=settings, upstream=upstream)
+
+
+def test_core_files_reach_the_upstream_request_first(proxy):
+    import openai
+
+    writer = Memvault.open(proxy.settings)  # as a person (another process) would, while the server runs
+    writer.update_core("USER", USER_TEXT)
+    writer.close()
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
+    client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "Who am I?"}])
+    sent = proxy.upstream.chat_requests()[-1]["messages"]
+    assert sent[0]["role"] == "system"  # memvault's system prompt, then the user's message...
+    assert sent[-1]["content"].startswith(f"{CORE_HEADER}\n## USER.md\n{USER_TEXT}")  # ...core first
+    assert sent[-1]["content"].endswith(f"{CURRENT_HEADER} Who am I?")
