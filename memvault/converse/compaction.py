@@ -105,8 +105,7 @@ def summarise(messages: list[dict], llm) -> str | None:
         return None
     llm = bounded(llm)
     request = [{"role": "system", "content": PROMPT}, {"role": "user", "content": transcript(messages)}]
-    key = hashlib.sha256(json.dumps([getattr(getattr(llm, "settings", None), "model", ""), request],
-                                    ensure_ascii=False, default=str).encode("utf-8", "surrogatepass")).hexdigest()
+    key = cache_key(llm, request)
     with _cache_lock:
         if key in _cache:
             _cache.move_to_end(key)
@@ -118,11 +117,23 @@ def summarise(messages: list[dict], llm) -> str | None:
         return None
     if not answer:
         return None
-    with _cache_lock:
-        _cache[key] = answer
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    if key is not None:
+        with _cache_lock:
+            _cache[key] = answer
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
     return answer
+
+
+def cache_key(llm, request: list[dict]) -> str | None:
+    """The same span sent to the same configured model gets the same summary (temperature 0): the
+    key of both. None (no caching) for an LLM that is not a configured one (a test's double)."""
+    from memvault.curate.llm import LLMClient
+
+    if not isinstance(llm, LLMClient):
+        return None
+    identity = [llm.settings.model, llm.settings.api_base, request]
+    return hashlib.sha256(json.dumps(identity, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def bounded(llm):
