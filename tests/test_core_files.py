@@ -24,6 +24,8 @@ from tests.support.cli import Cli
 from tests.support.server import isolated_env, server_settings
 from tests.support.upstream import Upstream, serving
 
+OWNER_KEY = "owner-key-123456"
+ALICE_KEY = "alice-key-123456"
 USER_TEXT = "Alice Moreau is a marine biologist in Lisbon. She prefers short answers with sources."
 
 
@@ -138,20 +140,27 @@ def proxy(tmp_path_factory):
     base = tmp_path_factory.mktemp("core-proxy")
     upstream = Upstream()  # answers "ok" at once, recording every request
     with serving(upstream.app()) as root, isolated_env(base / "home"):
-        settings = server_settings(base / "vault", root + "/v1")
+        settings = server_settings(base / "vault", root + "/v1", api_key=OWNER_KEY)
+        settings.server.keys = {ALICE_KEY: {"user_id": ("alice",)}}
         with running(settings) as url:
             yield SimpleNamespace(url=url, settings=settings, upstream=upstream)
 
 
-def test_core_files_reach_the_upstream_request_first(proxy):
+def ask(proxy, key: str) -> list[dict]:
     import openai
 
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key=key, max_retries=0)
+    client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "Who am I?"}])
+    return proxy.upstream.chat_requests()[-1]["messages"]
+
+
+def test_core_files_reach_the_upstream_request_first(proxy):
     writer = Memvault.open(proxy.settings)  # as a person (another process) would, while the server runs
     writer.update_core("USER", USER_TEXT)
     writer.close()
-    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="k", max_retries=0)
-    client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "Who am I?"}])
-    sent = proxy.upstream.chat_requests()[-1]["messages"]
+    sent = ask(proxy, OWNER_KEY)
     assert sent[0]["role"] == "system"  # memvault's system prompt, then the user's message...
     assert sent[-1]["content"].startswith(f"{CORE_HEADER}\n## USER.md\n{USER_TEXT}")  # ...core first
     assert sent[-1]["content"].endswith(f"{CURRENT_HEADER} Who am I?")
+    # A key confined to alice's scope never gets the vault owner's core files.
+    assert USER_TEXT not in ask(proxy, ALICE_KEY)[-1]["content"]

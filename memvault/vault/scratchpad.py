@@ -13,7 +13,7 @@ import json
 import os
 from pathlib import Path
 
-from memvault.errors import NotFoundError, UnsafePathError, UsageError
+from memvault.errors import NotFoundError, UsageError
 from memvault.vault import layout
 
 SESSION_DIR = "session"
@@ -85,9 +85,8 @@ class Scratchpad:
         if sum(len(k) + len(v) for k, v in items.items()) > MAX_TOTAL_CHARS:
             raise UsageError(f"the scratchpad would hold more than {MAX_TOTAL_CHARS:,} characters: remove "
                              "something (write a key empty) first")
-        if self.folder.is_symlink():
-            raise UnsafePathError(f"refusing to write {self.folder}: it is a symbolic link")
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # atomic_write refuses a path reached through a link (the folder, or .memvault/session above it).
         atomic_write(self.path, json.dumps(items, ensure_ascii=False, indent=1).encode("utf-8"))
         return items
 
