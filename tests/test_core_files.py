@@ -111,6 +111,9 @@ def test_core_files_come_first_and_an_oversized_one_is_cut_with_a_warning(tmp_pa
     assert any("core/USER.md" in r.getMessage() and "core.max_chars" in r.getMessage() for r in caplog.records)
     assert sent.index("## SOUL.md\nBe honest and brief.") < sent.index(MEMORY_HEADER) < sent.index(CURRENT_HEADER)
     assert "IDENTITY.md" not in sent  # an untouched (explained-only) file adds nothing
+    assert "[core]" not in sent  # nor is a core file repeated among the memories
+    hits = chat.prepare([{"role": "user", "content": "Be honest and brief."}]).hits
+    assert hits and all(hit.role == "memory" for hit in hits)
     memvault.close()
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from memvault.curate.extract import last_user_index, message_text
 from memvault.vault.entry import SCOPE_KEYS, Entry
+from memvault.vault.layout import WORKSPACE_ROLES
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
@@ -82,6 +83,8 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
         context.core = [(found.name, found.text) for found in memvault.core_context()]
     if query.strip():
         context.memories = memvault.search(query, conversation, scopes, **(retrieval or {}))
+        # Core files are already first, in full; a journal day repeats the facts it lists, at length.
+        context.memories = [hit for hit in context.memories if hit.role not in WORKSPACE_ROLES.values()]
     summary = memvault.vault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
         context.summary = summary.text
