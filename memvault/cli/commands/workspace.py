@@ -45,8 +45,10 @@ def core_show(
         return
     for item in files:
         say(f"== {item['path']} ({item['chars']:,} characters{', cut to core.max_chars' if item['cut'] else ''})")
-        print_text(item["text"] if item["text"] else "(empty: `memvault core edit "
-                   f"{item['name'][:-3]}` to write it)")
+        if item["text"]:
+            print_text(item["text"] + "\n")
+        else:
+            say(f"(empty: `memvault core edit {item['name'][:-3]}` to write it)")
 
 
 @command("edit", group=core_app)
