@@ -167,3 +167,23 @@ def test_core_files_reach_the_upstream_request_first(proxy):
     assert sent[-1]["content"].endswith(f"{CURRENT_HEADER} Who am I?")
     # A key confined to alice's scope never gets the vault owner's core files.
     assert USER_TEXT not in ask(proxy, ALICE_KEY)[-1]["content"]
+
+
+def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(memvault):
+    import sys
+
+    memvault.update_core("USER", "before the crash")
+    script = ("import os, sys\nfrom pathlib import PurePosixPath\nfrom memvault.vault.store import Vault\n"
+              "vault = Vault.open(sys.argv[1])\n"
+              "with vault.transaction('core', 'dies') as tx:\n"
+              "    tx.write_file(PurePosixPath('core/USER.md'), 'half-written by a process that dies\\n')\n"
+              "    os._exit(9)  # killed: no rollback, no commit\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", script, str(memvault.vault.root)], env=env, timeout=120)
+    assert done.returncode == 9
+    user = memvault.vault.root / "core" / "USER.md"
+    assert user.read_text(encoding="utf-8").startswith("half-written")
+    memvault.update_core("MEMORY", "the next write")  # recovers first, under the lock
+    assert user.read_text(encoding="utf-8") == "before the crash\n"
+    assert subprocess.run(["git", "-C", str(memvault.vault.root), "status", "--porcelain"], capture_output=True,
+                          text=True, check=True).stdout == ""
