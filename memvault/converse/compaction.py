@@ -41,7 +41,6 @@ class Compaction:
 
     messages: list[dict]
     folded: int = 0
-    summarised: bool = False  # by the LLM (False: snippets)
 
 
 def needs_compaction(messages: list[dict], settings: CompactionSettings) -> bool:
@@ -78,8 +77,7 @@ def compact(messages: list[dict], settings: CompactionSettings, llm=None) -> Com
         return Compaction(list(messages))
     summary = summarise(folded, llm)
     text = summary if summary else snippets(folded)
-    return Compaction([*lead, {"role": "system", "content": f"{MARK} {text}"}, *kept], len(folded),
-                      summarised=bool(summary))
+    return Compaction([*lead, {"role": "system", "content": f"{MARK} {text}"}, *kept], len(folded))
 
 
 def transcript(messages: list[dict]) -> str:
