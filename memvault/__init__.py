@@ -5,7 +5,7 @@ __version__ = "0.1.0"
 # The Python API is loaded on first use, so `import memvault` (and the CLI start-up) stays light.
 _API_NAMES = (
     "Memory", "AsyncMemory", "MemoryError", "ValidationError", "ScopeError", "NotFoundError",
-    "LLMError", "EmbeddingError", "VectorStoreError", "ConfigurationError",
+    "LLMError", "EmbeddingError", "VectorStoreError", "ConfigurationError", "ConfigWarning",
 )
 __all__ = ["__version__", *_API_NAMES]
 

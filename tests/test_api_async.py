@@ -52,7 +52,8 @@ def test_every_method_is_a_coroutine_with_the_sync_results(vault):
 
     added, found, item, listed, updated, history, deleted, gone, bob, reset, carol = asyncio.run(scenario())
     assert [i["id"] for i in found["results"]] == [added["id"]]
-    assert item["memory"] == "The user likes tea." and listed["results"] == [item]
+    assert item["memory"] == "The user likes tea."
+    assert listed["results"] == [{k: v for k, v in item.items() if k != "score"}]
     assert updated == {"message": "Memory updated successfully!"}
     assert [h["event"] for h in history] == ["ADD", "UPDATE"]
     assert deleted == {"message": "Memory deleted successfully!"} and gone is None

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import memvault
-from memvault.api.config import build_settings
+from memvault.api.config import ConfigWarning, build_settings
 from memvault.errors import ConfigError
 from tests.support.upstream import Upstream, serving
 
@@ -95,28 +95,39 @@ def test_ollama_base_urls_map_for_the_llm_and_the_embedder(tmp_path):
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"llm": {"provider": "openai", "config": {"model": "gpt-4o-mini", "top_p": 0.1}}}, "'llm.top_p' is not supported"),
     ({"llm": {"provider": "ollama"}}, "llm.provider 'ollama' needs a model"),
-    ({"embedder": {"provider": "ollama", "config": {"model": "nomic-embed-text", "embedding_dims": 768}}},
-     "'embedder.embedding_dims' is not supported: memvault takes the vector size from the embedding model"),
     ({"embedder": {"provider": "huggingface", "config": {"model": "x", "base_url": "http://127.0.0.1:1"}}},
      "an embedder base URL needs a server's model"),
-    ({"vector_store": {"provider": "qdrant", "config": {"collection_name": "work"}}},
-     "'vector_store.collection_name' is not supported: one vault holds one collection"),
-    ({"vector_store": {"config": {"embedding_model_dims": 384}}}, "'vector_store.embedding_model_dims' is not"),
-    ({"vector_store": {"config": {"host": "localhost"}}}, "unknown config key 'vector_store.host'"),
-    ({"reranker": {"provider": "cohere", "config": {"model": "rerank-english-v3.0"}}}, "memvault runs a local"),
-    ({"reranker": {"config": {"model": "ms-marco", "top_k": 3}}}, "'reranker.top_k' is not supported"),
     ({"retrieval": {"provider": "x"}}, "unknown config key 'retrieval.provider'"),
-    ({"history_db_path": "/tmp/history.db"}, "history lives in the vault's git log"),
-    ({"version": "v1.0"}, "memvault answers in mem0's v1.1 shapes"),
-    ({"graph_store": {}}, "unknown config key 'graph_store'"),
+    ({"retrieval": {"top_kk": 3}}, "unknown config key 'retrieval.top_kk'"),
+    ({"vectorstore": {}}, "unknown config key 'vectorstore'"),
 ])
-def test_a_key_memvault_cannot_honour_is_refused_with_the_reason(tmp_path, config, message):
+def test_a_key_neither_memvault_nor_mem0_knows_is_refused(tmp_path, config, message):
     with pytest.raises(ConfigError, match=message):
         build_settings(config, tmp_path, None)
     with pytest.raises(memvault.ConfigurationError, match=message):
         memvault.Memory(config, vault=tmp_path / "z")
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"llm": {"provider": "openai", "config": {"model": "gpt-4o-mini", "top_p": 0.1}}}, "'llm.top_p' is ignored"),
+    ({"embedder": {"provider": "ollama", "config": {"model": "nomic-embed-text", "embedding_dims": 768}}},
+     "'embedder.embedding_dims' is ignored: memvault takes the vector size from the embedding model"),
+    ({"vector_store": {"provider": "qdrant", "config": {"collection_name": "work"}}},
+     "'vector_store.collection_name' is ignored: one vault holds one collection"),
+    ({"vector_store": {"config": {"embedding_model_dims": 384}}}, "'vector_store.embedding_model_dims' is ignored"),
+    ({"vector_store": {"config": {"host": "localhost"}}}, "'vector_store.host' is ignored: memvault's index"),
+    ({"reranker": {"provider": "cohere", "config": {"model": "rerank-english-v3.0"}}}, "memvault runs a local"),
+    ({"reranker": {"config": {"model": "ms-marco", "top_k": 3}}}, "'reranker.top_k' is ignored"),
+    ({"history_db_path": "/tmp/history.db"}, "history lives in the vault's git log"),
+    ({"version": "v2"}, "memvault answers in mem0's v1.1 shapes"),
+    ({"graph_store": {"provider": "neo4j", "config": {"url": "bolt://x"}}}, "'graph_store' is ignored"),
+])
+def test_a_mem0_key_memvault_has_no_use_for_is_ignored_with_the_reason(tmp_path, config, message):
+    with pytest.warns(ConfigWarning, match=message):
+        build_settings(config, tmp_path, None)
+    with pytest.warns(ConfigWarning, match=message):
+        memvault.Memory(config, vault=tmp_path / "z").close()
 
 
 def test_every_key_of_a_mapped_config_arrives(tmp_path):

@@ -55,17 +55,17 @@ def test_first_add_stores_turn_facts_and_summary_in_one_commit(memvault):
     assert not [c for c in llm.calls if RECONCILE in c.prompt]  # nothing stored yet: no reconciliation asked
 
 
-def test_update_leaves_a_tombstone_pointing_at_the_new_memory(memvault):
-    memvault.add("I like pizza", llm=llm_for(["Alice likes pizza"]))
+def test_update_rewrites_the_memory_in_place_under_its_id(memvault):
+    first = memvault.add("I like pizza", llm=llm_for(["Alice likes pizza"])).events[0]
     llm = llm_for(["Alice no longer likes pizza and loves sushi"],
                   [{"fact": 0, "event": "UPDATE", "id": "0", "text": "Alice loves sushi, not pizza"}])
     result = memvault.add("I don't like pizza anymore, I love sushi", llm=llm)
     update = [e for e in result.events if e.event == "UPDATE"][0]
-    assert (update.old_memory, update.new_memory) == ("Alice likes pizza", "Alice loves sushi, not pizza")
+    assert (update.id, update.old_memory, update.new_memory) == (
+        first.id, "Alice likes pizza", "Alice loves sushi, not pizza")
     assert live_texts(memvault) == ["Alice loves sushi, not pizza"]
-    tomb = [e for _, e in memvault.list(role="memory", include_deleted=True).entries if e.deleted][0]
-    assert tomb.text == "Alice likes pizza" and tomb.replaced_by == update.id
-    history = memvault.history(tomb.id)
+    assert not [e for _, e in memvault.list(role="memory", include_deleted=True).entries if e.deleted]
+    history = memvault.history(first.id)
     assert [(h.event, h.old_memory, h.new_memory) for h in history] == [
         ("ADD", None, "Alice likes pizza"), ("UPDATE", "Alice likes pizza", "Alice loves sushi, not pizza")]
     # The index follows: the old text is no longer found, the new one is.

@@ -177,3 +177,30 @@ def test_a_lock_a_live_git_takes_during_a_commit_is_waited_for(vault, monkeypatc
         core.close()
     assert "written while a person ran git status" in git(vault, "log", "-1", "--format=%s")
     assert not git(vault, "status", "--porcelain")
+
+
+def test_a_git_that_exits_while_proc_is_read_is_not_an_unknown_holder(vault, tmp_path, monkeypatch):
+    """On a busy machine a git elsewhere can exit between reading its name and its cwd: readlink then
+    fails with ESRCH (ProcessLookupError), which is "gone", not "another user's git we cannot see"
+    (that would leave a fresh stale lock in place and fail the write)."""
+    import importlib
+
+    git_module = importlib.import_module("memvault.vault.git")
+    elsewhere = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=tmp_path, stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL)
+    real_readlink = os.readlink
+
+    def exiting(path, *args, **kwargs):
+        if str(path).startswith(f"/proc/{elsewhere.pid}/"):
+            raise ProcessLookupError(3, "No such process")
+        return real_readlink(path, *args, **kwargs)
+
+    monkeypatch.setattr(git_module.os, "readlink", exiting)
+    try:
+        lock = leave_lock(vault)
+        result = Cli(vault)("add", "--no-llm", "written while another git exits")
+        assert result.exit_code == 0, result.stderr
+        assert not lock.exists()
+    finally:
+        elsewhere.stdin.close()
+        elsewhere.wait(10)

@@ -1,6 +1,7 @@
 """mem0-style Python API: `Memory`, `AsyncMemory` and their errors (see memvault.api.memory)."""
 
 from memvault.api.aio import AsyncMemory
+from memvault.api.config import ConfigWarning
 from memvault.api.errors import (
     ConfigurationError,
     EmbeddingError,
@@ -14,6 +15,6 @@ from memvault.api.errors import (
 from memvault.api.memory import Memory
 
 __all__ = [
-    "AsyncMemory", "ConfigurationError", "EmbeddingError", "LLMError", "Memory", "MemoryError",
+    "AsyncMemory", "ConfigWarning", "ConfigurationError", "EmbeddingError", "LLMError", "Memory", "MemoryError",
     "NotFoundError", "ScopeError", "ValidationError", "VectorStoreError",
 ]

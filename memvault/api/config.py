@@ -6,13 +6,18 @@ Accepted shapes, freely mixed:
   "ollama_base_url": ..., "max_tokens": 200}}, "embedder": {"provider": "ollama", "config": {"model":
   ..., "ollama_base_url": ...}}, "vector_store": {"config": {"path": ...}}, "reranker": {"config":
   {"model": ...}}, "custom_fact_extraction_prompt": "..."}`.
-Every key is either mapped onto a setting or refused with the reason: a typo, or a mem0 knob memvault
-cannot honour, must never fall silently back to a default.
+A mem0 user's existing config opens a vault: every key is mapped onto a setting, or, when it is a
+mem0 knob memvault has no use for (a vector store's host or collection, `history_db_path`,
+`graph_store`, `enable_vision`...), ignored with a warning (ConfigWarning, also logged) that says why.
+Only what is neither memvault's nor mem0's (a typo in a section name, an unknown key in memvault's
+own sections) is refused: it must never fall silently back to a default.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +26,10 @@ from memvault.errors import ConfigError
 from memvault.settings import Settings
 
 SECTIONS = ("vault", "embedder", "retrieval", "llm", "server")
-PROVIDER_BLOCKS = ("llm", "embedder", "vector_store", "reranker")
+PROVIDER_BLOCKS = ("llm", "embedder", "vector_store", "reranker", "graph_store")
 PROMPT_KEYS = ("custom_fact_extraction_prompt", "custom_instructions")
-# The response shapes memvault returns are mem0's v1.1 ones.
-API_VERSION = "v1.1"
+# The response shapes memvault returns are mem0's v1.1 ones (2.x kept them).
+API_VERSIONS = ("v1.0", "v1.1")
 BASE_URLS = {name: "api_base" for name in ("openai_base_url", "ollama_base_url", "lmstudio_base_url", "base_url")}
 # mem0 names -> memvault settings ("name" within the block's own section, or "section.name").
 ALIASES = {
@@ -33,23 +38,42 @@ ALIASES = {
     "vector_store": {"path": "vault.path"},
     "reranker": {"model": "retrieval.reranker"},
 }
-# mem0 keys with no memvault equivalent, and why they are refused.
-SAME_DIMS = "memvault takes the vector size from the embedding model: remove it"
-UNSUPPORTED = {
-    "history_db_path": "history lives in the vault's git log: remove it",
+# mem0 keys memvault has no use for, and why they are ignored (a warning names the reason).
+SAME_DIMS = "memvault takes the vector size from the embedding model"
+STORE = "memvault's index is a SQLite file inside the vault (vector_store.config.path)"
+IGNORED = {
+    "history_db_path": "history lives in the vault's git log",
+    "custom_update_memory_prompt": "memvault's reconciliation prompt numbers memories its own way",
     "llm.top_p": "memvault does not set top_p: use llm.temperature",
+    "llm.top_k": "memvault does not set top_k for the LLM",
+    "llm.enable_vision": "memvault stores text: image parts of messages are not read",
+    "llm.vision_details": "memvault stores text: image parts of messages are not read",
     "embedder.embedding_dims": SAME_DIMS,
+    "embedder.api_key": "memvault's litellm embedder reads the provider's environment variable (OPENAI_API_KEY...)",
+    "vector_store.provider": STORE,
     "vector_store.embedding_model_dims": SAME_DIMS,
     "vector_store.collection_name": "one vault holds one collection: give each collection its own vault "
                                     "(vector_store.config.path)",
-    "vector_store.on_disk": "the index is always on disk, in the vault: remove it",
-    "reranker.top_k": "the reranker orders every candidate: set the number of results with retrieval.top_k",
+    "vector_store.on_disk": "the index is always on disk, in the vault",
+    "reranker.top_k": "the reranker orders every candidate: set the number of results with top_k",
+    "graph_store": "memvault derives its graph from the facts' triples in the index (no graph database)",
 }
 # mem0 embedder providers -> memvault embedder spec prefixes.
 EMBEDDER_PREFIX = {"huggingface": "st:", "sentence_transformers": "st:", "openai": "litellm:",
                    "ollama": "litellm:ollama/"}
 # mem0 reranker providers that are a local cross-encoder, which is what memvault runs.
 LOCAL_RERANKERS = ("sentence_transformer", "huggingface")
+logger = logging.getLogger("memvault.api")
+
+
+class ConfigWarning(UserWarning):
+    """A mem0 config key memvault ignores, with the reason."""
+
+
+def ignore(key: str, reason: str | None = None) -> None:
+    message = f"config key {key!r} is ignored: {reason or IGNORED.get(key) or 'memvault does not use it'}"
+    logger.warning(message)
+    warnings.warn(message, ConfigWarning, stacklevel=4)
 
 
 def build_settings(config: dict | None, vault: str | Path | None, base: Settings | None) -> tuple[Settings, str | None]:
@@ -80,14 +104,18 @@ def flatten(config: dict) -> tuple[dict[str, Any], str | None]:
     prompt = None
     for section, block in config.items():
         if section in PROMPT_KEYS:
-            prompt = str(block) if block else None
+            prompt = str(block) if block else prompt
         elif section == "version":
-            if block != API_VERSION:
-                raise ConfigError(f"config version {block!r}: memvault answers in mem0's {API_VERSION} shapes")
+            if block not in API_VERSIONS:
+                ignore("version", f"memvault answers in mem0's v1.1 shapes (as mem0 2.x does), not {block!r}")
+        elif section in IGNORED:
+            if block:
+                ignore(section)
         elif section in (*SECTIONS, *PROVIDER_BLOCKS):
-            flags.update(section_flags(section, block))
+            if block is not None:
+                flags.update(section_flags(section, block))
         else:
-            raise unsupported(section)
+            raise ConfigError(f"unknown config key {section!r}")
     return flags, prompt
 
 
@@ -95,18 +123,28 @@ def section_flags(section: str, block: Any) -> dict[str, Any]:
     if not isinstance(block, dict):
         raise ConfigError(f"config {section!r} must be a dict")
     if "provider" in block and section not in PROVIDER_BLOCKS:
-        raise unsupported(f"{section}.provider")
+        raise ConfigError(f"unknown config key {section + '.provider'!r}")
     provider = block.get("provider")
     values = {k: v for k, v in block.items() if k not in ("provider", "config")}
     nested = block.get("config") or {}
     if not isinstance(nested, dict):
         raise ConfigError(f"config {section}.config must be a dict")
     values.update(nested)
+    # mem0's shape ({"provider", "config"}, or a block memvault has no section for): its keys are
+    # mem0's, so one memvault does not use is ignored with a warning; in memvault's own shape a key
+    # that is no setting is a typo, refused.
+    mem0_block = "provider" in block or "config" in block or section not in SECTIONS
+    known = setting_names(section)
     flags: dict[str, Any] = {}
     for name, value in values.items():
-        target = ALIASES.get(section, {}).get(name, name if section in SECTIONS else None)
-        if target is None or f"{section}.{name}" in UNSUPPORTED:
-            raise unsupported(f"{section}.{name}")
+        key = f"{section}.{name}"
+        target = ALIASES.get(section, {}).get(name) or (name if name in known else None)
+        if target is None or key in IGNORED:
+            if not mem0_block and key not in IGNORED:
+                raise ConfigError(f"unknown config key {key!r}")
+            if value not in (None, "", False, {}, []):
+                ignore(key, IGNORED.get(key) or (STORE if section == "vector_store" else None))
+            continue
         flags[target if "." in target else f"{section}.{target}"] = value
     if provider:
         flags.update(provider_flags(section, str(provider), flags))
@@ -124,11 +162,17 @@ def provider_flags(section: str, provider: str, flags: dict[str, Any]) -> dict[s
     if section == "embedder":
         return {"embedder.model": EMBEDDER_PREFIX.get(provider, f"litellm:{provider}/") + str(model)}
     if section == "reranker" and provider not in LOCAL_RERANKERS:
-        raise ConfigError(f"reranker provider {provider!r}: memvault runs a local cross-encoder "
-                          f"({', '.join(LOCAL_RERANKERS)}), from a folder or a hub name")
+        local = ", ".join(LOCAL_RERANKERS)
+        ignore(f"reranker.provider {provider!r}", f"memvault runs a local cross-encoder ({local}) from a folder "
+               "or a hub name; without one, search uses its own relevance")
+        return {"retrieval.reranker": ""}
     return {}
 
 
-def unsupported(key: str) -> ConfigError:
-    reason = UNSUPPORTED.get(key)
-    return ConfigError(f"config key {key!r} is not supported: {reason}" if reason else f"unknown config key {key!r}")
+def setting_names(section: str) -> set[str]:
+    """The settings of one of memvault's sections (none for mem0-only blocks)."""
+    import dataclasses
+
+    if section not in SECTIONS:
+        return set()
+    return {f.name for f in dataclasses.fields(getattr(Settings(), section))}

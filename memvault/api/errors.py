@@ -14,16 +14,17 @@ class MemoryError(errors.MemvaultError):  # noqa: A001 - mem0's name; it shadows
     """Base of every error the Python API raises."""
 
 
-class ValidationError(MemoryError, errors.UsageError):
-    """A call with malformed arguments (empty text, bad id, bad filter, bad limit...)."""
+class ValidationError(MemoryError, errors.UsageError, ValueError):
+    """A call with malformed arguments (empty text, bad id, bad filter, bad limit...). A ValueError,
+    as mem0's Memory raises ValueError for these: `except ValueError` works for both."""
 
 
 class ScopeError(ValidationError):
     """None of user_id, agent_id, run_id was given where mem0 requires one."""
 
 
-class NotFoundError(MemoryError, errors.NotFoundError):
-    """No live memory has this id."""
+class NotFoundError(MemoryError, errors.NotFoundError, ValueError):
+    """No live memory has this id (mem0 raises ValueError("Memory with id ... not found"))."""
 
 
 class LLMError(MemoryError, errors.LLMError):

@@ -5,10 +5,12 @@
     m.add("I'm vegetarian and allergic to nuts", user_id="alice")
     m.search("what can I cook for alice?", user_id="alice", limit=5)["results"]
 
+Both API generations work: mem0 2.x's `search(q, filters={"user_id": ...}, top_k=...)` and 1.x's
+`search(q, user_id=..., limit=...)`; where they disagree 2.x wins (README, "Coming from mem0").
 Differences from mem0 worth knowing:
-- An LLM UPDATE gives the new text a new id and keeps the old memory as a tombstone (`replaced_id`
-  in the add result, `replaced_by` in history); `update()` called by you edits in place (same id).
-- Deletes are soft: files move to `deleted/`, and git keeps every version.
+- An LLM UPDATE rewrites the memory in place (same id, as mem0 1.x); an exact duplicate is a NONE event.
+- Deletes are soft: files move to `deleted/`, and git keeps every version (history survives `reset`).
+- When the LLM fails, the message is stored as given (mem0 2.x raises LLMError): nothing is lost.
 - A curated add also stores the user's message as a turn and refreshes the conversation summary;
   turns and summaries are not memories here (search, get_all, get never return them), but
   `delete_all` and `reset` remove them too, so nothing of a deleted scope is left in use.
@@ -17,7 +19,9 @@ Differences from mem0 worth knowing:
 from __future__ import annotations
 
 import functools
+import logging
 import threading
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +29,25 @@ from memvault import errors
 from memvault.api.config import build_settings
 from memvault.api.errors import NotFoundError, ScopeError, ValidationError, translated
 from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
-from memvault.core import Memvault
+from memvault.core import Memvault, short
 from memvault.settings import Settings
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS, Entry
 
-SCOPE_REQUIRED = "At least one of user_id, agent_id, or run_id must be provided"
-DEFAULT_LIMIT = 100  # mem0's default for search and get_all
+logger = logging.getLogger("memvault.api")
+
+# mem0 2.2's words, so code that matches on them keeps working.
+ADD_SCOPE_REQUIRED = "At least one of 'user_id', 'agent_id', or 'run_id' must be provided."
+FILTERS_SCOPE_REQUIRED = ("filters must contain at least one of: user_id, agent_id, run_id. "
+                          "Example: filters={'user_id': 'u1'}")
+DELETE_ALL_SCOPE_REQUIRED = ("At least one filter is required to delete all memories. If you want to delete "
+                             "all memories, use the `reset()` method.")
+DELETE_NOT_FOUND = "Memory with id {memory_id} not found"
+UPDATE_NOT_FOUND = "Memory with id {memory_id} not found. Please provide a valid 'memory_id'"
+DEFAULT_TOP_K = 20  # mem0 2.x's default for search and get_all (1.x: 100)
+PROCEDURAL = "procedural_memory"
+IDENTITY_KEYS = (*SCOPE_KEYS, "actor_id")
+UNSET = object()  # update(): expiration_date not given (None clears it)
 MEMORY_ONLY = {"role": "memory"}
 
 
@@ -63,6 +79,12 @@ class Memory:
         self._llm = llm
         self._lock = threading.RLock()
         self._synced = False
+        self._index_failure: str | None = None
+        self._core.on_notice = self._noticed
+
+    def _noticed(self, message: str) -> None:
+        if message.startswith("embedding failed"):
+            self._index_failure = message
 
     @classmethod
     def from_config(cls, config_dict: dict) -> Memory:
@@ -90,53 +112,105 @@ class Memory:
 
     # -- writing -----------------------------------------------------------------------------------
     @serialised
-    def add(self, messages: str | dict | list, user_id: str | None = None, agent_id: str | None = None,
-            run_id: str | None = None, metadata: dict | None = None, filters: dict | None = None,
-            prompt: str | None = None, infer: bool = True) -> dict[str, Any]:
+    def add(self, messages: str | dict | list, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
+            metadata: dict | None = None, filters: dict | None = None, prompt: str | None = None,
+            infer: bool = True, *, expiration_date: Any = None, memory_type: str | None = None,
+            timestamp: Any = None) -> dict[str, Any]:
         """Remember what the user said. With an LLM (and `infer`), facts are extracted from the latest
         user message and reconciled with the scope's memories; without one, or with `infer=False`,
-        each message is stored as given. Returns {"results": [{id, memory, event, ...}]} with the
-        ADD / UPDATE / DELETE events (an unchanged fact, NONE, is not listed, as in mem0) and
-        "notes" when something degraded (e.g. the LLM failed and the text was stored as given).
+        each message is stored as given (system messages skipped; a message's `name` kept as
+        `actor_id`). Returns {"results": [{id, memory, event, ...}]}: ADD, UPDATE (same id, in place),
+        DELETE and NONE (an exact duplicate) events, and "notes" when something degraded (the LLM
+        failed and the text was stored as given; the embedder failed and indexing waits).
 
-        `filters` is accepted for mem0's signature: reconciliation always looks at the memories of
-        exactly these scopes."""
-        scopes = required_scopes(user_id, agent_id, run_id)
-        if not infer:
-            messages = without_system(messages)
+        `metadata={"created_at": ...}` dates the new memories; identity keys (user_id, agent_id,
+        run_id, actor_id) in metadata are ignored, as in mem0. `expiration_date` (YYYY-MM-DD) hides
+        the memories from search and get_all after that day. `memory_type`: only mem0's
+        "procedural_memory" (stored as given, with its type). `filters` is accepted for mem0 1.x's
+        signature: reconciliation always looks at the memories of exactly these scopes."""
+        if timestamp is not None:
+            raise ValidationError("timestamp is a mem0 Platform parameter: use metadata={'created_at': ...}")
+        scopes = required_scopes(user_id, agent_id, run_id, message=ADD_SCOPE_REQUIRED)
+        if memory_type is not None and memory_type != PROCEDURAL:
+            raise ValidationError(f"Invalid 'memory_type'. Please pass {PROCEDURAL} to create procedural memories.")
+        fields = {"expiration_date": expiration(expiration_date), "memory_type": memory_type}
+        chat = chat_messages(messages)
+        metadata = without_identity(metadata, "add()")
+        llm = (self._llm or self._core.llm()) if infer and memory_type is None else None
         self._sync_once()
-        result = self._core.add(messages, scopes=scopes, metadata=metadata, infer=infer,
-                                prompt=self._extraction_prompt(prompt) if infer else None,
-                                llm=self._llm if infer else None)
-        out: dict[str, Any] = {"results": [event_dict(e) for e in result.events if e.event != "NONE"]}
-        if result.notes:
-            out["notes"] = list(result.notes)
+        if llm is None:
+            note = "no LLM configured (set llm.model): stored the text as given" if infer and not memory_type else None
+            return self._add_as_given(chat, scopes, metadata, fields, note)
+        speaker = next((m.get("name") for m in reversed(chat) if m.get("role") == "user"), None)
+        fields["actor_id"] = speaker
+        carried = {**metadata, **{k: v for k, v in fields.items() if v is not None}}
+        result = self._core.add(chat, scopes=scopes, metadata=carried, infer=True,
+                                prompt=self._extraction_prompt(prompt), llm=llm)
+        out: dict[str, Any] = {"results": [event_dict(e) for e in result.events]}
+        notes = list(result.notes) + self._index_notes()
+        if notes:
+            out["notes"] = notes
+        return out
+
+    def _add_as_given(self, chat: list[dict], scopes: dict[str, str], metadata: dict, fields: dict,
+                      note: str | None) -> dict[str, Any]:
+        """Each non-system message as one memory, in one commit (mem0's infer=False)."""
+        created = metadata.pop("created_at", None)
+        entries = []
+        for message in chat:
+            if message.get("role") == "system":
+                continue
+            entries.append(Entry(
+                text=self._core.clean_text(str(message["content"])), conversation_id=self._conversation(scopes),
+                metadata={**metadata, "role": message.get("role") or "user"}, actor_id=message.get("name") or None,
+                **({"created_at": given_time(created)} if created is not None else {}),
+                **{k: v for k, v in fields.items() if v is not None}, **scopes))
+        if entries:
+            subject = (f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]" if len(entries) == 1
+                       else f"memvault add: {len(entries)} memories")
+            self._core.add_entries(entries, subject)
+        out: dict[str, Any] = {"results": [
+            {"id": e.id, "memory": e.text, "event": "ADD", "actor_id": e.actor_id, "role": e.metadata["role"]}
+            for e in entries]}
+        notes = ([note] if note else []) + self._index_notes()
+        if notes:
+            out["notes"] = notes
         return out
 
     @serialised
-    def update(self, memory_id: str, data: str, metadata: dict | None = None, *, user_id: str | None = None,
-               agent_id: str | None = None, run_id: str | None = None) -> dict[str, Any]:
-        """Rewrite a memory's text in place (same id; git keeps the old text); `metadata` is merged.
+    def update(self, memory_id: str, text: str | None = None, metadata: dict | None = None, *,
+               data: str | None = None, expiration_date: Any = UNSET, user_id: Any = None,
+               agent_id: Any = None, run_id: Any = None) -> dict[str, Any]:
+        """Rewrite a memory in place (same id; git keeps the old text): its `text` (mem0 1.x's `data`
+        is the same), `metadata` (merged; identity keys ignored), `expiration_date` (None clears it).
         Scopes given must all match the memory's (else: not found)."""
-        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id))
-        self._core.update(entry.id, text=data, metadata=metadata)
+        text = data if text is None else text
+        if text is None and metadata is None and expiration_date is UNSET:
+            raise ValidationError("At least one of text, metadata, or expiration_date must be provided.")
+        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id), UPDATE_NOT_FOUND)
+        if text is not None and not isinstance(text, str):
+            raise ValidationError(f"Memory with id {memory_id} does not have text content to update")
+        changed = entry.replace(
+            text=entry.text if text is None else text,
+            metadata={**entry.metadata, **without_identity(metadata, "update()")},
+            expiration_date=entry.expiration_date if expiration_date is UNSET else expiration(expiration_date))
+        self._core.update(entry.id, replacement=changed)
         return {"message": "Memory updated successfully!"}
 
     @serialised
-    def delete(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,
-               run_id: str | None = None) -> dict[str, Any]:
+    def delete(self, memory_id: str, *, user_id: Any = None, agent_id: Any = None,
+               run_id: Any = None) -> dict[str, Any]:
         """Soft-delete one memory (its file moves to deleted/; history keeps it). Scopes given must
         all match the memory's (else: not found)."""
-        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id))
+        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id), DELETE_NOT_FOUND)
         self._core.delete([entry.id])
         return {"message": "Memory deleted successfully!"}
 
     @serialised
-    def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
-                   run_id: str | None = None) -> dict[str, Any]:
+    def delete_all(self, user_id: Any = None, agent_id: Any = None, run_id: Any = None) -> dict[str, Any]:
         """Soft-delete, in one commit, every memory whose scopes match all those given, with the turns
         and conversation summaries of those scopes."""
-        scopes = required_scopes(user_id, agent_id, run_id)
+        scopes = required_scopes(user_id, agent_id, run_id, message=DELETE_ALL_SCOPE_REQUIRED)
         self._sync_once()
         ids = [row["id"] for row in self._core.select(scopes, role=None)]  # facts and turns
         ids += [entry.id for _, entry in self._core.list(role="summary", scopes=scopes).entries]
@@ -145,50 +219,63 @@ class Memory:
 
     @serialised
     def reset(self) -> None:
-        """Soft-delete everything in the vault (one commit) and rebuild the index. Git keeps it all."""
+        """Soft-delete everything in the vault (one commit) and rebuild the index. Git keeps it all,
+        so `history(id)` still answers after a reset (mem0 empties its history database)."""
         self._core.reset()
         self._synced = True
 
     # -- reading -----------------------------------------------------------------------------------
     @serialised
-    def search(self, query: str, user_id: str | None = None, agent_id: str | None = None,
-               run_id: str | None = None, limit: int = DEFAULT_LIMIT, filters: dict | None = None,
-               threshold: float | None = None) -> dict[str, Any]:
-        """The memories of these scopes most relevant to `query`, best first, through memvault's
-        pipeline (dense + lexical, rerank, recency, MMR). `filters`: a mem0 filter expression
-        (eq ne gt gte lt lte in nin contains icontains, AND OR NOT) on fields and metadata;
-        `threshold`: the minimum relevance (None: the configured one)."""
-        scopes = required_scopes(user_id, agent_id, run_id, filters)
-        check_limit(limit)
-        if threshold is not None and (isinstance(threshold, bool) or not 0 <= threshold <= 1):
-            raise ValidationError(f"threshold must be between 0 and 1, got {threshold!r}")
+    def search(self, query: str, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
+               limit: int | None = None, filters: dict | None = None, threshold: float | None = None, *,
+               top_k: int | None = None, rerank: bool = True, explain: bool = False, show_expired: bool = False,
+               reference_date: Any = None) -> dict[str, Any]:
+        """The memories most relevant to `query`, best first, through memvault's pipeline (dense +
+        lexical, rerank, recency, MMR). Scopes: mem0 2.x's `filters={"user_id": ...}` (a string, an
+        int, {"eq"/"in": ...} or "*") or 1.x's `user_id=`; `filters` also takes mem0 and spec
+        filter expressions. `top_k` (1.x: `limit`, default 20), `threshold` (None: the configured
+        one), `rerank=False` skips the cross-encoder, `explain` adds score_details; memories past
+        their expiration_date are left out unless `show_expired`."""
+        if reference_date is not None:
+            raise ValidationError("reference_date is a mem0 Platform parameter: use filters on created_at")
+        query = check_query(query)
+        top_k = pick_top_k(top_k, limit)
+        check_threshold(threshold)
+        scopes, filters = scoped(user_id, agent_id, run_id, filters)
+        if top_k == 0:
+            return {"results": []}
         self._sync_once()
-        hits = self._core.search(query, None, scopes, memories_matching(filters), top_k=limit,
-                                 score_threshold=threshold)
-        return {"results": [item_from_hit(hit) for hit in hits]}
+        overrides = {"reranker": ""} if not rerank else {}
+        hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
+                                 score_threshold=threshold, **overrides)
+        return {"results": [item_from_hit(hit, explain) for hit in hits]}
 
     @serialised
-    def get(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,
-            run_id: str | None = None) -> dict[str, Any] | None:
+    def get(self, memory_id: str, *, user_id: Any = None, agent_id: Any = None,
+            run_id: Any = None) -> dict[str, Any] | None:
         """One memory, or None when no live memory has this id within the scopes given (all must
         match: an id of another user is not found, as in mem0)."""
         entry = self._memory(memory_id, given_scopes(user_id, agent_id, run_id))
         return item_from_entry(entry) if entry else None
 
     @serialised
-    def get_all(self, user_id: str | None = None, agent_id: str | None = None, run_id: str | None = None,
-                filters: dict | None = None, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
-        """The memories of these scopes (newest first, at most `limit`), optionally filtered."""
-        scopes = required_scopes(user_id, agent_id, run_id, filters)
-        check_limit(limit)
+    def get_all(self, user_id: Any = None, agent_id: Any = None, run_id: Any = None, filters: dict | None = None,
+                limit: int | None = None, *, top_k: int | None = None, show_expired: bool = False) -> dict[str, Any]:
+        """The memories of these scopes (newest first, at most `top_k`, 1.x: `limit`, default 20),
+        optionally filtered; expired ones only with `show_expired`. Scopes as for `search`."""
+        top_k = pick_top_k(top_k, limit)
+        scopes, filters = scoped(user_id, agent_id, run_id, filters)
+        if top_k == 0:
+            return {"results": []}
         self._sync_once()
-        return {"results": [item_from_row(row) for row in self._core.select(scopes, filters, limit=limit)]}
+        rows = self._core.select(scopes, unexpired(filters, show_expired), limit=top_k)
+        return {"results": [item_from_row(row) for row in rows]}
 
     @serialised
-    def history(self, memory_id: str, *, user_id: str | None = None, agent_id: str | None = None,
-                run_id: str | None = None) -> list[dict[str, Any]]:
+    def history(self, memory_id: str, *, user_id: Any = None, agent_id: Any = None,
+                run_id: Any = None) -> list[dict[str, Any]]:
         """The memory's ADD / UPDATE / DELETE events, oldest first, read back from git ([] if unknown,
-        or outside the scopes given)."""
+        or outside the scopes given). Each record has mem0's fields and the spec's."""
         if not isinstance(memory_id, str):
             return []
         try:
@@ -224,17 +311,39 @@ class Memory:
         entry = self._core.live_entry(memory_id)
         return entry if entry is not None and entry.role == "memory" and in_scopes(entry, scopes) else None
 
-    def _require(self, memory_id: str, scopes: dict[str, str]) -> Entry:
+    def _require(self, memory_id: str, scopes: dict[str, str], message: str = DELETE_NOT_FOUND) -> Entry:
         entry = self._memory(memory_id, scopes)
         if entry is None:
-            raise NotFoundError(f"no memory with id {str(memory_id)[:40]!r}")
+            raise NotFoundError(message.format(memory_id=str(memory_id)[:80]))
         return entry
 
+    def _conversation(self, scopes: dict[str, str]) -> str:
+        return layout.scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
 
-def given_scopes(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, Any]:
-    """The scope ids given (None and "" are not given)."""
-    return {key: value for key, value in zip(SCOPE_KEYS, (user_id, agent_id, run_id), strict=True)
-            if value is not None and value != ""}
+    def _index_notes(self) -> list[str]:
+        """A note when writes wait in the journal because the embedder failed (they are stored)."""
+        failed, self._index_failure = self._index_failure, None
+        return [failed] if failed else []
+
+
+def given_scopes(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
+    """The scope ids given, checked and trimmed as mem0 2.x does (None is not given)."""
+    values = zip(SCOPE_KEYS, (user_id, agent_id, run_id), strict=True)
+    return {key: trimmed for key, value in values if (trimmed := entity_id(value, key)) is not None}
+
+
+def entity_id(value: Any, name: str) -> str | None:
+    """mem0's `_validate_and_trim_entity_id`: ints become strings, surrounding spaces are trimmed,
+    an empty id or one holding a space is refused."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value)
+    text = text.strip()
+    if not text:
+        raise ValidationError(f"Invalid {name}: cannot be empty or whitespace-only. Provide a valid identifier.")
+    if any(c.isspace() for c in text):
+        raise ValidationError(f"Invalid {name}: cannot contain whitespace. Provide a valid identifier without spaces.")
+    return text
 
 
 def in_scopes(entry: Entry, scopes: dict[str, Any]) -> bool:
@@ -242,29 +351,152 @@ def in_scopes(entry: Entry, scopes: dict[str, Any]) -> bool:
     return all(getattr(entry, key) == value for key, value in scopes.items())
 
 
-def required_scopes(user_id: Any, agent_id: Any, run_id: Any, filters: dict | None = None) -> dict[str, Any]:
-    """The scope ids given; ScopeError when there are none. A plain `{"user_id": "alice"}` inside
-    `filters` counts too (newer mem0 puts scopes there); the filter then applies it."""
+def required_scopes(user_id: Any, agent_id: Any, run_id: Any, message: str) -> dict[str, str]:
+    """The scope ids given; ScopeError(message) when there are none."""
     scopes = given_scopes(user_id, agent_id, run_id)
-    in_filters = isinstance(filters, dict) and any(
-        isinstance(filters.get(key), str) and filters[key] not in ("", "*") for key in SCOPE_KEYS)
-    if not scopes and not in_filters:
-        raise ScopeError(SCOPE_REQUIRED)
+    if not scopes:
+        raise ScopeError(message)
     return scopes
 
 
-def memories_matching(filters: dict | None) -> dict:
-    """The user's filter, restricted to facts (turns and summaries are not mem0 memories)."""
-    return {"AND": [MEMORY_ONLY, filters]} if filters else MEMORY_ONLY
+def scoped(user_id: Any, agent_id: Any, run_id: Any, filters: Any) -> tuple[dict[str, str], dict | None]:
+    """(scopes, filters) for search and get_all: 1.x's top-level ids and 2.x's ids inside `filters`
+    (checked and trimmed there too); at least one of the two must name a scope."""
+    if filters is not None and not isinstance(filters, dict):
+        raise ValidationError(f"filters must be a dict, got {type(filters).__name__}")
+    scopes = given_scopes(user_id, agent_id, run_id)
+    filters = dict(filters) if filters else None
+    for key in SCOPE_KEYS:
+        if filters and key in filters:
+            filters[key] = filter_scope(filters[key], key)
+    if not scopes and not (filters and any(key in filters for key in SCOPE_KEYS)):
+        raise ScopeError(FILTERS_SCOPE_REQUIRED)
+    return scopes, filters
 
 
-def check_limit(limit: Any) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValidationError(f"limit must be a positive integer, got {limit!r}")
+def filter_scope(value: Any, key: str) -> Any:
+    """A scope id inside filters, as mem0 2.x takes it: a string or an int (checked and trimmed),
+    "*" (any), or {"eq": id} / {"in": [ids]} / {"ne"/"nin": ...} with ids checked the same way."""
+    if value == "*":
+        return value
+    if isinstance(value, dict):
+        return {op: ([entity_id(v, key) for v in operand] if isinstance(operand, (list, tuple))
+                     else operand if operand == "*" else entity_id(operand, key))
+                for op, operand in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [entity_id(v, key) for v in value]
+    if value is None:
+        raise ValidationError(f"Invalid {key}: cannot be empty or whitespace-only. Provide a valid identifier.")
+    return entity_id(value, key)
 
 
-def without_system(messages: Any) -> Any:
-    """infer=False stores messages as given, except system prompts (as mem0 does)."""
-    if isinstance(messages, list):
-        return [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
-    return messages
+def memories_matching(filters: dict | None, show_expired: bool = False) -> dict:
+    """The user's filter, restricted to facts (turns and summaries are not mem0 memories) and,
+    unless `show_expired`, to memories not past their expiration_date."""
+    return {"AND": [MEMORY_ONLY, unexpired(filters, show_expired) or {}]}
+
+
+def unexpired(filters: dict | None, show_expired: bool) -> dict | None:
+    """`filters` and, unless `show_expired`, "not expired": mem0 hides a memory whose expiration date
+    (YYYY-MM-DD) is before today (UTC). An entry without one never expires (NOT of an absent field)."""
+    if show_expired:
+        return filters
+    today = datetime.now(UTC).date().isoformat()
+    alive = {"NOT": [{"expiration_date": {"lt": today}}]}
+    return {"AND": [alive, filters]} if filters else alive
+
+
+def expiration(value: Any) -> str | None:
+    """mem0's `_normalize_expiration_date`: a date, a datetime or a YYYY-MM-DD string; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise ValidationError("expiration_date must be a valid date in YYYY-MM-DD format.") from None
+    raise ValidationError("expiration_date must be a date string in YYYY-MM-DD format.")
+
+
+def given_time(value: Any) -> datetime:
+    """metadata["created_at"] as a time (mem0 honours it as the memory's creation time)."""
+    from memvault.vault.entry import iso_time
+
+    try:
+        return iso_time(value)
+    except ValueError:
+        raise ValidationError(f"metadata created_at is not an ISO 8601 time: {value!r:.60}") from None
+
+
+def without_identity(metadata: Any, where: str) -> dict[str, Any]:
+    """Metadata without identity keys: scopes come from the scope arguments, never from metadata
+    (mem0 2.x drops them with a warning)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
+    ignored = [key for key in metadata if key in IDENTITY_KEYS]
+    for key in ignored:
+        logger.warning("%s: ignoring metadata[%r] - identity fields cannot be set through metadata", where, key)
+    if "created_at" in metadata:
+        given_time(metadata["created_at"])
+    return {key: value for key, value in metadata.items() if key not in IDENTITY_KEYS}
+
+
+def chat_messages(messages: Any) -> list[dict]:
+    """mem0's accepted inputs (a string, a message, a list of messages) as a list of messages;
+    messages without a role or content are skipped, as mem0 does."""
+    if isinstance(messages, str):
+        messages = [{"role": "user", "content": messages}]
+    elif isinstance(messages, dict):
+        messages = [messages]
+    elif not isinstance(messages, list):
+        raise ValidationError("messages must be str, dict, or list[dict]")
+    chat = [{**m, "content": message_text(m.get("content"))} for m in messages
+            if isinstance(m, dict) and m.get("role") is not None]
+    chat = [m for m in chat if m["content"].strip()]
+    if not any(m["role"] != "system" for m in chat):
+        raise ValidationError("the memory text is empty")
+    return chat
+
+
+def message_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of OpenAI-style content parts (images are not
+    read: memvault stores text)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(part["text"] for part in content
+                         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
+    return ""
+
+
+def pick_top_k(top_k: Any, limit: Any) -> int:
+    """`top_k` (2.x) or `limit` (1.x), default 20 (2.x; 1.x had 100): a non-negative integer."""
+    value = top_k if top_k is not None else limit if limit is not None else DEFAULT_TOP_K
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("top_k must be a valid integer")
+    if value < 0:
+        raise ValidationError(f"Invalid top_k: {value}. Must be a non-negative integer.")
+    return value
+
+
+def check_threshold(threshold: Any) -> None:
+    if threshold is None:
+        return
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+        raise ValidationError("threshold must be a valid number")
+    if not 0 <= threshold <= 1:
+        raise ValidationError(f"Invalid threshold: {threshold}. Must be between 0 and 1 (inclusive).")
+
+
+def check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise ValidationError("Invalid query: must be a non-empty string.")
+    if not query.strip():
+        raise ValidationError("Invalid query: cannot be empty or whitespace-only.")
+    return query.strip()

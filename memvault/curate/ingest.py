@@ -1,7 +1,9 @@
 """A curated add: extract facts from what the user said, reconcile them with stored facts, summarise.
 
 Every LLM call happens in `plan_curation`, before the vault is locked; `apply_curation` then writes
-the turn, the facts, the tombstones and the summary inside one short transaction (one commit).
+the turn, the facts, the rewrites and the summary inside one short transaction (one commit).
+An UPDATE rewrites the stored fact in place (docs/architecture.md, Curation): same id, same file, new text and
+`updated_at`; git keeps the old text, so history reads ADD -> UPDATE under one id.
 A target that vanished between the two (another process deleted it) degrades safely: an UPDATE of
 a memory that is gone becomes an ADD, a DELETE of one is dropped. Nothing the user said is lost.
 """
@@ -16,8 +18,8 @@ from memvault.curate.extract import extract_facts, last_user_text
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
-from memvault.errors import LLMError
-from memvault.vault.entry import Entry, now, text_hash
+from memvault.errors import EmbeddingError, LLMError
+from memvault.vault.entry import MEM0_FIELDS, Entry, iso_time, now, text_hash
 from memvault.vault.store import Transaction
 
 
@@ -29,7 +31,7 @@ class MemoryEvent:
     id: str | None
     old_memory: str | None = None
     new_memory: str | None = None
-    replaced_id: str | None = None  # for UPDATE: the memory the new one replaces (now a tombstone)
+    replaced_id: str | None = None  # set only by older callers: UPDATE now keeps the id
 
     def to_dict(self) -> dict[str, Any]:
         memory = self.new_memory if self.new_memory is not None else self.old_memory
@@ -57,9 +59,18 @@ class StoredFacts:
 
     find: Callable[[str], list[tuple[str, str]]]
     hashes: set[str] = field(default_factory=set)
+    failure: str | None = None  # why neighbours could not be looked up (the embedder failed)
 
     def near(self, fact: str) -> list[tuple[str, str]]:
-        found = self.find(fact)
+        """The fact's nearest stored facts; none when the embedder fails: one failing embedding must
+        not abort an add (the facts are then ADDed as given, and indexed later from the journal)."""
+        if self.failure is None:
+            try:
+                found = self.find(fact)
+            except EmbeddingError as exc:
+                self.failure = str(exc)
+        if self.failure is not None:
+            return []
         self.hashes.update(text_hash(text) for _, text in found)
         return found
 
@@ -83,6 +94,8 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
         facts = [latest.strip()] if latest.strip() else []
         notes.append(f"LLM failed ({exc}); stored the message as given")
     neighbours = {fact: stored.near(fact) for fact in facts}
+    if stored.failure:
+        notes.append(f"embedding failed ({stored.failure}): facts stored without comparing them to stored ones")
     plan = reconcile(llm, facts, neighbours, stored.hashes)
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
@@ -97,8 +110,11 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
     events: list[MemoryEvent] = []
     conversation, scopes, metadata, source = place.conversation, place.scopes, place.metadata, place.source
 
+    fields, metadata = split_fields(metadata)
+
     def new_fact(text: str) -> Entry:
-        entry = Entry(text=text, conversation_id=conversation, metadata=dict(metadata), source=source, **scopes)
+        entry = Entry(text=text, conversation_id=conversation, metadata=dict(metadata), source=source,
+                      **fields, **scopes)
         tx.write(entry, event="ADD")
         return entry
 
@@ -108,11 +124,11 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
             entry = new_fact(decision.new_text)
             events.append(MemoryEvent("ADD", entry.id, None, entry.text))
         elif decision.event == "UPDATE":
-            entry = Entry(text=decision.new_text, conversation_id=conversation, source=source,
-                          metadata={**target.metadata, **metadata}, **(target.scopes or scopes))
-            tx.write(entry, event="ADD")
-            tx.soft_delete(target, replaced_by=entry.id, event="UPDATE")
-            events.append(MemoryEvent("UPDATE", entry.id, target.text, entry.text, replaced_id=target.id))
+            # In place: same id and file; the turn it came from becomes its source.
+            rewritten = target.replace(text=decision.new_text, updated_at=now(), source=source or target.source,
+                                       metadata={**target.metadata, **metadata})
+            tx.write(rewritten, event="UPDATE")
+            events.append(MemoryEvent("UPDATE", target.id, target.text, rewritten.text))
         elif decision.event == "DELETE" and target is not None:
             tx.soft_delete(target)
             events.append(MemoryEvent("DELETE", target.id, target.text, None))
@@ -123,3 +139,13 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
                    else Entry(text=curation.summary, role="summary", conversation_id=conversation, **scopes))
         tx.write(summary, event="SUMMARY")
     return events
+
+
+def split_fields(metadata: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(Entry fields, the rest of the metadata): mem0's `created_at` in metadata dates the new facts
+    (mem0 honours it), and its actor_id / memory_type / expiration_date are front-matter fields."""
+    rest = dict(metadata)
+    fields: dict[str, Any] = {key: str(rest.pop(key)) for key in MEM0_FIELDS if rest.get(key) is not None}
+    if rest.get("created_at") is not None:
+        fields["created_at"] = iso_time(rest.pop("created_at"))
+    return fields, rest

@@ -1,7 +1,7 @@
 """Reconciliation: new facts against the nearest stored facts -> planned ADD / UPDATE / DELETE / NONE.
 
 Pure decision logic around one LLM call; the caller fetches neighbours before and applies the plan
-after (ADD makes a new memory, UPDATE leaves a tombstone with `replaced_by`, DELETE is soft).
+after (ADD makes a new memory, UPDATE rewrites the memory in place under its id, DELETE is soft).
 
 Safeguards (docs/architecture.md, Curation), in the order they apply:
 - an exact duplicate (same md5 as a stored fact, or repeated among the new facts) is NONE, unasked;

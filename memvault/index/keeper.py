@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import EntryFormatError, MemvaultError
+from memvault.errors import EmbeddingError, EntryFormatError, MemvaultError
 from memvault.vault import layout
 
 if TYPE_CHECKING:
@@ -114,7 +114,11 @@ class IndexKeeper:
                 except (EntryFormatError, OSError):
                     gone.append(memory_id)  # edited away or broken since: reindex reports it
             unindex(self.store, gone)
-            index_entries(self.store, embedder or self.embedder(), items)
+            try:
+                index_entries(self.store, embedder or self.embedder(), items)
+            except BaseException:
+                journal.record(self.vault.state_dir, [(e.id, str(rel)) for rel, e, _ in items])  # tried again next time
+                raise
 
     def compact(self) -> None:
         """Vacuum the index if there is one (never build one just for that)."""
@@ -169,6 +173,12 @@ class IndexKeeper:
 
         try:
             embedder = KnownVectors(self.embedder(), texts)
+        except EmbeddingError as exc:
+            # The write is committed: a failing model must not turn it into an error. Journalled,
+            # the entries are embedded by the next search once the model works again.
+            journal.record(self.vault.state_dir, items)
+            self.notice(f"embedding failed ({exc}): {len(items)} entr(y/ies) will be indexed by the next search")
+            return
         except BaseException:
             journal.record(self.vault.state_dir, items)  # not lost: the next search embeds them
             raise

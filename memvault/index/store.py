@@ -31,6 +31,7 @@ from memvault.index.text import (
     fts_query,
     normalise,
 )
+from memvault.vault.entry import metadata_with_mem0_fields
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,7 +76,7 @@ class IndexRow:
             role=entry.role, conversation_id=entry.conversation_id,
             created_at=entry.created_at.timestamp(), updated_at=(entry.updated_at or entry.created_at).timestamp(),
             user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id,
-            metadata=json.dumps(entry.metadata or {}, sort_keys=True, ensure_ascii=False, default=str),
+            metadata=json.dumps(metadata_with_mem0_fields(entry), sort_keys=True, ensure_ascii=False, default=str),
             source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size,
         )
 

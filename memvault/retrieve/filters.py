@@ -6,12 +6,18 @@ Syntax accepted (mem0's, plus a few spellings people bring from other stores):
   `{"field": {"contains"|"icontains": "sub"}}`; several operators in one dict are ANDed.
   Operators may be written in any case and with a leading `$` (`$gte`, as in Chroma or MongoDB).
 - `{"field": "*"}`: the field is present (not null, not empty).
+- The spec's form: `{"field": "topic", "operator": "eq", "value": "food"}` (any operator above;
+  `"value": "*"` with `eq`: present), inside `AND`/`OR`/`NOT` lists or alone. A dict naming
+  `operator` or `value` beside `field` is read this way and must hold exactly those keys: an
+  expression that cannot be read is an error, never "everything" or "nothing".
 - `{"AND": [...]}`, `{"OR": [...]}`, `{"NOT": [...] | {...}}`, nested freely. The words may be written in
   any case and with a leading `$`, so a metadata key can never be called `and`, `or` or `not`.
   `NOT [a, b]` means "none of them" (NOT (a OR b)).
 
-Fields: the columns below; any other key is a key of the entry's metadata JSON. Times (`created_at`,
-`updated_at`) accept ISO 8601 strings, dates, datetimes and epoch numbers (a naive time is read as UTC).
+Fields: the columns below (`memory`, mem0's name for the text, means `text`); any other key is a
+key of the entry's metadata JSON (which also holds the mem0 fields actor_id, memory_type and
+expiration_date). Times (`created_at`, `updated_at`) accept ISO 8601 strings, dates, datetimes
+and epoch numbers (a naive time is read as UTC).
 Metadata values compare as SQLite compares JSON scalars: numbers as numbers, strings as strings
 (the string "2024" is not the number 2024), booleans as 1/0. On a metadata array, `contains` means
 "has this element". `icontains` folds case for ASCII letters only (SQLite's lower()).
@@ -37,6 +43,8 @@ from memvault.vault.entry import check_scopes, check_text, iso_time
 TEXT_COLUMNS = ("user_id", "agent_id", "run_id", "role", "conversation_id", "id", "text")
 TIME_COLUMNS = ("created_at", "updated_at")
 LOGICAL = ("and", "or", "not")
+SPEC_KEYS = ("field", "operator", "value")
+ALIASES = {"memory": "text"}  # mem0's name for a memory's text
 COMPARISONS = {"eq": "=", "ne": "IS NOT", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 OPERATORS = (*COMPARISONS, "in", "nin", "contains", "icontains")
 MAX_KEY = 128
@@ -119,6 +127,8 @@ def _node(expr: Any, params: list, depth: int) -> str:
         raise UsageError(f"filter is nested deeper than {MAX_DEPTH} levels")
     if not isinstance(expr, dict):
         raise UsageError(f"a filter must be a dict of conditions, got {type(expr).__name__}")
+    if "field" in expr and ("operator" in expr or "value" in expr):
+        expr = _spec_condition(expr)
     clauses = []
     for key, value in expr.items():
         if not isinstance(key, str):
@@ -131,6 +141,24 @@ def _node(expr: Any, params: list, depth: int) -> str:
     if not clauses:
         return "1"
     return clauses[0] if len(clauses) == 1 else "(" + " AND ".join(clauses) + ")"
+
+
+def _spec_condition(expr: dict) -> dict:
+    """`{"field": f, "operator": op, "value": v}` as the mem0 form `{f: {op: v}}`."""
+    extra = [key for key in expr if key not in SPEC_KEYS]
+    if extra:
+        raise UsageError(f"a filter condition {{field, operator, value}} cannot also hold {extra[0]!r}")
+    field, op = expr.get("field"), expr.get("operator", "eq")
+    if not isinstance(field, str) or not field:
+        raise UsageError(f"a filter condition's 'field' must be a field name, got {field!r:.60}")
+    if not isinstance(op, str):
+        raise UsageError(f"a filter condition's 'operator' must be one of {', '.join(OPERATORS)}, got {op!r:.60}")
+    if "value" not in expr:
+        raise UsageError(f"the filter condition on {field!r} has no 'value'")
+    value = expr["value"]
+    if value == "*" and op.lower().lstrip("$") == "eq":
+        return {field: "*"}
+    return {field: {op: value}}
 
 
 def _logical(word: str, value: Any, params: list, depth: int) -> str:
@@ -206,6 +234,7 @@ class _Target:
     """A filterable field: a column of `entries e` or a key of its metadata JSON."""
 
     def __init__(self, key: str):
+        key = ALIASES.get(key, key)
         self.key = key
         if key in TEXT_COLUMNS or key in TIME_COLUMNS:
             self.kind = "time" if key in TIME_COLUMNS else "column"

@@ -2,7 +2,8 @@
 
     app = create_app(settings)      # served by memvault.server.run (uvicorn)
 
-Routes: /v1/chat/completions (proxy.py), /v1/memories/... and /v1/reset/ (memories.py), /health,
+Routes: /v1/chat/completions (proxy.py), /v1/memories/... and /v1/reset/ (memories.py), mem0's own
+paths /memories, /search, /v1/ping/, /v3/memories/... (mem0_routes.py), /health,
 and any other /v1/* path passed through to the upstream LLM server (llm.api_base).
 """
 
@@ -94,7 +95,7 @@ def serve_docs(app: FastAPI) -> None:
 
 def create_app(settings: Settings) -> FastAPI:
     """The application for these settings (the vault is opened when it starts serving)."""
-    from memvault.server import memories, proxy
+    from memvault.server import mem0_routes, memories, proxy
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
@@ -116,6 +117,7 @@ def create_app(settings: Settings) -> FastAPI:
         return status
 
     app.include_router(memories.router)
+    app.include_router(mem0_routes.router)  # mem0's own paths (OSS server, hosted client): before the passthrough
     app.include_router(proxy.router)
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)

@@ -45,11 +45,12 @@ def check_bind(host: str, api_key: str) -> None:
 
 
 def bearer(value: str | None) -> str | None:
-    """The token of an `Authorization: Bearer <token>` value (a bare token is taken as is)."""
+    """The token of an `Authorization: Bearer <token>` value (or `Token <token>`, as mem0's
+    MemoryClient sends it; a bare token is taken as is)."""
     if not value:
         return None
     scheme, _, token = value.strip().partition(" ")
-    token = token.strip() if scheme.lower() == "bearer" else value.strip()
+    token = token.strip() if scheme.lower() in ("bearer", "token") else value.strip()
     return token or None
 
 

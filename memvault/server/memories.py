@@ -24,12 +24,13 @@ from memvault.server.auth import EVERYTHING, allowed_scopes, confine
 from memvault.server.state import server_state
 
 router = APIRouter(prefix="/v1", tags=["memories"])
-PREFIXES = ("/v1/memories", "/v1/reset")
+PREFIXES = ("/v1/memories", "/v1/reset", "/v1/ping", "/v3/memories")  # /v3, /v1/ping: mem0_routes
 
 
 class Message(BaseModel):
     role: str = "user"
     content: str
+    name: str | None = Field(None, description="Who said it: kept as the memory's actor_id (infer=false).")
 
 
 class Scopes(BaseModel):
@@ -43,31 +44,48 @@ class AddRequest(Scopes):
     metadata: dict[str, Any] | None = None
     infer: bool = Field(True, description="Extract and reconcile facts with the LLM; false: store as given.")
     prompt: str | None = Field(None, description="Custom fact-extraction prompt for this call.")
+    expiration_date: str | None = Field(None, description="YYYY-MM-DD: hidden from search and lists after it.")
+    memory_type: str | None = Field(None, description="Only mem0's 'procedural_memory'.")
+
+    def options(self) -> dict[str, Any]:
+        """Memory.add's arguments beside the messages and the scopes."""
+        return {"metadata": self.metadata, "infer": self.infer, "prompt": self.prompt,
+                "expiration_date": self.expiration_date, "memory_type": self.memory_type}
+
+    def chat(self) -> str | list[dict]:
+        return self.messages if isinstance(self.messages, str) else [
+            m.model_dump(exclude_none=True) for m in self.messages]
 
 
 class SearchRequest(Scopes):
     query: str = Field(min_length=1)
-    limit: int = Field(100, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
+    limit: int = Field(20, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
     threshold: float | None = Field(None, ge=0, le=1)
     filters: dict[str, Any] | None = Field(None, description="mem0 filter expression (eq, in, contains, AND...).")
 
 
 class SearchQuery(Scopes):
-    query: str = Field(min_length=1)
-    limit: int = Field(100, ge=1, le=1000)
+    query: str = Field(min_length=1, validation_alias=AliasChoices("query", "q"), description="Also as `q`.")
+    limit: int = Field(20, ge=1, le=1000, validation_alias=AliasChoices("limit", "top_k"))
     threshold: float | None = Field(None, ge=0, le=1)
     filters: str | None = Field(None, description="mem0 filter expression as JSON.")
 
 
 class ListQuery(Scopes):
-    limit: int = Field(100, ge=1, le=10000)
+    limit: int = Field(20, ge=1, le=10000, validation_alias=AliasChoices("limit", "top_k"))
     filters: str | None = Field(None, description="mem0 filter expression as JSON.")
 
 
 class UpdateRequest(Scopes):
-    text: str = Field(min_length=1, validation_alias=AliasChoices("text", "data", "memory"),
-                      description="The new text (also accepted as `data` or `memory`).")
+    text: str | None = Field(None, min_length=1, validation_alias=AliasChoices("text", "data", "memory"),
+                             description="The new text (also accepted as `data` or `memory`).")
     metadata: dict[str, Any] | None = None
+    expiration_date: str | None = Field(None, description="YYYY-MM-DD; null clears it.")
+
+    def options(self) -> dict[str, Any]:
+        """Memory.update's keyword arguments (an expiration_date left out is left as it is)."""
+        given = {"expiration_date": self.expiration_date} if "expiration_date" in self.model_fields_set else {}
+        return {"text": self.text, "metadata": self.metadata, **given}
 
 
 def scopes_of(request: Request, *given: Scopes) -> dict[str, Any]:
@@ -91,9 +109,7 @@ async def call(request: Request, method: str, *args: Any, **kwargs: Any) -> Any:
 
 @router.post("/memories/", summary="Add memories (curated by the LLM unless infer=false)")
 async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
-    messages = body.messages if isinstance(body.messages, str) else [m.model_dump() for m in body.messages]
-    return await call(request, "add", messages, **scopes_of(request, body), metadata=body.metadata,
-                      infer=body.infer, prompt=body.prompt)
+    return await call(request, "add", body.chat(), **scopes_of(request, body), **body.options())
 
 
 @router.get("/memories/search/", summary="Search memories (query parameters)")
@@ -123,15 +139,14 @@ async def delete_memories(params: Annotated[Scopes, Query()], request: Request) 
 async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
     found = await call(request, "get", memory_id, **scopes_of(request, params))
     if found is None:
-        raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
+        raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
     return found
 
 
 @router.put("/memories/{memory_id}/", summary="Rewrite a memory's text in place (same id)")
 async def update_memory(memory_id: str, body: UpdateRequest, params: Annotated[Scopes, Query()],
                         request: Request) -> dict[str, Any]:
-    return await call(request, "update", memory_id, body.text, metadata=body.metadata,
-                      **scopes_of(request, params, body))
+    return await call(request, "update", memory_id, **body.options(), **scopes_of(request, params, body))
 
 
 @router.delete("/memories/{memory_id}/", summary="Delete one memory (soft: git keeps it)")
@@ -144,7 +159,7 @@ async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], req
                          ) -> list[dict[str, Any]]:
     events = await call(request, "history", memory_id, **scopes_of(request, params))
     if not events:  # every memory that exists, or existed, has at least its ADD
-        raise NotFoundError(f"no memory with id {memory_id[:40]!r}")
+        raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
     return events
 
 

@@ -20,7 +20,11 @@ SCOPE_KEYS = ("user_id", "agent_id", "run_id")
 FIELD_ORDER = (
     "id", "role", "conversation_id", "created_at", "updated_at", "hash",
     "user_id", "agent_id", "run_id", "source", "metadata", "deleted_at", "replaced_by",
+    "actor_id", "memory_type", "expiration_date",
 )
+# mem0's per-memory fields kept in front matter (the mem0-style API sets them; see memvault.api):
+# who said it (a message's `name`), mem0's memory_type, and the day (YYYY-MM-DD) after which it is hidden.
+MEM0_FIELDS = ("actor_id", "memory_type", "expiration_date")
 # What a memory's metadata may hold: JSON-like values the index can store and YAML can write back.
 # The caps bound work and memory on hostile input (aliases make a small file a huge or endless tree).
 MAX_METADATA_DEPTH = 32
@@ -199,6 +203,9 @@ class Entry:
     source: str | None = None
     deleted_at: datetime | None = None
     replaced_by: str | None = None
+    actor_id: str | None = None
+    memory_type: str | None = None
+    expiration_date: str | None = None
 
     def __post_init__(self) -> None:
         if self.updated_at is None:
@@ -229,6 +236,12 @@ class Entry:
         for key in ("created_at", "updated_at", "deleted_at"):
             data[key] = format_time(data[key])
         return data
+
+
+def metadata_with_mem0_fields(entry: Entry) -> dict[str, Any]:
+    """The entry's metadata and its mem0 fields that are set: what the index's metadata column holds,
+    so filters reach actor_id, memory_type and expiration_date like any metadata key."""
+    return {**entry.metadata, **{key: getattr(entry, key) for key in MEM0_FIELDS if getattr(entry, key)}}
 
 
 def render(entry: Entry) -> str:
@@ -355,4 +368,5 @@ def parse(content: str, where: str = "<text>", defaults: dict[str, Any] | None =
         source=optional("source"),
         deleted_at=parse_time(meta.get("deleted_at"), "deleted_at", where),
         replaced_by=optional("replaced_by"),
+        **{key: optional(key) for key in MEM0_FIELDS},
     )

@@ -280,9 +280,9 @@ class VaultGit:
                     continue
                 args = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
                 cwd = os.readlink(entry / "cwd")
-            except FileNotFoundError:
-                continue  # it exited meanwhile
-            except OSError:
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # it exited meanwhile (ENOENT or ESRCH, depending on when)
+            except PermissionError:
                 unknown = True  # another user's git: we cannot see where it works
                 continue
             if "cat-file" in args[1:3]:

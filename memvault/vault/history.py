@@ -1,4 +1,8 @@
-"""A memory's ADD / UPDATE / DELETE events, read back from git: the files are the audit trail."""
+"""A memory's ADD / UPDATE / DELETE events, read back from git: the files are the audit trail.
+
+Each event's record carries mem0's history field names (`old_memory`, `new_memory`, `created_at`:
+when the memory was made, `updated_at`: when this event happened, `is_deleted`, `actor_id`, `role`)
+and the spec's (`old_value`, `new_value`, `timestamp`: when this event happened)."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pathlib import PurePosixPath
 
 from memvault.errors import EntryFormatError
 from memvault.vault import layout
-from memvault.vault.entry import parse
+from memvault.vault.entry import Entry, parse
 from memvault.vault.git import Commit, VaultGit
 
 
@@ -22,10 +26,35 @@ class Event:
     commit: str
     subject: str
     replaced_by: str | None = None
+    entry: Entry | None = None  # the memory as this event left it (before it, for a DELETE)
+
+    @property
+    def moment(self) -> datetime:
+        """When the event happened, to the millisecond the file keeps (the commit's time, to the
+        second, when the file does not say)."""
+        entry = self.entry
+        if entry is not None:
+            if self.event == "ADD":
+                return entry.created_at
+            if self.event == "UPDATE" and not self.replaced_by:
+                return entry.updated_at or self.time
+            if self.event == "DELETE" and entry.deleted_at:
+                return entry.deleted_at
+        return self.time
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.event in ("DELETE", "PURGE") or bool(self.replaced_by)
 
     def to_dict(self) -> dict:
+        entry = self.entry
         return {"id": self.commit[:12] + ":" + self.memory_id[:8], "memory_id": self.memory_id, "event": self.event,
-                "old_memory": self.old_memory, "new_memory": self.new_memory, "created_at": self.time.isoformat(),
+                "old_memory": self.old_memory, "new_memory": self.new_memory,
+                "created_at": (entry.created_at if entry else self.time).isoformat(),
+                "updated_at": self.moment.isoformat(), "is_deleted": self.is_deleted,
+                "actor_id": entry.actor_id if entry else None,
+                "role": entry.metadata.get("role") if entry and isinstance(entry.metadata.get("role"), str) else None,
+                "old_value": self.old_memory, "new_value": self.new_memory, "timestamp": self.moment.isoformat(),
                 "commit": self.commit, "subject": self.subject, "replaced_by": self.replaced_by}
 
 
@@ -43,8 +72,8 @@ def memory_events(git: VaultGit, memory_id: str) -> list[Event]:
     return events
 
 
-def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, str | None]:
-    """(text, replaced_by) of a file at a commit."""
+def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, Entry | None]:
+    """(text, entry) of a file at a commit; entry None when it is not a readable entry."""
     if rel is None:
         return None, None
     content = git.show(sha, rel)
@@ -52,7 +81,7 @@ def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, str | N
         return None, None
     try:
         entry = parse(content, rel, {"id": "x", "role": "memory", "conversation_id": "x", "created_at": "2000-01-01"})
-        return entry.text, entry.replaced_by
+        return entry.text, entry
     except EntryFormatError:
         return content, None
 
@@ -61,29 +90,30 @@ def _event(git: VaultGit, commit: Commit, memory_id: str, status: str, rel: str,
     deleted_now = layout.is_deleted_path(PurePosixPath(rel))
     base = dict(memory_id=memory_id, time=commit.time, commit=commit.sha, subject=commit.subject)
     if status == "A":
-        text, _ = _body(git, commit.sha, rel)
-        return None if deleted_now else Event(event="ADD", old_memory=None, new_memory=text, **base)
+        text, entry = _body(git, commit.sha, rel)
+        return None if deleted_now else Event(event="ADD", old_memory=None, new_memory=text, entry=entry, **base)
     if status == "M":
         old, _ = _body(git, commit.sha + "^", rel)
-        new, _ = _body(git, commit.sha, rel)
+        new, entry = _body(git, commit.sha, rel)
         if old == new:
             return None  # only front matter changed
-        return Event(event="UPDATE", old_memory=old, new_memory=new, **base)
+        return Event(event="UPDATE", old_memory=old, new_memory=new, entry=entry, **base)
     if status == "D":
-        old, _ = _body(git, commit.sha + "^", rel)
-        return Event(event="PURGE" if deleted_now else "DELETE", old_memory=old, new_memory=None, **base)
+        old, entry = _body(git, commit.sha + "^", rel)
+        return Event(event="PURGE" if deleted_now else "DELETE", old_memory=old, new_memory=None, entry=entry, **base)
     if status == "R":
         old, _ = _body(git, commit.sha + "^", old_rel)
-        new, replaced_by = _body(git, commit.sha, rel)
+        new, entry = _body(git, commit.sha, rel)
+        replaced_by = entry.replaced_by if entry else None
         was_deleted = layout.is_deleted_path(PurePosixPath(old_rel or ""))
         if deleted_now and not was_deleted:
-            if replaced_by:
+            if replaced_by:  # an older vault's UPDATE: a new memory replaced this one
                 return Event(event="UPDATE", old_memory=old, new_memory=_replacement_text(git, commit.sha, replaced_by),
-                             replaced_by=replaced_by, **base)
-            return Event(event="DELETE", old_memory=old, new_memory=None, **base)
+                             replaced_by=replaced_by, entry=entry, **base)
+            return Event(event="DELETE", old_memory=old, new_memory=None, entry=entry, **base)
         if was_deleted and not deleted_now:
-            return Event(event="RESTORE", old_memory=None, new_memory=new, **base)
-        return None if old == new else Event(event="UPDATE", old_memory=old, new_memory=new, **base)
+            return Event(event="RESTORE", old_memory=None, new_memory=new, entry=entry, **base)
+        return None if old == new else Event(event="UPDATE", old_memory=old, new_memory=new, entry=entry, **base)
     return None
 
 

@@ -1,0 +1,206 @@
+"""mem0's own REST paths, so mem0's clients work against `memvault serve` unchanged.
+
+- mem0's OSS server (its `server/main.py`): `POST/GET/DELETE /memories`, `GET/PUT/DELETE
+  /memories/{id}`, `GET /memories/{id}/history`, `POST /search`, `POST /reset`, `POST /configure`.
+- What the hosted `MemoryClient` (mem0ai 2.x) calls: `GET /v1/ping/` at start-up, `POST
+  /v3/memories/add/`, `POST /v3/memories/` (list, paginated), `POST /v3/memories/search/`; it also
+  uses `/v1/memories/{id}/...` and `DELETE /v1/memories/`, which memvault.server.memories serves.
+
+Each route is a thin call to the server's `Memory`, under the same rules as /v1/memories: scopes
+are boundaries (ids named in `filters` count, and a scoped key must name its ids plainly), errors
+are 4xx JSON with mem0's `detail` beside memvault's `error`. `/configure` is refused: the LLM, its
+key and the vault are the operator's to choose (docs/architecture.md, Trust boundaries), never a client's.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from pydantic import BaseModel, Field
+
+from memvault import __version__
+from memvault.errors import MemvaultError, NotFoundError
+from memvault.server.auth import EVERYTHING, allowed_scopes
+from memvault.server.memories import AddRequest, Scopes, UpdateRequest, call, scopes_of
+from memvault.vault.entry import SCOPE_KEYS
+
+router = APIRouter(tags=["mem0"])
+MAX_LISTED = 10_000  # what one paginated listing reads at most
+
+
+def mem0_errors(route):
+    """memvault's error response with mem0's `detail` (what mem0's clients read) beside `error`."""
+
+    @functools.wraps(route)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from starlette.exceptions import HTTPException
+        from starlette.responses import JSONResponse
+
+        from memvault.server.errors import clipped_line, error_body, status_of_memvault_error
+
+        try:
+            return await route(*args, **kwargs)
+        except MemvaultError as exc:
+            status, message = status_of_memvault_error(exc), str(exc)
+        except HTTPException as exc:
+            status, message = exc.status_code, str(exc.detail)
+        return JSONResponse({"detail": clipped_line(message), **error_body(status, message)}, status_code=status)
+
+    return wrapper
+
+
+class SearchBody(Scopes):
+    query: str = Field(min_length=1)
+    filters: dict[str, Any] | None = None
+    top_k: int | None = Field(None, ge=0, le=1000)
+    limit: int | None = Field(None, ge=0, le=1000)
+    threshold: float | None = Field(None, ge=0, le=1)
+    rerank: bool = True
+    explain: bool = False
+    show_expired: bool = False
+
+
+class ListBody(Scopes):
+    filters: dict[str, Any] | None = None
+    top_k: int | None = Field(None, ge=0, le=10000)
+    show_expired: bool = False
+
+
+class Page(BaseModel):
+    page: int = Field(1, ge=1)
+    page_size: int = Field(100, ge=1, le=1000)
+
+
+def scopes_and_filters(request: Request, body: Scopes, filters: dict[str, Any] | None) -> tuple[dict, dict | None]:
+    """The request's scopes (named at the top level or, as mem0 2.x does, plainly inside `filters`),
+    confined to what its key may reach, and the rest of the filters. A scoped key must name its ids
+    plainly: `{"user_id": "*"}` or `{"in": [...]}` could otherwise reach past it."""
+    from starlette.exceptions import HTTPException
+
+    rest = dict(filters or {})
+    named = Scopes(**{key: str(rest.pop(key)) for key in SCOPE_KEYS
+                      if isinstance(rest.get(key), (str, int)) and not isinstance(rest[key], bool)
+                      and rest[key] != "*"})
+    if allowed_scopes(request) is not EVERYTHING and any(key in rest for key in SCOPE_KEYS):
+        raise HTTPException(403, "this API key must name its scope ids plainly (no '*' or operators in filters)")
+    return scopes_of(request, body, named), rest or None
+
+
+# -- the hosted MemoryClient's paths ------------------------------------------------------------------
+
+@router.get("/v1/ping/", summary="What mem0's MemoryClient asks at start-up")
+async def ping(request: Request) -> dict[str, Any]:
+    # The client needs an organisation and a project to start: one memvault server is one of each.
+    return {"status": "ok", "message": "memvault", "version": __version__, "user_email": None,
+            "org_id": "memvault", "project_id": "memvault"}
+
+
+@router.post("/v3/memories/add/", summary="Add memories (mem0 MemoryClient)")
+@mem0_errors
+async def add_v3(body: AddRequest, request: Request) -> dict[str, Any]:
+    return await call(request, "add", body.chat(), **scopes_of(request, body), **body.options())
+
+
+@router.post("/v3/memories/", summary="List memories, paginated (mem0 MemoryClient)")
+@mem0_errors
+async def list_v3(body: ListBody, page: Annotated[Page, Query()], request: Request) -> dict[str, Any]:
+    scopes, filters = scopes_and_filters(request, body, body.filters)
+    found = await call(request, "get_all", **scopes, filters=filters, top_k=body.top_k or MAX_LISTED,
+                       show_expired=body.show_expired)
+    results = found["results"]
+    start = (page.page - 1) * page.page_size
+    following = str(request.url.include_query_params(page=page.page + 1)) if start + page.page_size < len(results) \
+        else None
+    before = str(request.url.include_query_params(page=page.page - 1)) if page.page > 1 else None
+    return {"count": len(results), "next": following, "previous": before,
+            "results": results[start:start + page.page_size]}
+
+
+@router.post("/v3/memories/search/", summary="Search memories (mem0 MemoryClient)")
+@mem0_errors
+async def search_v3(body: SearchBody, request: Request) -> dict[str, Any]:
+    return await search(request, body)
+
+
+async def search(request: Request, body: SearchBody) -> dict[str, Any]:
+    scopes, filters = scopes_and_filters(request, body, body.filters)
+    return await call(request, "search", body.query, **scopes, filters=filters, top_k=body.top_k, limit=body.limit,
+                      threshold=body.threshold, rerank=body.rerank, explain=body.explain,
+                      show_expired=body.show_expired)
+
+
+# -- mem0's OSS server paths ---------------------------------------------------------------------------
+
+@router.post("/memories", summary="Create memories (mem0 OSS server)")
+@mem0_errors
+async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
+    return await call(request, "add", body.chat(), **scopes_of(request, body), **body.options())
+
+
+@router.get("/memories", summary="Get memories (mem0 OSS server)")
+@mem0_errors
+async def list_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "get_all", **scopes_of(request, params))
+
+
+@router.delete("/memories", summary="Delete all memories of a scope (mem0 OSS server)")
+@mem0_errors
+async def delete_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    await call(request, "delete_all", **scopes_of(request, params))
+    return {"message": "All relevant memories deleted"}
+
+
+@router.get("/memories/{memory_id}", summary="Get a memory (mem0 OSS server)")
+@mem0_errors
+async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    found = await call(request, "get", memory_id, **scopes_of(request, params))
+    if found is None:
+        raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
+    return found
+
+
+@router.put("/memories/{memory_id}", summary="Update a memory (mem0 OSS server)")
+@mem0_errors
+async def update_memory(memory_id: str, body: UpdateRequest, params: Annotated[Scopes, Query()],
+                        request: Request) -> dict[str, Any]:
+    return await call(request, "update", memory_id, **body.options(), **scopes_of(request, params, body))
+
+
+@router.delete("/memories/{memory_id}", summary="Delete a memory (mem0 OSS server)")
+@mem0_errors
+async def delete_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
+    await call(request, "delete", memory_id, **scopes_of(request, params))
+    return {"message": "Memory deleted successfully"}
+
+
+@router.get("/memories/{memory_id}/history", summary="A memory's history (mem0 OSS server)")
+@mem0_errors
+async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], request: Request
+                         ) -> list[dict[str, Any]]:
+    return await call(request, "history", memory_id, **scopes_of(request, params))
+
+
+@router.post("/search", summary="Search memories (mem0 OSS server)")
+@mem0_errors
+async def search_memories(body: SearchBody, request: Request) -> dict[str, Any]:
+    return await search(request, body)
+
+
+@router.post("/reset", summary="Reset all memories (mem0 OSS server; only with server.allow_reset)")
+@mem0_errors
+async def reset_memories(request: Request) -> Any:
+    from memvault.server.memories import reset
+
+    answer = await reset(request)
+    return {"message": "All memories reset"} if isinstance(answer, dict) else answer
+
+
+@router.post("/configure", summary="Refused: the server's configuration is the operator's")
+@mem0_errors
+async def configure(request: Request) -> Any:
+    from starlette.exceptions import HTTPException
+
+    raise HTTPException(403, "memvault's configuration is the operator's (LLM, keys, vault): set it in the "
+                             "config file or with `memvault config set`, then restart `memvault serve`")

@@ -1,0 +1,128 @@
+"""mem0's own clients against `memvault serve` (a real uvicorn server): the hosted `MemoryClient`
+of mem0ai 2.2.1 pointed at the server's URL, and plain HTTP on mem0's OSS server paths."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import httpx
+import pytest
+
+from memvault.server.run import running
+from tests.support.server import isolated_env, server_settings
+
+os.environ["MEM0_TELEMETRY"] = "False"  # before mem0 is imported: no telemetry, no network
+pytestmark = pytest.mark.timeout(300)
+KEY = "server-key"
+ALICE_KEY = "alice-key"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    base = tmp_path_factory.mktemp("mem0-server")
+    settings = server_settings(base / "vault", api_key=KEY)  # no llm.model: `add` stores what it is given
+    settings.retrieval.score_threshold = 0.0
+    settings.server.keys = {ALICE_KEY: {"user_id": ("alice",)}}
+    with isolated_env(base / "home"), running(settings) as url, \
+            httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as http:
+        yield SimpleNamespace(url=url, http=http)
+
+
+def test_the_hosted_memory_client_works_against_memvault_serve(served):
+    from mem0 import MemoryClient
+
+    http = httpx.Client(timeout=120)
+    client = MemoryClient(api_key=KEY, host=served.url, client=http)  # pings /v1/ping/ ("Authorization: Token")
+    try:
+        use_every_method(client)
+    finally:
+        http.close()
+
+
+def use_every_method(client):
+    from mem0.exceptions import MemoryNotFoundError
+
+    added = client.add("Alice grows tomatoes on her balcony", user_id="alice", infer=False,
+                       metadata={"topic": "garden"})
+    [event] = added["results"]
+    assert (event["event"], event["memory"]) == ("ADD", "Alice grows tomatoes on her balcony")
+    client.add([{"role": "user", "content": "Bob collects stamps", "name": "bob"}], user_id="bob", infer=False)
+
+    listed = client.get_all(filters={"user_id": "alice"})
+    assert listed["count"] == 1 and [m["memory"] for m in listed["results"]] == ["Alice grows tomatoes on her balcony"]
+    found = client.search("what does alice grow?", filters={"user_id": "alice"}, top_k=5)
+    assert [m["id"] for m in found["results"]] == [event["id"]]
+    assert client.get(event["id"])["metadata"] == {"topic": "garden"}
+
+    updated = client.update(event["id"], text="Alice grows tomatoes and basil")
+    assert updated == {"message": "Memory updated successfully!"}
+    assert [(h["event"], h["new_memory"]) for h in client.history(event["id"])] == [
+        ("ADD", "Alice grows tomatoes on her balcony"), ("UPDATE", "Alice grows tomatoes and basil")]
+    client.delete(event["id"])
+    with pytest.raises(MemoryNotFoundError):
+        client.get(event["id"])
+    client.delete_all(user_id="bob")
+    assert client.get_all(filters={"user_id": "bob"})["results"] == []
+
+
+def test_a_wrong_key_is_refused_at_the_client_s_start(served):
+    from mem0 import MemoryClient
+
+    with httpx.Client() as http, pytest.raises(ValueError, match="401 Unauthorized"):
+        MemoryClient(api_key="not-the-key", host=served.url, client=http)
+
+
+def test_mem0_oss_server_paths_over_plain_http(served):
+    http = served.http
+    reply = http.post("/memories", json={"messages": [{"role": "user", "content": "Carol speaks Welsh"}],
+                                         "user_id": "carol", "infer": False})
+    assert reply.status_code == 200, reply.text
+    memory_id = reply.json()["results"][0]["id"]
+    assert [m["memory"] for m in http.get("/memories", params={"user_id": "carol"}).json()["results"]] == [
+        "Carol speaks Welsh"]
+    assert http.get(f"/memories/{memory_id}").json()["memory"] == "Carol speaks Welsh"
+    searched = http.post("/search", json={"query": "which language?", "user_id": "carol"}).json()
+    assert [m["id"] for m in searched["results"]] == [memory_id]
+    searched = http.post("/search", json={"query": "which language?", "filters": {"user_id": "carol"}}).json()
+    assert [m["id"] for m in searched["results"]] == [memory_id]  # mem0 2.x: the scope inside filters
+    assert [m["id"] for m in http.get("/v1/memories/search/", params={"q": "Welsh", "user_id": "carol"}
+                                      ).json()["results"]] == [memory_id]  # GET search takes `q` too
+    assert http.put(f"/memories/{memory_id}", json={"text": "Carol speaks Welsh and Breton"}).status_code == 200
+    history = http.get(f"/memories/{memory_id}/history").json()
+    assert [(h["event"], h["old_value"], h["new_value"]) for h in history] == [
+        ("ADD", None, "Carol speaks Welsh"), ("UPDATE", "Carol speaks Welsh", "Carol speaks Welsh and Breton")]
+    assert http.delete(f"/memories/{memory_id}").json() == {"message": "Memory deleted successfully"}
+    missing = http.get(f"/memories/{memory_id}")
+    assert missing.status_code == 404 and missing.json()["detail"] == f"Memory with id {memory_id} not found"
+    assert http.delete("/memories", params={"user_id": "carol"}).json() == {"message": "All relevant memories deleted"}
+
+
+def test_mem0_paths_refuse_what_they_must(served):
+    http = served.http
+    no_scope = http.post("/search", json={"query": "anything"})
+    assert no_scope.status_code == 400 and "filters must contain at least one of" in no_scope.json()["detail"]
+    assert http.post("/configure", json={"llm": {"provider": "openai", "config": {"api_key": "x"}}}).status_code == 403
+    assert http.post("/reset").status_code == 403  # only with server.allow_reset
+    assert httpx.get(served.url + "/memories", params={"user_id": "x"}).status_code == 401  # no key
+    unreadable = http.post("/v3/memories/search/", json={"query": "x", "filters": {
+        "user_id": "carol", "NOT": [{"field": "topic", "operator": "between", "value": [1, 2]}]}})
+    assert unreadable.status_code == 400 and "unknown filter operator" in unreadable.json()["detail"]
+
+
+def test_a_scoped_key_cannot_reach_past_its_scope_through_mem0_s_filters(served):
+    http = served.http
+    for user in ("alice", "dave"):
+        assert http.post("/memories", json={"messages": [{"role": "user", "content": f"{user} plays chess"}],
+                                            "user_id": user, "infer": False}).status_code == 200
+    alice = {"Authorization": f"Token {ALICE_KEY}"}
+    for body in ({"filters": {"user_id": "*"}}, {"filters": {"user_id": {"in": ["alice", "dave"]}}}):
+        for path, extra in (("/v3/memories/", {}), ("/v3/memories/search/", {"query": "chess"})):
+            refused = http.post(path, json={**body, **extra}, headers=alice)
+            assert refused.status_code == 403 and "plainly" in refused.json()["detail"], (path, body)
+    other = http.post("/v3/memories/search/", json={"query": "chess", "filters": {"user_id": "dave"}}, headers=alice)
+    assert other.status_code == 403
+    mine = http.post("/v3/memories/search/", json={"query": "chess", "filters": {"user_id": "alice"}}, headers=alice)
+    assert [m["memory"] for m in mine.json()["results"]] == ["alice plays chess"]
+    listed = http.post("/v3/memories/", json={}, headers=alice).json()  # the key's one scope is implied
+    assert [m["memory"] for m in listed["results"]] == ["alice plays chess"] and listed["count"] == 1
