@@ -89,6 +89,7 @@ def test_read_and_update_core_and_the_core_resources(mcp):
     assert resource.contents[0].text == USER_TEXT + "\n"
     assert "<!-- SOUL.md" in mcp.live.run(lambda s: s.read_resource("memvault://core/SOUL.md")).contents[0].text
     assert mcp.live.call("update_core", name="../../etc/passwd", text="x").is_error  # the schema refuses it
+    assert "NUL character" in failed(mcp.live.call("update_core", name="USER", text="a\x00b"))
     assert ok(mcp.live.call("update_core", name="USER", text=USER_TEXT))["changed"] is False
     prompt = mcp.live.run(lambda s: s.get_prompt("with-memory", {"message": "Who am I?"}))
     text = prompt.messages[0].content.text

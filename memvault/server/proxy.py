@@ -108,10 +108,10 @@ def new_session(state: ServerState, body: ChatCompletionRequest, request: Reques
                 api_key: str | None = None) -> MemoryChat:
     from memvault.converse import MemoryChat
 
-    conversation, scopes = memory_place(body.memory_id, allowed_scopes(request))
+    allowed = allowed_scopes(request)
+    conversation, scopes = memory_place(body.memory_id, allowed)
     retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
                  "score_threshold": body.memory_score_threshold}
-    allowed = allowed_scopes(request)
     # The configured LLM writes the `[compacted]` summary of a long history; the core files are the
     # vault owner's, so a key confined to a scope never gets them.
     return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval,

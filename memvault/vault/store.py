@@ -125,6 +125,8 @@ class Transaction:
         if not layout.is_workspace_path(rel):
             raise UnsafePathError(f"refusing to write {str(rel)[:80]}: only core/<NAME>.md and journal/<date>.md "
                                   "are written this way")
+        if "\x00" in text:
+            raise UsageError(f"the text of {rel} contains a NUL character")
         data = check_text(text, f"the text of {rel}").encode("utf-8")
         if len(data) > self.vault.max_file_bytes:
             raise UsageError(f"{rel} would be {len(data):,} bytes, more than limits.max_file_bytes "
