@@ -187,3 +187,27 @@ def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(memvault)
     assert user.read_text(encoding="utf-8") == "before the crash\n"
     assert subprocess.run(["git", "-C", str(memvault.vault.root), "status", "--porcelain"], capture_output=True,
                           text=True, check=True).stdout == ""
+
+
+def test_a_hand_edit_of_a_core_file_is_indexed_while_watching(memvault):
+    import threading
+    import time
+
+    memvault.ensure_core()
+    memvault.reindex()
+    stop, ready = threading.Event(), threading.Event()
+    watcher = threading.Thread(target=memvault.watch, args=(memvault.resync_paths, stop, ready), daemon=True)
+    watcher.start()
+    try:
+        assert ready.wait(30)
+        (memvault.vault.root / "core" / "MEMORY.md").write_text("Project Heron ships in March.\n", encoding="utf-8")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            hits = memvault.search("when does project Heron ship?")
+            if hits and hits[0].role == "core":
+                break
+            time.sleep(0.2)
+        assert hits and hits[0].role == "core" and "Heron" in hits[0].text
+    finally:
+        stop.set()
+        watcher.join(10)
