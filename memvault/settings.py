@@ -104,6 +104,22 @@ class RulesSettings:
 
 
 @dataclass
+class CoreSettings:
+    """The core memory files (core/USER.md, IDENTITY.md, SOUL.md, MEMORY.md), always first in a prompt."""
+
+    max_chars: int = 4_000  # per file in a prompt: a longer one is cut to its head, with a warning
+
+
+@dataclass
+class CompactionSettings:
+    """When a chat's message list is folded into one `[compacted]` system message (chat and proxy)."""
+
+    max_messages: int = 20  # more messages than this: compact (floor 8)
+    max_chars: int = 48_000  # or more characters than this in all messages (floor 4,000)
+    keep: int = 8  # the most recent messages kept as they are (floor 4)
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
@@ -114,6 +130,8 @@ class Settings:
     graph: GraphSettings = field(default_factory=GraphSettings)
     rules: RulesSettings = field(default_factory=RulesSettings)
     session: SessionSettings = field(default_factory=SessionSettings)
+    core: CoreSettings = field(default_factory=CoreSettings)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -147,6 +165,9 @@ AUTO = "auto"
 # Keys a person pastes: surrounding whitespace (a copied newline) is trimmed, since no HTTP header can
 # carry it; a key of only whitespace is refused, since trimming it would silently mean "no key".
 SECRET_KEYS = ("llm.api_key", "server.api_key")
+# The smallest value a setting takes: below it the feature would defeat itself (compacting a
+# conversation down to nothing, or a core file cut to a word).
+FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_chars": 4_000, "compaction.keep": 4}
 
 
 @functools.cache
@@ -169,6 +190,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key.startswith("session.") and typed <= 0:
         raise ConfigError(f"{source}: {key} must be greater than 0, got {value!r}")
+    if key in FLOORS and typed < FLOORS[key]:
+        raise ConfigError(f"{source}: {key} must be at least {FLOORS[key]:,}, got {value!r}")
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
             raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")

@@ -113,7 +113,7 @@ def test_rm_soft_deletes_and_history_shows_every_event(cli):
         ("DELETE", "second version", None),
     ]
     log = cli.ok("history", "--json").json()
-    assert [c["operation"] for c in log] == ["delete", "update", "add", "init"]
+    assert [c["operation"] for c in log] == ["delete", "update", "add", "core", "init"]  # init: core files too
     assert log[0]["events"] == [f"DELETE {memory_id}"]
 
 

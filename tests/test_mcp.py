@@ -26,7 +26,8 @@ from tests.support.server import isolated_env, server_settings
 
 pytestmark = pytest.mark.timeout(300)
 TOOLS = {"remember", "recall", "get_memory", "list_memories", "update_memory", "forget", "memory_history",
-         "list_rules", "add_rule"}
+         "list_rules", "add_rule", "scratchpad_write", "scratchpad_read", "scratchpad_list", "read_core",
+         "update_core"}
 CALL_TIMEOUT = 180  # the first recall loads the embedding model on a loaded machine
 
 
@@ -175,7 +176,9 @@ def test_lists_tools_resources_and_prompts(mcp):
     recall = next(tool for tool in tools if tool.name == "recall")
     assert recall.input_schema["required"] == ["query"] and "top_k" in recall.input_schema["properties"]
     resources = mcp.live.run(lambda s: s.list_resources()).resources
-    assert [str(r.uri) for r in resources] == ["memvault://conversations"]
+    assert [str(r.uri) for r in resources] == ["memvault://conversations", "memvault://core/USER.md",
+                                               "memvault://core/IDENTITY.md", "memvault://core/SOUL.md",
+                                               "memvault://core/MEMORY.md"]
     templates = mcp.live.run(lambda s: s.list_resource_templates()).resource_templates
     assert [t.uri_template for t in templates] == ["memvault://conversations/{conversation}/summary"]
     prompts = mcp.live.run(lambda s: s.list_prompts()).prompts

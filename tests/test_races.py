@@ -171,7 +171,7 @@ def test_a_global_commit_gpgsign_does_not_stop_memvaults_commits(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert git(tmp_path / "vault", "status", "--porcelain") == ""
-    assert "memvault init" in git(tmp_path / "vault", "log", "-1", "--format=%s")
+    assert "memvault init" in git(tmp_path / "vault", "log", "--format=%s")  # (then the core files' commit)
 
 
 def test_git_errors_name_their_first_error_line_not_a_hint_or_the_last_fatal(tmp_path):

@@ -21,6 +21,7 @@ class ChatTurn:
     messages: list[dict]  # what was sent to the LLM
     hits: list = field(default_factory=list)
     user_turn: Entry | None = None
+    history: list[dict] | None = None  # the client's messages after compaction (None: not compacted)
 
 
 class MemoryChat:
@@ -28,7 +29,8 @@ class MemoryChat:
     turns at once and curate them in the background (the user does not wait for it)."""
 
     def __init__(self, memvault, conversation: str = "default", scopes: dict[str, Any] | None = None,
-                 use_memory: bool = True, retrieval: dict[str, Any] | None = None, settings=None) -> None:
+                 use_memory: bool = True, retrieval: dict[str, Any] | None = None, settings=None, llm=None,
+                 core: bool = True) -> None:
         """`memvault` None (incognito, `use_memory` False): no vault is opened; `settings` gives the limits."""
         self.memvault = memvault
         self.settings = settings or memvault.settings
@@ -36,20 +38,29 @@ class MemoryChat:
         self.scopes = scopes or {}
         self.use_memory = use_memory
         self.retrieval = retrieval or {}
+        self.llm = llm  # writes the `[compacted]` summary of a long message list (None: snippets)
+        self.core = core  # the core files go first in the prompt (not for a caller confined to a scope)
         self.pending: list[threading.Thread] = []
         self.errors: list[str] = []
         self.events: list = []  # the write policy's HOLD and DROP events (curate.ingest.MemoryEvent)
 
     def prepare(self, messages: list[dict]) -> ChatTurn:
-        """The messages to send: memories and summary injected into the last user message.
+        """The messages to send: a long list compacted (converse.compaction), then the memory context
+        injected into the last user message (core files first).
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
+        from memvault.converse.compaction import compact
+
         limit = self.settings.limits.max_text_chars
         for message in messages:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
+        compacted = compact(messages, self.settings.compaction, self.llm)
+        history = compacted.messages if compacted.folded else None
+        messages = compacted.messages
         if not self.use_memory or self.retrieval.get("top_k") == 0:  # top_k 0: nothing retrieved, turns kept
-            return ChatTurn(messages=list(messages))
-        context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval)
-        return ChatTurn(messages=inject(messages, context), hits=context.memories)
+            return ChatTurn(messages=list(messages), history=history)
+        context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval,
+                         core=self.core)
+        return ChatTurn(messages=inject(messages, context), hits=context.memories, history=history)
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
         """Store both turns in one commit."""

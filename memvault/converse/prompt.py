@@ -14,6 +14,7 @@ from typing import Any
 
 from memvault.curate.extract import last_user_index, message_text
 from memvault.vault.entry import SCOPE_KEYS, Entry
+from memvault.vault.layout import WORKSPACE_ROLES
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
@@ -80,15 +81,20 @@ def owned_by(entry: Entry, scopes: dict[str, Any]) -> bool:
 
 
 def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
-           retrieval: dict[str, Any] | None = None) -> MemoryContext:
-    """Everything memory has to say for `query` in this conversation and scope."""
+           retrieval: dict[str, Any] | None = None, core: bool = True) -> MemoryContext:
+    """Everything memory has to say for `query` in this conversation and scope. `core`: include the
+    core files (the vault owner's; a caller confined to a scope by its API key passes False)."""
     context = MemoryContext()
+    if core:
+        context.core = [(found.name, found.text) for found in memvault.core_context()]
     context.rules = memvault.active_rules(conversation, scopes)
     latest = memvault.latest_session(conversation, scopes)  # always shown, however old
     context.latest_session = latest.text if latest else None
     if query.strip():
         hits = memvault.search(query, conversation, scopes, **(retrieval or {}))
-        context.memories = [hit for hit in hits if hit.role != "rule"  # shown above, as rules
+        # Rules and core files are shown above, in full; a journal day repeats the facts it lists, at
+        # length; an old session is left out unless it is recent enough (the latest is shown above).
+        context.memories = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()
                             and not stale_session(hit, latest, memvault.settings.session)]
     summary = memvault.vault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown

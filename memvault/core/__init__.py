@@ -16,9 +16,11 @@ from memvault.core.rules import Rules
 from memvault.core.searching import RetrievalOverrides, Searching
 from memvault.core.sessions import SessionEnd, Sessions
 from memvault.core.turns import TurnWriting
+from memvault.core.workspace import Workspace
 
 
-class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, MemvaultBase):
+class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
+               MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

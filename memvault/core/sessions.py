@@ -141,7 +141,8 @@ class Sessions:
 
     def _note_learned(self, conversation: str, events: list) -> None:
         """Remember what the session learned, for its daily log entry."""
-        learned = [{"event": e.event, "memory": e.new_memory} for e in events if e.event in ("ADD", "UPDATE")]
+        learned = [{"event": e.event, "id": e.id, "old_memory": e.old_memory, "memory": e.new_memory}
+                   for e in events if e.event in ("ADD", "UPDATE", "DELETE")]
         if not learned:
             return
         buffer = self.session_buffer
@@ -239,7 +240,7 @@ class Sessions:
             curation = plan_curation(llm, [], conversation, self.stored_facts(conversation, scopes),
                                      previous.text if previous else None, facts=facts)
             result.notes += curation.notes
-        if not (facts or rules or summary):
+        if not (facts or rules or summary or record.state.get("learned")):
             return
         subject = f"memvault session end: {conversation}" + (f" ({short(summary, 40)})" if summary else "")
         place = Placement(conversation, scopes)
@@ -259,8 +260,7 @@ class Sessions:
                                                  "started_at": iso(record.state.get("started_at"))},
                                        **scopes)
                 tx.write(result.summary, event="SESSION")
-            # Daily log (workspace): the lead wires here, inside this transaction, at merge:
-            #   self.log_day(tx, learned_events(record, result.events), f"Session in {conversation}")
+            self.log_day(tx, learned_events(record, result.events), f"session in {conversation}")
         self.keeper.record(tx.changes)
         result.commit = self.vault.git.head_sha()
 
@@ -283,10 +283,13 @@ class Sessions:
         return None
 
 
-def learned_events(record: SessionRecord, events: list) -> list[dict]:
-    """What the session learned, for the daily log: its turns' additions and what its end promoted."""
-    return [*(record.state.get("learned") or []),
-            *({"event": e.event, "memory": e.new_memory} for e in events if e.event in ("ADD", "UPDATE"))]
+def learned_events(record: SessionRecord, events: list) -> list:
+    """What the session learned, for the daily log: what its turns changed, then what its end promoted."""
+    from memvault.curate.ingest import MemoryEvent
+
+    during = [MemoryEvent(str(item.get("event")), item.get("id"), item.get("old_memory"), item.get("memory"))
+              for item in record.state.get("learned") or [] if isinstance(item, dict)]
+    return [*during, *(e for e in events if e.event in ("ADD", "UPDATE", "DELETE"))]
 
 
 def iso(moment: Any) -> str | None:

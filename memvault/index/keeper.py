@@ -142,7 +142,7 @@ class IndexKeeper:
             elif entry is not None:
                 items.append((entry.id, None))
             else:
-                gone_id = layout.id_from_filename(change.rel.name)
+                gone_id = layout.indexed_id(change.rel)
                 if gone_id:
                     items.append((gone_id, None))
         if self.store is None:
@@ -156,7 +156,7 @@ class IndexKeeper:
 
         items: list[Item] = []
         for rel in rels:
-            memory_id = layout.id_from_filename(rel.name)
+            memory_id = layout.indexed_id(rel)
             if memory_id is None:
                 continue  # summaries are never indexed
             live = (self.vault.root / rel).is_file() and not layout.is_deleted_path(rel)
@@ -234,6 +234,8 @@ def journal_items(root, paths: frozenset[PurePosixPath]) -> list[Item] | None:
     live: list[Item] = []
     for rel in sorted(paths):
         path = root / rel
+        if layout.is_workspace_path(rel):
+            return None  # a core file or a journal day: rare, and only reading it tells whether it is empty
         if not rel.parts or rel.parts[0] != layout.ENTRIES:
             continue  # notes and other files beside the entries are not indexed
         if rel.name == layout.SUMMARY_FILE:

@@ -128,8 +128,8 @@ def _stat_matches(row: IndexedFile | None, mtime_ns: int, size: int) -> bool:
 
 
 def scan(vault: Vault, indexed: dict[str, IndexedFile]) -> Snapshot:
-    """Walk the vault's live entry files (the I/O half of a sync): stat each, hash those whose stat
-    differs from `indexed`, parse those whose bytes differ. Changes nothing."""
+    """Walk the vault's live entry files and workspace files (core/, journal/), the I/O half of a sync:
+    stat each, hash those whose stat differs from `indexed`, parse those whose bytes differ. Changes nothing."""
     started = time.time_ns()
     root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
     links: list[str] = []
@@ -142,6 +142,7 @@ def scan(vault: Vault, indexed: dict[str, IndexedFile]) -> Snapshot:
             unchanged.add(key)
         else:
             files.append(_scan_one(vault, root, PurePosixPath(key), row))
+    files += [_scan_one(vault, root, rel, indexed.get(str(rel))) for rel in vault.workspace_files(links)]
     return Snapshot(files=tuple(files), links=tuple(links), started_ns=started, unchanged=frozenset(unchanged))
 
 

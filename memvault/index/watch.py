@@ -1,4 +1,5 @@
-"""Watching the vault's entries: each burst of file changes, once quiet, triggers a callback (a sync).
+"""Watching the vault's entries and core files: each burst of file changes, once quiet, triggers a
+callback (a sync).
 
 The watchdog thread only records what changed; the callback runs in the caller's thread, so the
 index connection is never shared across threads. Editors' temporary files and memvault's own
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from memvault.vault.layout import ENTRIES
+from memvault.vault.layout import CORE_DIR, ENTRIES
 
 if TYPE_CHECKING:
     from memvault.vault.store import Vault
@@ -88,9 +89,11 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
     root = Path(vault.root).resolve()
     collector = _Collector(root)
     observer = Observer()
-    # Only entries/ is indexed; watching the root would also read every event of each git commit in .git/.
-    (root / ENTRIES).mkdir(exist_ok=True)
-    observer.schedule(collector, str(root / ENTRIES), recursive=True)
+    # Only entries/ and the core files a person edits are followed; watching the root would also read
+    # every event of each git commit in .git/ (and journal/ is memvault's own writing).
+    for folder, recursive in ((ENTRIES, True), (CORE_DIR, False)):
+        (root / folder).mkdir(exist_ok=True)
+        observer.schedule(collector, str(root / folder), recursive=recursive)
     stop_event = stop_event or threading.Event()
     observer.start()
     try:

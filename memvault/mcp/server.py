@@ -26,6 +26,7 @@ from pydantic import Field
 from memvault import __version__
 from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
 from memvault.core import Memvault
+from memvault.core.workspace import PURPOSES
 from memvault.errors import MemvaultError, UsageError
 from memvault.settings import Settings
 from memvault.vault import layout
@@ -34,7 +35,9 @@ INSTRUCTIONS = (
     "memvault is the user's long-term memory: facts kept as markdown files in a git repository they can "
     "read and edit. Call `recall` before answering anything that may depend on what the user told you "
     "earlier (preferences, people, projects, decisions). Call `remember` when the user tells you something "
-    "worth keeping across sessions. Use the same user_id (and agent_id/run_id) on every call of a session."
+    "worth keeping across sessions. Use the same user_id (and agent_id/run_id) on every call of a session. "
+    "Keep working notes for the current task in the scratchpad (scratchpad_write), not in memory. The core "
+    "files (read_core) say who the user is and who you are."
 )
 LIST_LIMIT = 20  # list_memories' default: enough to scan, small enough for a context window
 MAX_LIMIT = 500
@@ -48,6 +51,12 @@ AgentId = Annotated[str | None, Field(description="The agent the memory belongs 
 RunId = Annotated[str | None, Field(description="The run or session the memory belongs to (scope).")]
 MemoryId = Annotated[str, Field(description="A memory id, or a unique prefix of one (8 characters are "
                                             "usually enough), as returned by recall or list_memories.")]
+CoreName = Annotated[Literal["USER", "IDENTITY", "SOUL", "MEMORY"], Field(description=(
+    "USER: who the user is; IDENTITY: who the assistant is; SOUL: its values and boundaries; MEMORY: durable "
+    "notes for every conversation."))]
+PadConversation = Annotated[str | None, Field(description=(
+    "The session's conversation (a folder name); omit for the one the scopes imply, or 'default'."))]
+PadKey = Annotated[str, Field(description="A short name for the note, e.g. 'plan' or 'open-questions'.")]
 Filters = Annotated[dict[str, Any] | None, Field(description=(
     'A mem0 filter on fields and metadata, e.g. {"topic": "food"} or {"AND": [{"topic": {"in": ["food", '
     '"travel"]}}, {"created_at": {"gte": "2026-01-01"}}]}; operators eq ne gt gte lt lte in nin contains '
@@ -85,6 +94,14 @@ class MemoryTools:
     def __init__(self, settings: Settings) -> None:
         self.core = Memvault.open(settings, create=True)
         self.lock = threading.Lock()
+        self.pads: set[str] = set()  # conversations whose scratchpad this server wrote: cleared at its end
+
+    def end_session(self) -> None:
+        """The client went away (stdio) or the server stops: its scratchpads go (they are not memory)."""
+        with self.lock:
+            for conversation in self.pads:
+                self.core.scratchpad(conversation).clear()
+            self.pads.clear()
 
     def warm_up(self) -> None:
         """Bring the index in step with the files (hand edits since the last run) and load the model,
@@ -219,6 +236,63 @@ class MemoryTools:
         lines = [f"{'ADD' if result.event == 'ADD' else 'ALREADY IN FORCE'} [{result.rule.id[:8]}] {result.rule.text}"]
         lines += [f"ARCHIVED [{rule.id[:8]}] {rule.text} ({why})" for rule, why in result.archived]
         return answer("\n".join(lines + [f"note: {note}" for note in result.notes]), result.to_dict())
+    # -- the workspace: scratchpad and core files -----------------------------------------------
+    def pad(self, conversation: str | None, user_id: str | None = None, agent_id: str | None = None,
+            run_id: str | None = None):
+        conversation = layout.check_conversation(conversation or layout.scope_conversation(user_id, agent_id, run_id))
+        return conversation, self.core.scratchpad(conversation)
+
+    def scratchpad_write(self, key: PadKey,
+                         value: Annotated[str, Field(description="The note (replaces the key's old value; an "
+                                                                 "empty value removes the key).")],
+                         conversation: PadConversation = None, user_id: UserId = None, agent_id: AgentId = None,
+                         run_id: RunId = None) -> CallToolResult:
+        conversation, pad = self.pad(conversation, user_id, agent_id, run_id)
+        items = pad.write(key, value)
+        self.pads.add(conversation)
+        done = f"wrote {key!r}" if key.strip() in items else f"removed {key!r}"
+        return answer(f"Scratchpad: {done} ({len(items)} key(s)).", {"conversation": conversation,
+                                                                    "keys": list(items)})
+
+    def scratchpad_read(self, key: PadKey, conversation: PadConversation = None, user_id: UserId = None,
+                        agent_id: AgentId = None, run_id: RunId = None) -> CallToolResult:
+        conversation, pad = self.pad(conversation, user_id, agent_id, run_id)
+        value = pad.read(key)
+        return answer(value, {"conversation": conversation, "key": key.strip(), "value": value})
+
+    def scratchpad_list(self, conversation: PadConversation = None, user_id: UserId = None,
+                        agent_id: AgentId = None, run_id: RunId = None) -> CallToolResult:
+        conversation, pad = self.pad(conversation, user_id, agent_id, run_id)
+        items = pad.items()
+        text = "\n".join(f"{key}: {value}" for key, value in items.items()) or "The scratchpad is empty."
+        return answer(text, {"conversation": conversation, "items": items})
+
+    def read_core(self, name: Annotated[CoreName | None, Field(description=(
+                      "One core file; omit for all four."))] = None) -> CallToolResult:
+        shown = {found.name: found for found in self.core.core_context()}
+        files = []
+        for stem in [name] if name else layout.CORE_NAMES:
+            rel, _ = self.core.read_core(stem)
+            found = shown.get(rel.name)
+            files.append({"name": rel.name, "text": found.text if found else "", "chars": found.chars if found else 0,
+                          "cut": bool(found and found.cut)})
+        text = "\n\n".join(f"## {f['name']}\n{f['text'] or '(empty)'}" for f in files)
+        return answer(text, {"files": files, "max_chars": self.core.settings.core.max_chars})
+
+    def update_core(self, name: CoreName,
+                    text: Annotated[str, Field(description=(
+                        "The file's whole new text (markdown). It replaces the old text: read_core first and "
+                        "keep what still holds."))]) -> CallToolResult:
+        rel, changed = self.core.update_core(name, text)
+        return answer(f"{'Saved' if changed else 'No change to'} {rel}" + (" (one git commit)." if changed else "."),
+                      {"path": str(rel), "changed": changed})
+
+    def core_resource(self, name: str) -> str:
+        try:
+            with self.lock:
+                return self.core.read_core(name)[1]
+        except MemvaultError as exc:
+            raise ResourceError(str(exc)) from None
 
     # -- resources and prompt ----------------------------------------------------------------------
     def conversations(self) -> str:
@@ -281,6 +355,17 @@ TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
         "('never suggest meat', 'answer in British English'). Rules it replaces, and the oldest past the cap, "
         "are archived (kept in git). A request to drop safety is refused. Facts about the user go to "
         "remember instead.", ToolAnnotations(read_only_hint=False, destructive_hint=False)),
+    "scratchpad_write": ("Keep a working note for this session (a plan, intermediate results, open questions) "
+        "under a key. Not long-term memory: never committed, gone when the session ends; use remember for what "
+        "should last.", ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)),
+    "scratchpad_read": ("Read one note of this session's scratchpad by key.", ToolAnnotations(read_only_hint=True)),
+    "scratchpad_list": ("List this session's scratchpad: every key with its note.",
+        ToolAnnotations(read_only_hint=True)),
+    "read_core": ("Read the core memory files the user keeps for every conversation: USER (who they are), "
+        "IDENTITY (who you are), SOUL (your values), MEMORY (durable notes).", ToolAnnotations(read_only_hint=True)),
+    "update_core": ("Rewrite one core memory file (its whole text) when the user asks you to change who you are "
+        "or what you should always know about them. One git commit; the user can revert it.",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)),
 }
 
 
@@ -291,7 +376,8 @@ def build_server(settings: Settings, warm: bool = True) -> MCPServer:
         threading.Thread(target=tools.warm_up, name="memvault-mcp-warm-up", daemon=True).start()
     server = MCPServer("memvault", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for fn in (tools.remember, tools.recall, tools.get_memory, tools.list_memories, tools.update_memory,
-               tools.forget, tools.memory_history, tools.list_rules, tools.add_rule):
+               tools.forget, tools.memory_history, tools.list_rules, tools.add_rule, tools.scratchpad_write,
+               tools.scratchpad_read, tools.scratchpad_list, tools.read_core, tools.update_core):
         description, hints = TOOLS[fn.__name__]
         server.add_tool(tools.guarded(fn), name=fn.__name__, description=description, annotations=hints)
     server.resource("memvault://conversations", name="conversations", mime_type="application/json",
@@ -300,7 +386,13 @@ def build_server(settings: Settings, warm: bool = True) -> MCPServer:
                     mime_type="text/markdown",
                     description="The rolling summary of a conversation (kept up to date by curated adds)."
                     )(tools.summary)
+    for name in layout.CORE_NAMES:
+        server.resource(f"memvault://core/{name}.md", name=f"core-{name.lower()}", mime_type="text/markdown",
+                        description=f"The core memory file {name}.md: {PURPOSES[name]}"
+                        )(functools.partial(tools.core_resource, name))
+    server.memory_tools = tools  # the transport ends its session (scratchpads) when the client goes
     server.prompt("with-memory", title="Message with memory", description=(
-        "The message wrapped in what memvault remembers: the conversation's summary, then the most "
-        "relevant memories, then the message itself (what `memvault chat` sends the model)."))(tools.with_memory)
+        "The message wrapped in what memvault remembers: the core files, the conversation's summary, then "
+        "the most relevant memories, then the message itself (what `memvault chat` sends the model)."
+    ))(tools.with_memory)
     return server

@@ -21,16 +21,21 @@ def run_stdio(settings: Settings) -> None:
     """Serve one client on stdin/stdout until it closes them."""
     from memvault.mcp.server import build_server
 
-    build_server(settings).run("stdio")
+    server = build_server(settings)
+    try:
+        server.run("stdio")
+    finally:
+        server.memory_tools.end_session()  # the client closed the pipe: its session is over
 
 
-def http_app(settings: Settings, host: str):
-    """The streamable-HTTP ASGI app at /mcp, behind the API key when one is set."""
+def http_app(settings: Settings, host: str, server=None):
+    """The streamable-HTTP ASGI app at /mcp, behind the API key when one is set (`server`: the MCP
+    server to serve, built from `settings` when not given)."""
     from memvault.mcp.server import build_server
 
     if settings.server.keys and not settings.server.api_key:
         raise ConfigError("memvault mcp does not take scoped keys (server.keys): set server.api_key for MCP over HTTP")
-    app = build_server(settings).streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app = (server or build_server(settings)).streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     return ApiKeyMiddleware(app, settings.server.api_key) if settings.server.api_key else app
 
 
@@ -38,14 +43,20 @@ def run_http(settings: Settings, host: str, port: int, on_listening=None) -> Non
     """Serve streamable HTTP on host:port until interrupted; `on_listening(url)` gets the endpoint."""
     import uvicorn
 
+    from memvault.mcp.server import build_server
+
     check_bind(host, settings.server.api_key)
-    app = http_app(settings, host)
+    mcp_server = build_server(settings)
+    app = http_app(settings, host, mcp_server)
     sock = listen(host, port)
     if on_listening:
         on_listening(base_url(sock) + MCP_PATH)
     config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=5)
     server = uvicorn.Server(config)
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        mcp_server.memory_tools.end_session()  # the server stops: every session it served ends
     if not server.started:
         raise MemvaultError("the MCP server did not start (see the log above)")

@@ -109,16 +109,21 @@ def server_keyed(state: ServerState) -> bool:
     return bool(state.settings.server.api_key or state.settings.server.keys)
 
 
-def new_session(state: ServerState, body: ChatCompletionRequest, request: Request) -> MemoryChat:
+def new_session(state: ServerState, body: ChatCompletionRequest, request: Request,
+                api_key: str | None = None) -> MemoryChat:
     from memvault.converse import MemoryChat
 
-    conversation, scopes = memory_place(body.memory_id, allowed_scopes(request))
+    allowed = allowed_scopes(request)
+    conversation, scopes = memory_place(body.memory_id, allowed)
     retrieval = {"top_k": body.memory_top_k, "recency_weight": body.memory_recency_weight,
                  "score_threshold": body.memory_score_threshold}
     if body.memory_mode not in MEMORY_MODES:
         raise UsageError(f"unknown memory_mode {body.memory_mode[:40]!r} (expected one of {', '.join(MEMORY_MODES)})")
+    # The configured LLM writes the `[compacted]` summary of a long history; the core files are the
+    # vault owner's, so a key confined to a scope never gets them.
     return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval,
-                      use_memory=not MEMORY_MODES[body.memory_mode])
+                      use_memory=not MEMORY_MODES[body.memory_mode], llm=curator(state.settings.llm, api_key),
+                      core=allowed is EVERYTHING)
 
 
 def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
@@ -189,7 +194,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     state = server_state(request)
     litellm = await asyncio.to_thread(import_litellm)  # imported once (slow); a no-op afterwards
     kwargs = upstream_request(state, body, request)
-    session = new_session(state, body, request)
+    session = new_session(state, body, request, kwargs.get("api_key"))
     started = time.perf_counter()
     turn = await asyncio.to_thread(session.prepare, body.messages)
     chat = ProxyTurn(state, session, turn, body.messages, kwargs.get("api_key"))

@@ -43,6 +43,10 @@ class ServerState:
 
         self.memory = Memory(settings=self.settings)
         try:
+            self.core.ensure_core()  # an older vault gets its core files (one commit) before the first prompt
+        except MemvaultError as exc:
+            log.error("the core files could not be created: %s", exc)
+        try:
             left = self.core.commit_leftover_turns()
             if left:
                 log.warning("committed %d turn file(s) written before the last stop", left)

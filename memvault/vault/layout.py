@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import uuid
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
@@ -20,6 +21,12 @@ KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assist
 KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries, rules, sessions
 DELETED = "deleted"
 SUMMARY_FILE = "summary.md"
+# Workspace files (docs/architecture.md, Vault layout): plain markdown a person writes, beside entries/.
+CORE_DIR = "core"
+CORE_NAMES = ("USER", "IDENTITY", "SOUL", "MEMORY")
+JOURNAL_DIR = "journal"
+JOURNAL_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}\.md$")
+WORKSPACE_ROLES = {CORE_DIR: "core", JOURNAL_DIR: "journal"}
 MAX_NAME = 100
 ID_CHARS = re.compile(r"^[0-9a-fA-F-]{1,36}$")
 STAMPED_NAME = re.compile(r"^\d{8}T\d{9}Z__")  # '<created>__<id>.md', as file_stamp names files
@@ -232,3 +239,52 @@ def agentcli_slug(value: str) -> str:
     """The folder agent-cli's memory proxy makes of a conversation id (its `_slugify`): every
     character but letters, digits and '-._' becomes '_'."""
     return "".join(ch if ch.isalnum() or ch in "-._" else "_" for ch in value) or "default"
+
+
+def core_path(name: str) -> PurePosixPath:
+    """core/<NAME>.md for a core file's name ('USER', 'user' or 'USER.md'); any other name is an
+    UnsafePathError, so no name reaches another path."""
+    stem = str(name or "").strip().removesuffix(".md").upper()
+    if stem not in CORE_NAMES:
+        raise UnsafePathError(f"unknown core file {str(name)[:40]!r} (expected one of {', '.join(CORE_NAMES)})")
+    return PurePosixPath(CORE_DIR, f"{stem}.md")
+
+
+def journal_path(day: str) -> PurePosixPath:
+    """journal/<YYYY-MM-DD>.md for a real calendar day."""
+    from datetime import date
+
+    try:
+        checked = date.fromisoformat(str(day).strip())
+    except ValueError:
+        raise UnsafePathError(f"invalid date {str(day)[:40]!r}: expected YYYY-MM-DD") from None
+    return PurePosixPath(JOURNAL_DIR, f"{checked.isoformat()}.md")
+
+
+def is_workspace_path(rel: PurePosixPath) -> bool:
+    """True for the workspace files memvault writes and indexes: core/<NAME>.md, journal/<date>.md."""
+    parts = rel.parts
+    if len(parts) != 2:
+        return False
+    if parts[0] == CORE_DIR:
+        return parts[1] in {f"{name}.md" for name in CORE_NAMES}
+    return parts[0] == JOURNAL_DIR and bool(JOURNAL_NAME.match(parts[1]))
+
+
+def workspace_id(rel: PurePosixPath) -> str:
+    """The index id of a workspace file: derived from its path, so it never changes."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}"))
+
+
+def indexed_id(rel: PurePosixPath) -> str | None:
+    """The id the index knows the file at `rel` by (an entry's, a workspace file's), or None."""
+    return workspace_id(rel) if is_workspace_path(rel) else id_from_filename(rel.name)
+
+
+HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+
+
+def workspace_text(content: str) -> str:
+    """What a workspace file says: its markdown without HTML comments (a new core file is only a
+    comment explaining it, so it adds nothing to a prompt or the index until a person writes in it)."""
+    return HTML_COMMENT.sub("", content).strip()

@@ -1,8 +1,9 @@
 """The vault on disk: reads, listings, id lookup, and transactions that write files and commit them.
 
-Only this module writes under entries/. Every mutation runs inside `transaction()`: it holds the
-vault's lock, writes atomically, commits exactly the touched paths, and undoes its file changes if
-anything fails before the commit, so a failed command never leaves half a change behind.
+Only this module writes under entries/ (and the workspace files, core/ and journal/). Every
+mutation runs inside `transaction()`: it holds the vault's lock, writes atomically, commits exactly
+the touched paths, and undoes its file changes if anything fails before the commit, so a failed
+command never leaves half a change behind.
 
 A process killed mid-transaction cannot undo anything itself, so each transaction first notes what
 it is about to change in an intent file (.memvault/transaction.jsonl: the HEAD it started from,
@@ -24,10 +25,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, UnsafePathError, VaultError
+from memvault.errors import (
+    AmbiguousIdError,
+    EntryFormatError,
+    NotFoundError,
+    UnsafePathError,
+    UsageError,
+    VaultError,
+)
 from memvault.settings import LimitsSettings
 from memvault.vault import jsonlines, layout
-from memvault.vault.entry import Entry, now, parse, render
+from memvault.vault.entry import Entry, check_text, now, parse, render
 from memvault.vault.git import VaultGit, format_message
 
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
@@ -97,17 +105,40 @@ class Transaction:
 
     def _touch(self, rel: PurePosixPath, entry: Entry | None, data: bytes | None = None) -> None:
         """Write `entry` at `rel` (as rendered, or as `data` when given), or remove the file (None)."""
+        if entry is not None:
+            self.vault.check_new_folder(rel)
+            data = render(entry).encode("utf-8") if data is None else data
+        self._put(rel, data if entry is not None else None, entry)
+
+    def _put(self, rel: PurePosixPath, data: bytes | None, entry: Entry | None) -> None:
+        """Write `data` at `rel` (None: remove it), noted first for a crash's recovery, undone on rollback."""
         path = self.vault.root / rel
         if self.vault.linked_part(rel) is not None:  # neither read, written nor deleted through a link
             raise UnsafePathError(f"refusing to change {rel}: it is reached through a symbolic link")
         before = path.read_bytes() if path.exists() else None
         self.vault.note_intent(rel, before)
-        if entry is not None:
-            self.vault.check_new_folder(rel)
-            atomic_write(path, render(entry).encode("utf-8") if data is None else data)
+        if data is not None:
+            atomic_write(path, data)
         else:
             path.unlink(missing_ok=True)
         self.changes.append(Change(rel, before, entry))
+
+    def write_file(self, rel: PurePosixPath, text: str) -> PurePosixPath:
+        """Write a workspace file (core/<NAME>.md, journal/<date>.md) as plain markdown, no front
+        matter. Only those paths: anything else is an UnsafePathError, as is a path through a link."""
+        rel = PurePosixPath(rel)
+        if not layout.is_workspace_path(rel):
+            raise UnsafePathError(f"refusing to write {str(rel)[:80]}: only core/<NAME>.md and journal/<date>.md "
+                                  "are written this way")
+        if "\x00" in text:
+            raise UsageError(f"the text of {rel} contains a NUL character")
+        data = check_text(text, f"the text of {rel}").encode("utf-8")
+        if len(data) > self.vault.max_file_bytes:
+            raise UsageError(f"{rel} would be {len(data):,} bytes, more than limits.max_file_bytes "
+                             f"({self.vault.max_file_bytes:,})")
+        entry = self.vault.workspace_entry(rel, text)
+        self._put(rel, data, entry if entry.text else None)  # an empty file leaves the index
+        return rel
 
     def write(self, entry: Entry, event: str | None = None) -> PurePosixPath:
         """Create or overwrite the file of `entry` (an edit keeps the file where it is). A live entry
@@ -451,7 +482,16 @@ class Vault:
 
     def read(self, rel: PurePosixPath) -> Entry:
         """The entry in a file; fields a hand-written file leaves out come from its place and time.
+        A workspace file (core/, journal/) reads as an entry of its own role in `global`.
         Nothing is read through a symbolic link (the file, or a folder above it)."""
+        content = self.read_content(rel)
+        if layout.is_workspace_path(rel):
+            return self.workspace_entry(rel, content)
+        return parse(content, str(rel), self.defaults_for(rel, self.root / rel))
+
+    def read_content(self, rel: PurePosixPath) -> str:
+        """A file's text, read safely: never through a link, never past limits.max_file_bytes, never
+        a file holding git's conflict markers; EntryFormatError says why not."""
         path = self.root / rel
         link = self.linked_part(rel)
         if link is not None:
@@ -470,7 +510,46 @@ class Vault:
         if CONFLICT_MARKER.search(content):
             raise EntryFormatError(rel, "holds unresolved git conflict markers (<<<<<<< ... >>>>>>>): "
                                         "resolve them with git, then run `memvault reindex`")
-        return parse(content, str(rel), self.defaults_for(rel, path))
+        return content
+
+    def workspace_entry(self, rel: PurePosixPath, content: str) -> Entry:
+        """A workspace file as the index and the prompt see it: its text without HTML comments."""
+        try:
+            created = datetime.fromtimestamp((self.root / rel).stat().st_mtime, timezone.utc)
+        except OSError:
+            created = now()
+        return Entry(text=layout.workspace_text(content), role=layout.WORKSPACE_ROLES[rel.parts[0]],
+                     conversation_id=layout.GLOBAL, id=layout.workspace_id(rel), created_at=created)
+
+    def read_workspace(self, rel: PurePosixPath) -> str | None:
+        """A workspace file's whole text as on disk (comments included), None when there is none."""
+        if not (self.root / rel).is_file() and self.linked_part(rel) is None:
+            return None
+        return self.read_content(rel)
+
+    def workspace_files(self, links: list[str] | None = None) -> Iterator[PurePosixPath]:
+        """The workspace files the index holds: journal days, and core files a person has written in
+        (one that is still only its explaining comment is left out). Links are reported, not followed."""
+        links = [] if links is None else links
+        for folder in (layout.CORE_DIR, layout.JOURNAL_DIR):
+            if self.linked_part(PurePosixPath(folder)) is not None:
+                links.append(folder)
+                continue
+            try:
+                names = self._file_names(folder, links)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                rel = PurePosixPath(folder, name)
+                if not layout.is_workspace_path(rel):
+                    continue
+                if folder == layout.CORE_DIR:
+                    try:
+                        if not self.read(rel).text:
+                            continue
+                    except EntryFormatError:
+                        pass  # listed: the sync reports why it cannot be read
+                yield rel
 
     def defaults_for(self, rel: PurePosixPath, path: Path) -> dict:
         defaults = {
@@ -607,14 +686,15 @@ def deleted_meanwhile(memory_id: str) -> NotFoundError:
 def intended_befores(records: list[dict]) -> dict[PurePosixPath, bytes | None]:
     """Each path an intent file notes, with its bytes before the transaction (None: it did not exist);
     the first note of a path holds the original. A note that is not a path a transaction writes
-    (outside entries/, '..') or whose bytes do not decode is passed over: never acted on."""
+    (outside entries/ and the workspace files, '..') or whose bytes do not decode is passed over: never acted on."""
     befores: dict[PurePosixPath, bytes | None] = {}
     for record in records:
         path, before = record.get("path"), record.get("before")
         if not isinstance(path, str) or not (before is None or isinstance(before, str)):
             continue
         rel = PurePosixPath(path)
-        if rel in befores or not layout.is_entry_path(rel) or ".." in rel.parts or rel.is_absolute():
+        written = layout.is_entry_path(rel) or layout.is_workspace_path(rel)
+        if rel in befores or not written or ".." in rel.parts or rel.is_absolute():
             continue
         try:
             befores[rel] = None if before is None else base64.b64decode(before, validate=True)

@@ -17,4 +17,5 @@ from memvault.cli.commands import (  # noqa: F401
     serve,
     session,
     transfer,
+    workspace,
 )

@@ -74,7 +74,9 @@ def chat(
         memvault = open_memvault(vault, config, **{"llm.model": model})
         llm = require_llm(memvault.llm())
         session = MemoryChat(memvault, conversation or "default", scopes_of(user, agent, run),
-                             use_memory=not no_memory, retrieval={"top_k": top_k})
+                             use_memory=not no_memory, retrieval={"top_k": top_k}, llm=llm)
+        if not no_memory:
+            memvault.ensure_core()  # an older vault gets its core files (one commit) before the first prompt
     if message is not None:
         one_shot(session, llm, read_text_argument(message), show)
         return
@@ -170,6 +172,8 @@ def interactive(session, llm, show: bool) -> None:
             continue
         history.append({"role": "user", "content": text})
         turn = session.prepare(history)
+        if turn.history is not None:  # compacted: the next turns start from the shorter history
+            history[:] = turn.history
         if show:
             show_memories(turn.hits)
         try:
@@ -189,4 +193,6 @@ def interactive(session, llm, show: bool) -> None:
         say("Saving what was learned...")
     session.wait()
     report_policy(session)
-    end_session(session, llm)
+    end_session(session, llm)  # held facts, the session summary and the daily log: one commit
+    for problem in session.errors:
+        warn(problem)

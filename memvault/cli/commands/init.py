@@ -27,7 +27,9 @@ def init(
     from memvault.core import Memvault
 
     settings = settings_module.load(config, {"vault.path": str(path or vault) if (path or vault) else None})
-    git = Memvault.open(settings, create=True, use_enclosing_repo=use_enclosing_repo).vault.git
+    memvault = Memvault.open(settings, create=True, use_enclosing_repo=use_enclosing_repo)
+    memvault.ensure_core()  # core/USER.md ... : empty but explained, one commit
+    git = memvault.vault.git
     root = str(git.root)
     if json:
         print_json({"vault": root, "repository": str(git.work_dir), "enclosing_repository": git.enclosing})

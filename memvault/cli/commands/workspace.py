@@ -1,0 +1,117 @@
+"""`core show`, `core edit`, `journal`: the core memory files and the daily log."""
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.base import app, command, open_memvault, read_text_argument
+from memvault.cli.commands.entries import run_editor
+from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
+from memvault.cli.output import print_json, print_text, say, warn
+from memvault.errors import UsageError
+
+core_app = typer.Typer(help="The core memory files (core/USER.md, IDENTITY.md, SOUL.md, MEMORY.md): always first "
+                            "in chat and proxy prompts.", no_args_is_help=True)
+app.add_typer(core_app, name="core")
+
+NAMES = "USER, IDENTITY, SOUL or MEMORY"
+NameArg = Annotated[str, typer.Argument(help=f"Which core file: {NAMES}.", show_default=False)]
+
+
+@command("show", group=core_app)
+def core_show(
+    name: Annotated[Optional[str], typer.Argument(help=f"One core file ({NAMES}); default: all of them.",
+                                                  show_default=False)] = None,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Print the core files as a prompt gets them (comments left out, each cut to core.max_chars)."""
+    from memvault.vault import layout
+
+    memvault = open_memvault(vault, config)
+    memvault.ensure_core()
+    names = [layout.core_path(name).stem] if name else list(layout.CORE_NAMES)
+    shown = {found.name: found for found in memvault.core_context()}
+    files = []
+    for stem in names:
+        rel, raw = memvault.read_core(stem)
+        found = shown.get(rel.name)
+        files.append({"name": rel.name, "path": str(rel), "text": found.text if found else "",
+                      "chars": found.chars if found else 0, "cut": bool(found and found.cut), "raw": raw})
+    if json:
+        print_json({"core": files, "max_chars": memvault.settings.core.max_chars})
+        return
+    for item in files:
+        say(f"== {item['path']} ({item['chars']:,} characters{', cut to core.max_chars' if item['cut'] else ''})")
+        if item["text"]:
+            print_text(item["text"] + "\n")
+        else:
+            say(f"(empty: `memvault core edit {item['name'][:-3]}` to write it)")
+
+
+@command("edit", group=core_app)
+def core_edit(
+    name: NameArg,
+    text: Annotated[Optional[str], typer.Option("--text", "-m", help="The file's new text, without opening an "
+                                                "editor ('-' reads standard input).", show_default=False)] = None,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Edit a core file in $EDITOR (or set it with --text); committed on save."""
+    memvault = open_memvault(vault, config)
+    rel, original = memvault.read_core(name)
+    draft = None
+    if text is not None:
+        edited = read_text_argument(text)
+    else:
+        draft, edited = edit_in_editor(original, rel.stem)
+    try:
+        rel, changed = memvault.update_core(rel.stem, edited)
+    except UsageError as exc:
+        kept = f", your edit is kept in {draft}" if draft else ""
+        raise UsageError(f"{exc}; nothing changed{kept}") from None
+    if draft is not None:
+        draft.unlink(missing_ok=True)
+    if json:
+        print_json({"path": str(rel), "changed": changed})
+    elif changed:
+        say(f"Saved {rel} (committed)")
+        found = next((f for f in memvault.core_context() if f.name == rel.name), None)
+        if found and found.cut:
+            warn(f"{rel} has {found.chars:,} characters: prompts get only the first "
+                 f"{memvault.settings.core.max_chars:,} (core.max_chars)")
+    else:
+        say("No change.")
+
+
+def edit_in_editor(original: str, stem: str) -> tuple[Path, str]:
+    """The draft (a temporary file, kept until the edit is saved) and its text after $EDITOR."""
+    handle, name = tempfile.mkstemp(prefix=f"memvault-{stem}-", suffix=".md")
+    draft = Path(name)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(original)
+    run_editor(draft)
+    try:
+        return draft, draft.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"the editor removed the draft {draft}; nothing changed") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the edited draft {draft}: {exc}; nothing changed") from None
+
+
+@command("journal")
+def journal(
+    day: Annotated[Optional[str], typer.Argument(help="The day, YYYY-MM-DD (default: today, UTC).",
+                                                 show_default=False)] = None,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Print a day's log: what that day's sessions learned (facts added, updated, deleted)."""
+    memvault = open_memvault(vault, config)
+    rel, text = memvault.journal(day)
+    if json:
+        print_json({"path": str(rel), "text": text})
+    elif text is None:
+        say(f"Nothing logged on {rel.stem}.")
+    else:
+        print_text(text)
