@@ -253,3 +253,24 @@ def test_an_empty_turn_is_a_usage_error(memvault):
     with pytest.raises(UsageError, match="empty"):
         memvault.policy_add([], "default", llm=policy_llm({}))
     assert memvault.open_sessions() == []  # refused before the session counted it
+
+
+@pytest.mark.parametrize("conversation", ["../../outside", "My Chat", "a/b"])
+def test_a_conversation_id_that_is_no_folder_name_keeps_its_session_inside_the_vault(memvault, tmp_path,
+                                                                                     conversation):
+    """Any id a client sends names its session's folder through layout.folder_for: '../..' never
+    leaves .memvault/session/, and the session is found and ended by the id as sent."""
+    llm = policy_llm({"I have two cats": ["The user has two cats."]}, {"The user has two cats.": ("hold", "fact")},
+                     promote={"The user has two cats.": True})
+    before = sorted(p for p in tmp_path.rglob("*") if ".memvault" not in p.parts and ".git" not in p.parts)
+    memvault.policy_add("I have two cats", conversation, llm=llm)
+    sessions = memvault.vault.root / ".memvault" / "session"
+    [folder] = [p for p in sessions.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert folder.parent == sessions and "/" not in folder.name and ".." not in folder.name
+    assert [record.conversation for record in memvault.open_sessions()] == [conversation]
+    ended = memvault.end_session(conversation, llm)
+    assert ended is not None and facts_of(memvault) == ["The user has two cats."]
+    assert not folder.exists()
+    after = sorted(p for p in tmp_path.rglob("*") if ".memvault" not in p.parts and ".git" not in p.parts
+                   and "entries" not in p.parts and "journal" not in p.parts)
+    assert after == [p for p in before if "entries" not in p.parts and "journal" not in p.parts]

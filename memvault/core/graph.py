@@ -21,7 +21,7 @@ class Graphing:
         from memvault.retrieve.search import conversations_for
 
         if conversation is not None:
-            layout.check_conversation(conversation)
+            layout.check_conversation_id(conversation)
         where, params = and_where(scope_where(conversations_for(conversation), check_scopes(scopes)),
                                   compile_filter(filters))
         return GraphQuery(index.conn, where, params)

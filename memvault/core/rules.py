@@ -56,7 +56,7 @@ class Rules:
     def rule_entries(self, conversation: str, archived: bool = False) -> list[Entry]:
         """The rules in one conversation's rules/ folder (deleted/rules/ when `archived`), oldest
         first; files that do not parse are left alone (doctor reports them)."""
-        parts = [layout.ENTRIES, layout.check_conversation(conversation), *(["deleted"] if archived else []), RULES_DIR]
+        parts = [layout.ENTRIES, layout.folder_for(conversation), *(["deleted"] if archived else []), RULES_DIR]
         folder = PurePosixPath(*parts)
         if self.vault.linked_part(folder) is not None:
             return []  # a folder that is a link is never followed
@@ -118,7 +118,7 @@ class Rules:
         if problem:
             return RuleResult("DROP", reason=problem)
         scopes = check_scopes(scopes)
-        conversation = layout.check_conversation(conversation or rule_conversation(scopes))
+        conversation = layout.check_conversation_id(conversation or rule_conversation(scopes))
         active = self.rules(conversation, scopes)
         twin = next((rule for rule in active if same_rule(rule.text, text)), None)
         if twin is not None:

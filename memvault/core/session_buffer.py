@@ -82,7 +82,7 @@ class SessionBuffer:
     def read(self, conversation: str, folder: Path | None = None) -> SessionRecord:
         if self.root is None:
             return self.memory.setdefault(conversation, SessionRecord(conversation))
-        folder = folder or self.root / conversation
+        folder = folder or self.folder_of(conversation)
         try:
             state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -96,14 +96,14 @@ class SessionBuffer:
             return
         from memvault.vault.store import atomic_write
 
-        folder = self.root / record.conversation
+        folder = self.folder_of(record.conversation)
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / STATE_FILE, json.dumps(record.state, ensure_ascii=False).encode("utf-8"))
+        atomic_write(folder / STATE_FILE, state_json(record))
 
     def append_held(self, record: SessionRecord, items: list[dict]) -> None:
         record.held.extend(items)
         if self.root is not None and items:  # synced: a held candidate survives a power cut
-            jsonlines.append(self.root / record.conversation / HELD_FILE, items, mode=0o600, sync=True)
+            jsonlines.append(self.folder_of(record.conversation) / HELD_FILE, items, mode=0o600, sync=True)
 
     def save_held(self, record: SessionRecord) -> None:
         """Rewrite the held candidates (after one was promoted or replaced)."""
@@ -111,7 +111,7 @@ class SessionBuffer:
             return
         from memvault.vault.store import atomic_write
 
-        folder = self.root / record.conversation
+        folder = self.folder_of(record.conversation)
         folder.mkdir(parents=True, exist_ok=True)
         data = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in record.held)
         atomic_write(folder / HELD_FILE, data.encode("utf-8"))
@@ -146,8 +146,19 @@ class SessionBuffer:
         return sorted([p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
                       + ([p for p in ending.iterdir() if p.is_dir()] if ending.is_dir() else []))
 
+    def folder_of(self, conversation: str) -> Path:
+        """The conversation's folder: layout.folder_for's safe name (any id, no path tricks)."""
+        return self.root / layout.folder_for(conversation)
+
     @staticmethod
     def conversation_of(folder: Path) -> str:
+        """The conversation id a folder holds: as its state says (ids that are not folder names), else its name."""
+        try:
+            named = json.loads((folder / STATE_FILE).read_text(encoding="utf-8")).get("conversation")
+        except (OSError, ValueError, AttributeError):
+            named = None
+        if isinstance(named, str) and named:
+            return named
         return folder.name.split("__", 1)[0] if folder.parent.name == ENDING_DIR else folder.name
 
     def take(self, conversation: str) -> tuple[SessionRecord, Path | None] | None:
@@ -166,12 +177,12 @@ class SessionBuffer:
                 part = self.read(conversation, folder)
                 merge(merged, part)
                 if folder.parent.name != ENDING_DIR:
-                    target = self.root / ENDING_DIR / f"{conversation}__{uuid.uuid4().hex[:12]}"
+                    target = self.root / ENDING_DIR / f"{layout.folder_for(conversation)}__{uuid.uuid4().hex[:12]}"
                     target.parent.mkdir(parents=True, exist_ok=True)
                     folder.rename(target)
                     folder = target
                 moved.append(folder)
-            holder = self.root / ENDING_DIR / f"{conversation}__{uuid.uuid4().hex[:12]}"
+            holder = self.root / ENDING_DIR / f"{layout.folder_for(conversation)}__{uuid.uuid4().hex[:12]}"
             if len(moved) > 1:  # one folder holds the merged session, the others go
                 holder.mkdir()
                 self.write_folder(holder, merged)
@@ -183,7 +194,7 @@ class SessionBuffer:
     def write_folder(self, folder: Path, record: SessionRecord) -> None:
         from memvault.vault.store import atomic_write
 
-        atomic_write(folder / STATE_FILE, json.dumps(record.state, ensure_ascii=False).encode("utf-8"))
+        atomic_write(folder / STATE_FILE, state_json(record))
         jsonlines.append(folder / HELD_FILE, record.held, mode=0o600, sync=True)
 
     def finish(self, folder: Path | None) -> None:
@@ -191,6 +202,11 @@ class SessionBuffer:
         if folder is not None:
             with self.locked():
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def state_json(record: SessionRecord) -> bytes:
+    """The state file's bytes; it names the conversation, whose folder name may differ from its id."""
+    return json.dumps({**record.state, "conversation": record.conversation}, ensure_ascii=False).encode("utf-8")
 
 
 def merge(into: SessionRecord, part: SessionRecord) -> None:

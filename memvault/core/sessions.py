@@ -72,7 +72,7 @@ class Sessions:
         if llm is None:
             return self.add(messages, conversation, scopes, metadata, infer=False)
         scopes = check_scopes(scopes)
-        conversation = layout.check_conversation(conversation or layout.scope_conversation(
+        conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
             scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
         chat = as_messages(messages)
         if not chat:
@@ -173,7 +173,7 @@ class Sessions:
                      only: set[str] | None = None) -> list[SessionEnd]:
         """End every open session (`idle_minutes`: only those without a turn for that long;
         `only`: only these conversations)."""
-        only = {layout.check_conversation(name) for name in only} if only is not None else None
+        only = {layout.check_conversation_id(name) for name in only} if only is not None else None
         moment = time.time()
         ended = []
         for record in self.open_sessions():
@@ -194,7 +194,7 @@ class Sessions:
         from memvault.curate.ingest import MemoryEvent
         from memvault.curate.policy import promoted, session_summary
 
-        conversation = layout.check_conversation(conversation)
+        conversation = layout.check_conversation_id(conversation)
         taken = self.session_buffer.take(conversation)
         if taken is None:
             return None
@@ -269,7 +269,7 @@ class Sessions:
         """The newest session summary of the conversation that carries exactly these scopes (read from
         the files: no index, no model)."""
         wanted = check_scopes(scopes)
-        folder = PurePosixPath(layout.ENTRIES, layout.check_conversation(conversation), layout.KIND_DIRS["session"])
+        folder = PurePosixPath(layout.ENTRIES, layout.folder_for(conversation), layout.KIND_DIRS["session"])
         path = self.vault.root / folder
         if not path.is_dir():
             return None

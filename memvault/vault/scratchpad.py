@@ -26,7 +26,7 @@ MAX_TOTAL_CHARS = 64_000  # all keys and values of one pad
 
 def session_folder(state_dir: Path, conversation: str) -> Path:
     """`.memvault/session/<conversation>/`: the conversation name checked, so it stays one folder."""
-    return Path(state_dir) / SESSION_DIR / layout.check_conversation(conversation)
+    return Path(state_dir) / SESSION_DIR / layout.folder_for(conversation)
 
 
 def check_key(key: str) -> str:
