@@ -142,7 +142,7 @@ def test_log_lists_commits_filtered_by_operation_and_conversation(cli):
     cli.ok("add", "Buy milk.", "--no-llm", "-c", "home")
     cli.ok("rm", work)
     everything = cli.ok("log", "--json").json()
-    assert [c["operation"] for c in everything] == ["delete", "add", "add", "add", "init"]
+    assert [c["operation"] for c in everything] == ["delete", "add", "add", "add", "core", "init"]
     adds = cli.ok("log", "--operation", "add", "--json").json()
     assert [c["conversation"] for c in adds] == ["home", "workshop", "work"]
     in_work = cli.ok("log", "-c", "work", "--json").json()  # exactly "work", not "workshop"

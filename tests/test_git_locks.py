@@ -157,9 +157,12 @@ def test_a_lock_a_live_git_takes_during_a_commit_is_waited_for(vault, monkeypatc
 
     def then_someone_takes_the_lock(self):
         removed = checked(self)
-        lock = leave_lock(vault)
         person = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL)  # a live git working in the repository
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{person.pid}/comm").read_text().startswith("git") and time.monotonic() < deadline:
+            time.sleep(0.01)  # a busy machine may not have exec'd it yet: a real git holds its lock once running
+        lock = leave_lock(vault)
 
         def their_git_finishes():
             lock.unlink()

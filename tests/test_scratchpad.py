@@ -85,8 +85,13 @@ def test_size_limits_and_bad_input(memvault):
     with pytest.raises(UsageError, match=f"{MAX_KEYS} keys already"):
         pad.write("key-too-many", "v")
     assert len(pad.items()) == MAX_KEYS  # a refused write changes nothing
+    escaping = memvault.scratchpad("../escape")  # any conversation id: its folder is a safe name
+    escaping.write("k", "v")
+    assert not (memvault.vault.state_dir / "escape").exists()
+    assert [p.parent.parent for p in memvault.vault.state_dir.rglob("scratchpad.json")] == [
+        memvault.vault.state_dir / "session"] * 2
     with pytest.raises(UnsafePathError):
-        memvault.scratchpad("../escape")
+        memvault.scratchpad("a\tb")  # not printable: refused
 
 
 def test_a_linked_session_folder_is_not_written_through(memvault, tmp_path):

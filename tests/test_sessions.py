@@ -111,9 +111,11 @@ def test_session_end_cli_with_idle_for_cron(memvault):
     assert busy.returncode == 0 and json.loads(busy.stdout) == {"results": []}  # active a moment ago
     bad = run_memvault("session", "end", "--idle", "soon", env=env)
     assert bad.returncode != 0 and b"invalid age" in bad.stderr and b"Traceback" not in bad.stderr
-    escape = run_memvault("session", "end", "../x", env=env)
-    assert escape.returncode != 0 and b"invalid conversation name" in escape.stderr
+    escape = run_memvault("session", "end", "a\tb", env=env)
+    assert escape.returncode != 0 and b"invalid conversation id" in escape.stderr
     assert b"Traceback" not in escape.stderr
+    elsewhere = run_memvault("session", "end", "../x", env=env)  # any printable id: its folder is safe
+    assert elsewhere.returncode == 0 and b"No open session in '../x'" in elsewhere.stderr
     done = run_memvault("session", "end", "default", "--json", env=env)  # no LLM: the turns' openings
     [result] = json.loads(done.stdout)["results"]
     assert result["conversation"] == "default" and result["summary"]["text"].startswith("A session of 3 user turns")
