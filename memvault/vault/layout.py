@@ -235,6 +235,22 @@ def kind_of(rel: PurePosixPath) -> str:
     return "/".join(parts[start:-1])
 
 
+def entry_defaults(rel: PurePosixPath, created_at: datetime | None) -> dict:
+    """The front matter fields an entry file may leave out, from its place and name (today's files
+    and past ones alike): its conversation and role from its folders, its id from its name (else one
+    derived from its path), and for a tombstone agent-cli moved (no deleted_at) its time as deleted."""
+    defaults: dict = {
+        "conversation_id": conversation_folder_of(rel),
+        "role": {v: k for k, v in KIND_DIRS.items()}.get(kind_of(rel)),
+        "id": id_from_filename(rel.name) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}")),
+    }
+    if created_at is not None:
+        defaults["created_at"] = created_at
+        if is_deleted_path(rel):
+            defaults["deleted_at"] = created_at  # agent-cli's tombstones: their place says they are deleted
+    return defaults
+
+
 def agentcli_slug(value: str) -> str:
     """The folder agent-cli's memory proxy makes of a conversation id (its `_slugify`): every
     character but letters, digits and '-._' becomes '_'."""
