@@ -61,10 +61,20 @@ def folder_for(conversation: str) -> str:
     id>_". Distinct ids get distinct folders (the hash tail), and the id is kept as sent in each
     entry's front matter: a folder is read back to its id from its files."""
     conversation = check_conversation_id(conversation)
-    if NAME_CHARS.match(conversation) and not conversation.startswith(".") and len(conversation) <= MAX_NAME:
-        return check_conversation(conversation)  # a folder name as it is ('con' stays refused: Windows' device)
+    if NAME_CHARS.match(conversation) and not conversation.startswith(".") and len(conversation) <= MAX_NAME \
+            and is_portable_name(conversation):
+        return check_conversation(conversation)  # a folder name as it is
     text = re.sub(r"[^\w.\-]+", "_", unicodedata.normalize("NFKC", conversation), flags=re.UNICODE).strip("._")
-    return check_conversation((text or "_")[:40 - HASH_TAIL] + tagged(conversation))
+    text = (text or "_")[:40 - HASH_TAIL]
+    if not is_portable_name(text + "-"):
+        text = f"_{text}"  # 'con.txt' -> '_con.txt-<hash>_': never a device name, even before its first '.'
+    return check_conversation(text + tagged(conversation))
+
+
+def is_portable_name(name: str) -> bool:
+    """Whether every system keeps `name` as a folder: not a Windows device name ('CON', 'con.txt',
+    'COM¹'), not ending with '.' (Windows drops it). An id that is not gets a hashed folder."""
+    return not name.endswith(".") and name.split(".")[0].lower() not in WINDOWS_DEVICE_NAMES
 
 
 def check_new_conversation(name: str, existing: Iterable[str]) -> str:
