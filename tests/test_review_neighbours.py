@@ -4,6 +4,7 @@ real `openai` client (the fixtures of tests/test_agentcli_proxy.py)."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from memvault.vault import layout
 from tests.support.cli import Cli
 from tests.test_agentcli_proxy import chat, proxy, upstream  # noqa: F401 - fixtures, shared
+from tests.test_agentcli_vault import FIXTURE, SUMMARY, git
 
 
 @pytest.mark.parametrize("limit", [[], ["--limit", "5"]])
@@ -40,3 +42,19 @@ def test_a_memory_id_windows_reserves_works_through_the_proxy(proxy):  # noqa: F
         assert rows and {row["conversation_id"] for row in rows} == {memory_id}
         folder = rows[0]["path"].split("/")[1]
         assert folder != memory_id and layout.is_portable_name(folder)
+
+
+def test_history_of_a_deleted_summary_keeps_its_life_in_summary_md(tmp_path):
+    # A summary lives in summary.md (no id in its name); `rm` moves it to deleted/<stamp>__<id>.md.
+    # Its history must still show it was added there, not only (or nothing of) its tombstone.
+    root = tmp_path / "agentcli"
+    shutil.copytree(FIXTURE, root)
+    git(root, "init", "-q")
+    git(root, "-c", "user.name=Agent CLI", "-c", "user.email=agent-cli@local", "add", ".")
+    git(root, "-c", "user.name=Agent CLI", "-c", "user.email=agent-cli@local", "commit", "-qm", "Initial commit")
+    cli = Cli(root)
+    cli.ok("rm", SUMMARY)
+    events = [(row["event"], row["old_memory"], row["new_memory"])
+              for row in cli.ok("history", SUMMARY, "--json").json()]
+    text = "The user gardens: tomatoes on the balcony."
+    assert events == [("ADD", None, text), ("DELETE", text, None)]
