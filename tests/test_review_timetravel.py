@@ -4,6 +4,7 @@ defaults as today's (a tombstone agent-cli moved is deleted then as now, in its 
 
 from __future__ import annotations
 
+from tests.support.cli import Cli
 from tests.test_agentcli_vault import JANE, SUMMARY, cli  # noqa: F401 - the fixture, shared
 
 
@@ -21,3 +22,22 @@ def test_a_past_agentcli_tombstone_reads_as_deleted_as_it_does_today(cli):  # no
     assert today["deleted_at"] and past["deleted_at"]
     assert past["conversation_id"] == today["conversation_id"] == "default"
     assert past["path"] == today["path"]
+
+
+def test_a_date_before_1973_is_read_as_that_date_not_as_today(tmp_path):
+    # git reads '--before=@<seconds>' below 1e8 (March 1973) as an approximate date, not a time:
+    # --as-of 1971-06-01 answered with today's vault. A vault whose history starts in 1972 shows it.
+    def on(day: str) -> dict[str, str]:
+        return {"GIT_AUTHOR_DATE": f"{day}T12:00:00+00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00+00:00"}
+
+    vault_cli = Cli(tmp_path / "vault")
+    vault_cli.ok("init", env=on("1972-01-01"))
+    vault_cli.ok("add", "The first fact, from 1972", "--no-llm", env=on("1972-01-02"))
+    vault_cli.ok("add", "A later fact, from 2026", "--no-llm", env=on("2026-01-02"))
+
+    def found(day: str) -> list[str]:
+        return [hit["text"] for hit in vault_cli.ok("search", "fact", "--as-of", day, "--json").json()]
+
+    assert found("1972-06-01") == ["The first fact, from 1972"]
+    too_early = vault_cli("search", "fact", "--as-of", "1971-06-01")
+    assert too_early.exit_code == 2 and "no commit at or before 1971-06-01" in too_early.stderr

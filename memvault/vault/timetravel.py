@@ -41,8 +41,11 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         raise UsageError("--as-of needs a date (YYYY-MM-DD), an ISO 8601 time or a commit")
     moment = _moment(when)
     if moment is not None:
-        sha = _git(git, "rev-list", "-1", f"--before=@{int(moment.timestamp())}", "HEAD", "--").strip() \
-            if git.has_commits() else ""
+        # '@<seconds> +0000' is git's raw date: a bare '@<seconds>' below 1e8 (before March 1973) is
+        # read by git's approxidate as something else, today often, so a 1970 date answered with today.
+        stamp = int(moment.timestamp())
+        sha = _git(git, "rev-list", "-1", f"--before=@{stamp} +0000", "HEAD", "--").strip() \
+            if git.has_commits() and stamp >= 0 else ""
         if not sha:
             raise UsageError(f"the vault has no commit at or before {when}: nothing to search as of then")
         return PastCommit(sha, moment, when)
