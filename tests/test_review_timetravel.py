@@ -4,6 +4,11 @@ defaults as today's (a tombstone agent-cli moved is deleted then as now, in its 
 
 from __future__ import annotations
 
+import gc
+import hashlib
+import os
+import subprocess
+
 from tests.support.cli import Cli
 from tests.test_agentcli_vault import JANE, SUMMARY, cli  # noqa: F401 - the fixture, shared
 
@@ -41,3 +46,30 @@ def test_a_date_before_1973_is_read_as_that_date_not_as_today(tmp_path):
     assert found("1972-06-01") == ["The first fact, from 1972"]
     too_early = vault_cli("search", "fact", "--as-of", "1971-06-01")
     assert too_early.exit_code == 2 and "no commit at or before 1971-06-01" in too_early.stderr
+
+
+def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untouched(tmp_path):
+    # `search --as-of` printed the relations of TODAY's facts beside the past hits (and caught up,
+    # so wrote, today's index): only --json, which prints no relations, was tested untouched.
+    def on(day: str) -> dict[str, str]:
+        return {"GIT_AUTHOR_DATE": f"{day}T12:00:00+00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00+00:00"}
+
+    vault_cli = Cli(tmp_path / "vault")
+    vault_cli.ok("init", env=on("2026-03-01"))
+    fact = "0b1f3c52-6a0e-4c55-9d0e-3f6f4b1e9b01"
+    folder = tmp_path / "vault" / "entries" / "default" / "facts"
+    folder.mkdir(parents=True)
+    (folder / f"20260302T120000000Z__{fact}.md").write_text(
+        f"---\nid: {fact}\nrole: memory\nconversation_id: default\ncreated_at: '2026-03-02T12:00:00+00:00'\n"
+        "subject: Alice\npredicate: works at\nobject: Acme\n---\nAlice works at Acme.\n")
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path / "vault", check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "by hand"],
+                   cwd=tmp_path / "vault", check=True, env={**os.environ, **on("2026-03-02")})
+    vault_cli.ok("rm", fact, env=on("2026-03-03"))
+    assert "Acme" not in vault_cli.ok("search", "Alice").stdout  # today: deleted, no relation either
+    gc.collect()  # in-process runs: a connection left to the collector would checkpoint today's WAL later
+    index = tmp_path / "vault" / ".memvault" / "index.sqlite"
+    today = hashlib.sha256(index.read_bytes()).hexdigest()
+    past = vault_cli.ok("search", "Alice", "--as-of", "2026-03-02").stdout
+    assert "Relations" in past and "acme" in past.split("Relations", 1)[1].lower()
+    assert hashlib.sha256(index.read_bytes()).hexdigest() == today

@@ -265,7 +265,7 @@ class Memory:
         found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}
         # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
         # names entities that have relations (graph.enabled, on by default).
-        relations = self._core.relations(query, None, scopes, memories_matching(filters, show_expired))
+        relations = self._core.relations(query, None, scopes, memories_matching(filters, show_expired), as_of=as_of)
         if relations:
             found["relations"] = [relation.to_dict() for relation in relations]
         return found
