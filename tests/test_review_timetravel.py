@@ -73,3 +73,26 @@ def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untou
     past = vault_cli.ok("search", "Alice", "--as-of", "2026-03-02").stdout
     assert "Relations" in past and "acme" in past.split("Relations", 1)[1].lower()
     assert hashlib.sha256(index.read_bytes()).hexdigest() == today
+
+
+def test_memory_search_as_of_neither_builds_nor_writes_todays_index(tmp_path, monkeypatch):
+    # Memory.search first reindexed today's index (once per instance), as_of or not: a time-travel
+    # question from a fresh Memory built (and embedded) the whole of today's index first.
+    import memvault
+    from memvault.settings import Settings
+
+    def on(day: str) -> None:
+        for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+            monkeypatch.setenv(name, f"{day}T12:00:00+00:00")
+
+    with memvault.Memory(vault=tmp_path / "vault", settings=Settings()) as memory:
+        on("2026-03-01")
+        [added] = memory.add("Alice's favourite colour is teal", user_id="alice", infer=False)["results"]
+        on("2026-03-02")
+        memory.update(added["id"], "Alice's favourite colour is crimson")
+    index = tmp_path / "vault" / ".memvault" / "index.sqlite"
+    index.unlink()  # today's index gone (a fresh clone has none): a past question must not build it
+    with memvault.Memory(vault=tmp_path / "vault", settings=Settings()) as memory:
+        found = memory.search("favourite colour", user_id="alice", as_of="2026-03-01")["results"]
+    assert [hit["memory"] for hit in found] == ["Alice's favourite colour is teal"]
+    assert not index.exists()

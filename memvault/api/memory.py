@@ -258,7 +258,8 @@ class Memory:
         scopes, filters = scoped(user_id, agent_id, run_id, filters)
         if top_k == 0:
             return {"results": []}
-        self._sync_once()
+        if as_of is None:  # a past question reads the past's own index: today's is neither built nor written
+            self._sync_once()
         overrides = {"reranker": ""} if not rerank else {}
         hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
                                  score_threshold=threshold, as_of=as_of, **overrides)
