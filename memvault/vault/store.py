@@ -45,7 +45,6 @@ LOCK_TIMEOUT = 120.0
 # An atomic write's temporary file lives for milliseconds; one older than this was left by a crash.
 STALE_TEMP_AGE = 60.0
 INTENT_FILE = "transaction.jsonl"
-ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 # What git writes into a file it could not merge: such a file is two versions at once, never a memory.
 CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
