@@ -115,10 +115,13 @@ def entry_of(record: dict, rel: PurePosixPath | None, conversation: str | None) 
         raise UsageError("'text' must be a non-empty string")
     check_text(text, "'text'")
     role = str(record.get("role") or "memory")
-    name = record.get("conversation_id") or (rel.parts[1] if rel else None) or conversation or "default"
+    name = record.get("conversation_id") or (layout.conversation_folder_of(rel) if rel else None) or conversation \
+        or "default"
+    if not isinstance(name, str):
+        raise UsageError(f"'conversation_id' must be a string, got {name!r:.40}")
     created = parse_time(record.get("created_at"), "created_at", "line")
     fields: dict[str, Any] = {
-        "text": text.strip(), "role": role, "conversation_id": layout.check_conversation(str(name)),
+        "text": text.strip(), "role": role, "conversation_id": layout.check_conversation_id(name),
         # Without an id, one made of the line's content: the same line imported twice is one entry.
         "id": str(record.get("id") or stable_id("jsonl", str(name), role, text)),
         "updated_at": parse_time(record.get("updated_at"), "updated_at", "line"),

@@ -144,6 +144,6 @@ def entry_of(memvault: Memvault, memory: Memory, conversation: str | None, notes
     name = conversation or (layout.scope_conversation(scopes.get("user_id"), scopes.get("agent_id"),
                                                       scopes.get("run_id")) if scopes else NO_SCOPE_CONVERSATION)
     deleted = (epoch_time(memory.deleted_at) or created) if memory.deleted_at else None
-    return Entry(text=text, conversation_id=layout.check_conversation(name), id=memory_id, created_at=created,
+    return Entry(text=text, conversation_id=layout.check_conversation_id(name), id=memory_id, created_at=created,
                  updated_at=epoch_time(memory.updated_at) or created, metadata=metadata, deleted_at=deleted,
                  **scopes)
