@@ -62,6 +62,8 @@ def read_records(text: str, where: str) -> list[tuple[str, dict]]:
             record = json.loads(line)
         except ValueError as exc:
             raise UsageError(f"{place}: not JSON ({exc})") from None
+        except RecursionError:  # json.loads recurses once per level
+            raise UsageError(f"{place}: nested too deeply") from None
         if not isinstance(record, dict):
             raise UsageError(f"{place}: expected an object with at least 'text'")
         records.append((place, record))
@@ -72,11 +74,15 @@ def batches(vault: Vault, text: str, where: str, conversation: str | None = None
     """Every line checked before anything is written (one bad line stops the import with its line
     number), then one batch per conversation, in the order they first appear."""
     grouped: dict[str, list[Item]] = {}
+    places: dict[str, str] = {}  # file -> the line that gives it
     for place, record in read_records(text, where):
         try:
             item = item_of(vault, record, conversation)
         except (EntryFormatError, UsageError) as exc:
             raise UsageError(f"{place}: {getattr(exc, 'reason', exc)}") from None
+        first = places.setdefault(str(item.path), place)
+        if first != place:  # two texts for one file: which one the user meant cannot be told
+            raise UsageError(f"{place}: the file {item.path} is also given by {first.rpartition(', ')[2]}")
         grouped.setdefault(item.path.parts[1], []).append(item)
     return [Batch(name, name, name, items) for name, items in grouped.items()]
 

@@ -100,7 +100,10 @@ def read_dump(path: Path, memories: dict[str, Memory]) -> None:
         memory.updated_at = record.get("updated_at") or memory.updated_at
         memory.scopes = {key: record.get(key) for key in ("user_id", "agent_id", "run_id")}
         extra = {key: value for key, value in record.items() if key not in CORE_KEYS and value is not None}
-        memory.metadata = {**(record.get("metadata") or {}), **extra}
+        metadata = record.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise UsageError(f"{path}: memory {str(record['id'])[:60]}: 'metadata' must be an object")
+        memory.metadata = {**metadata, **extra}
 
 
 def read_history(path: Path, memories: dict[str, Memory]) -> None:

@@ -84,6 +84,26 @@ class ImportReport:
         return dataclasses.asdict(self)
 
 
+def new_items(batch: Batch, held_ids: set[str], held_paths: set[str]) -> tuple[list[Item], int]:
+    """The batch's items the vault does not hold yet, and how many repeat an id (or a file) given
+    earlier in the batch: those are left out, for two files with one id would make it ambiguous."""
+    new: list[Item] = []
+    ids: set[str] = set()
+    paths: set[str] = set()
+    repeated = 0
+    for item in batch.items:
+        memory_id, path = item.entry.id, str(item.path)
+        if memory_id in held_ids or path in held_paths:
+            continue
+        if memory_id in ids or path in paths:
+            repeated += 1
+            continue
+        ids.add(memory_id)
+        paths.add(path)
+        new.append(item)
+    return new, repeated
+
+
 def stable_id(*parts: str) -> str:
     """The id an imported entry gets: the same source ids always give the same UUID."""
     import uuid
@@ -130,8 +150,11 @@ class Importer:
             if done.get(batch.key) == digest:
                 self.report.unchanged += 1
                 continue
-            new = [item for item in batch.items if item.entry.id not in held_ids and str(item.path) not in held_paths]
-            self.report.present += len(batch.items) - len(new)
+            new, repeated = new_items(batch, held_ids, held_paths)
+            self.report.present += len(batch.items) - len(new) - repeated
+            if repeated:
+                self.report.notes.append(f"{batch.title}: left out {repeated} entr{'y' if repeated == 1 else 'ies'} "
+                                         "whose id the source gives twice (the first is kept)")
             if new:
                 self.write(batch, new)
                 held_ids.update(item.entry.id for item in new)
@@ -288,3 +311,5 @@ def json_of(data: bytes, path: Path, what: str) -> Any:
         return json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path} is not a {what} (not JSON: {str(exc).splitlines()[0][:120]})") from None
+    except RecursionError:  # json.loads recurses once per level
+        raise UsageError(f"{path} is not a {what} (nested too deeply)") from None
