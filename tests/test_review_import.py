@@ -143,3 +143,11 @@ def test_two_jsonl_lines_for_one_file_stop_the_import_before_anything_is_written
     message = one_line_error(cli("import", str(source)))
     assert "line 2: the file entries/c/" in message and "is also given by line 1" in message
     assert entry_files(cli.vault) == {}
+
+
+def test_a_hand_made_line_with_a_path_but_no_id_takes_the_id_its_path_names(cli, tmp_path):
+    memory_id = "22222222-2222-2222-2222-222222222299"
+    path = f"entries/c/facts/20240101T000000000Z__{memory_id}.md"
+    cli.ok("import", str(write_lines(tmp_path / "lines.jsonl", {"text": "placed by hand", "path": path})))
+    assert list(entry_files(cli.vault)) == [path]
+    assert cli.ok("show", memory_id[:8], "--json").json()["text"] == "placed by hand"

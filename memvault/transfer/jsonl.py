@@ -128,8 +128,10 @@ def entry_of(record: dict, rel: PurePosixPath | None, conversation: str | None) 
     created = parse_time(record.get("created_at"), "created_at", "line")
     fields: dict[str, Any] = {
         "text": text.strip(), "role": role, "conversation_id": layout.check_conversation_id(name),
-        # Without an id, one made of the line's content: the same line imported twice is one entry.
-        "id": str(record.get("id") or stable_id("jsonl", str(name), role, text)),
+        # Without an id, the one its path names, else one made of the line's content: the same line
+        # imported twice is one entry.
+        "id": str(record.get("id") or (rel and layout.id_from_filename(rel.name))
+                  or stable_id("jsonl", name, role, text)),
         "updated_at": parse_time(record.get("updated_at"), "updated_at", "line"),
         "deleted_at": parse_time(record.get("deleted_at"), "deleted_at", "line"),
         "metadata": check_metadata(record.get("metadata") or {}),
