@@ -151,3 +151,29 @@ def test_a_hand_made_line_with_a_path_but_no_id_takes_the_id_its_path_names(cli,
     cli.ok("import", str(write_lines(tmp_path / "lines.jsonl", {"text": "placed by hand", "path": path})))
     assert list(entry_files(cli.vault)) == [path]
     assert cli.ok("show", memory_id[:8], "--json").json()["text"] == "placed by hand"
+
+
+# -- two imports at once --------------------------------------------------------------------------------
+
+def test_an_import_whose_view_went_stale_never_rewrites_what_another_import_wrote(cli, tmp_path, monkeypatch):
+    """Two imports of one source at once: each looks at the vault before it writes, so the slower one
+    sees none of the faster one's files. Under the lock it must find them, write nothing and say so
+    (it rewrote every file, an edit made meanwhile included, and counted them all as imported)."""
+    from memvault.cli.base import open_memvault
+    from memvault.transfer import import_source
+    from memvault.transfer.runner import Importer
+
+    claude = [{"uuid": "u1", "name": "tea", "chat_messages": [
+        {"uuid": "m1", "sender": "human", "text": "I drink green tea", "created_at": "2024-01-01T00:00:00Z"},
+        {"uuid": "m2", "sender": "assistant", "text": "Noted.", "created_at": "2024-01-01T00:00:05Z"}]}]
+    source = write_json(tmp_path / "conversations.json", claude)
+    cli.ok("import", str(source))
+    turn = next(p for p in (cli.vault / "entries").rglob("*.md") if "turns/user" in str(p))
+    turn.write_text(turn.read_text().replace("green tea", "black tea"))  # edited since the first import
+    before = entry_files(cli.vault)
+
+    monkeypatch.setattr(Importer, "held", lambda self: (set(), set()))  # the view of an import started earlier
+    (cli.vault / ".memvault" / "imports").rename(tmp_path / "progress")  # nor had it seen the progress file
+    report = import_source(open_memvault(str(cli.vault), None), [str(source)])
+    assert (report.imported, report.entries, report.present, report.unchanged) == (0, 0, 2, 1)
+    assert entry_files(cli.vault) == before  # the edit is kept

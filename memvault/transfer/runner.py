@@ -155,10 +155,11 @@ class Importer:
             if repeated:
                 self.report.notes.append(f"{batch.title}: left out {repeated} entr{'y' if repeated == 1 else 'ies'} "
                                          "whose id the source gives twice (the first is kept)")
-            if new:
-                self.write(batch, new)
-                held_ids.update(item.entry.id for item in new)
-                held_paths.update(str(item.path) for item in new)
+            written = self.write(batch, new) if new else 0
+            held_ids.update(item.entry.id for item in new)
+            held_paths.update(str(item.path) for item in new)
+            self.report.present += len(new) - written
+            if written:
                 self.report.imported += 1
             else:
                 self.report.unchanged += 1
@@ -183,20 +184,26 @@ class Importer:
             ids.add(memory_id)
         return ids, paths
 
-    def write(self, batch: Batch, new: list[Item]) -> None:
+    def write(self, batch: Batch, new: list[Item]) -> int:
+        """Write the batch's new items in one commit; returns how many were written (an import of the
+        same source running beside this one may have written some since `held` looked)."""
         plans = self.curate(batch, new) if self.llm is not None and batch.curatable else []
         subject = f"memvault import: {len(new)} entr{'y' if len(new) == 1 else 'ies'} of {batch.title!r}"[:200]
         with self.vault.transaction("import", subject, batch.conversation) as tx:
+            new = [item for item in new if not (self.vault.root / item.path).exists()]  # under the lock now
             for item in new:
                 if item.data is not None:
                     tx.write_exact(item.path, item.data, item.entry)
                 else:
                     tx.write(item.entry, event="ADD")
+            written = {item.entry.id for item in new}
+            plans = [(plan, turn) for plan, turn in plans if turn.id in written]
             facts = self.apply_curation(tx, batch, plans) if plans else 0
         self.memvault.keeper.record(tx.changes)
         self.report.entries += len(new)
         self.report.turns += sum(1 for item in new if item.entry.role in ("user", "assistant"))
         self.report.facts += facts
+        return len(new)
 
     # -- curation (--curate) -------------------------------------------------------------------------
     def curate(self, batch: Batch, new: list[Item]) -> list[tuple[Any, Entry]]:
