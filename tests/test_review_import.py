@@ -177,3 +177,16 @@ def test_an_import_whose_view_went_stale_never_rewrites_what_another_import_wrot
     report = import_source(open_memvault(str(cli.vault), None), [str(source)])
     assert (report.imported, report.entries, report.present, report.unchanged) == (0, 0, 2, 1)
     assert entry_files(cli.vault) == before  # the edit is kept
+
+
+@pytest.mark.parametrize("record", [
+    {"text": "x" * 1_100_000},
+    {"path": "entries/c/facts/big.md", "file": "---\nid: 22222222-2222-2222-2222-222222222207\nrole: memory\n"
+     "created_at: '2024-01-01T00:00:00+00:00'\n---\n\n" + "y" * 1_100_000 + "\n"},
+])
+def test_a_jsonl_line_the_vault_could_not_read_back_stops_the_import(cli, tmp_path, record):
+    """An entry file over limits.max_file_bytes is reported as broken and never read: imported, the
+    line's text was in the vault and in git but in no list or search."""
+    message = one_line_error(cli("import", str(write_lines(tmp_path / "lines.jsonl", record))))
+    assert "more than limits.max_file_bytes" in message
+    assert entry_files(cli.vault) == {}

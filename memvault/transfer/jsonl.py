@@ -98,6 +98,9 @@ def item_of(vault: Vault, record: dict, conversation: str | None) -> Item:
     named = layout.id_from_filename(item.path.name)
     if named not in (None, item.entry.id):  # the vault finds an entry by the id in its file name
         raise UsageError(f"'path' names id {named}, the entry's id is {item.entry.id}")
+    if len(item.data) > vault.max_file_bytes:  # written, it would be reported as broken, never read
+        raise UsageError(f"the file would be {len(item.data):,} bytes, more than limits.max_file_bytes "
+                         f"({vault.max_file_bytes:,})")
     return item
 
 
