@@ -151,7 +151,7 @@ def test_a_line_made_by_hand_needs_only_text(tmp_path):
     ('{"text": "x", "role": "boss"}', "unknown role 'boss'"),
     ('{"text": "x", "colour": "red"}', "unknown field 'colour'"),
     ('{"text": "x", "id": "not-a-uuid"}', "invalid memory id"),
-    ('{"text": "x", "conversation_id": "../up"}', "invalid conversation name"),
+    ('{"text": "x", "conversation_id": "a\\u0001b"}', "invalid conversation id"),  # '../up' is one
     ('{"text": "x", "user_id": "a\\u0001b"}', "invalid user_id"),
     ('{"path": "entries/a/facts/x.md", "file": "---\\nid: [\\n---\\n"}', "broken front matter"),
     ('{"text": "x", "id": "7d0c5a4e-0a8e-4d52-9e0c-2f3b8f6f9b11", '

@@ -35,8 +35,16 @@ class AsyncMemory:
         self.memory = Memory(config, vault=vault, settings=settings, llm=llm)
 
     @classmethod
-    async def from_config(cls, config_dict: dict) -> AsyncMemory:
-        return await asyncio.to_thread(cls, config_dict)
+    def from_config(cls, config_dict: dict) -> AsyncMemory:
+        """As mem0's (a plain classmethod: `m = AsyncMemory.from_config(config)`); `await`ing the
+        result works too, for code written against memvault's earlier coroutine."""
+        return cls(config_dict)
+
+    def __await__(self):
+        return self._itself().__await__()
+
+    async def _itself(self) -> AsyncMemory:
+        return self
 
     @property
     def settings(self) -> Settings:

@@ -33,7 +33,14 @@ API_VERSIONS = ("v1.0", "v1.1")
 # mem0's graph memory switches: the graph is derived in memvault's own index, so any graph_store
 # (neo4j, memgraph, kuzu...) just turns it on; enable_graph may turn it off.
 GRAPH_KEYS = ("enable_graph", "graph_store")
-BASE_URLS = {name: "api_base" for name in ("openai_base_url", "ollama_base_url", "lmstudio_base_url", "base_url")}
+BASE_URLS = {name: "api_base" for name in ("openai_base_url", "ollama_base_url", "lmstudio_base_url", "vllm_base_url",
+                                           "deepseek_base_url", "xai_base_url", "anthropic_base_url",
+                                           "minimax_base_url", "openrouter_base_url", "base_url")}
+# mem0 provider names that litellm spells otherwise (the others, openai, ollama, groq, anthropic,
+# gemini, deepseek, xai..., are litellm's own prefixes).
+LITELLM_PROVIDERS = {"together": "together_ai", "aws_bedrock": "bedrock", "azure_openai": "azure",
+                     "azure_openai_structured": "azure", "openai_structured": "openai", "lmstudio": "lm_studio",
+                     "vllm": "hosted_vllm", "vertexai": "vertex_ai"}
 # mem0 names -> memvault settings ("name" within the block's own section, or "section.name").
 ALIASES = {
     "llm": BASE_URLS,
@@ -164,10 +171,14 @@ def provider_flags(section: str, provider: str, flags: dict[str, Any]) -> dict[s
     model = flags.get(f"{section}.model")
     if section in ("llm", "embedder") and not model:
         raise ConfigError(f"config {section}.provider {provider!r} needs a model ({section}.config.model)")
+    prefix = LITELLM_PROVIDERS.get(provider, provider)
     if section == "llm":
-        return {} if "/" in str(model) or provider == "litellm" else {"llm.model": f"{provider}/{model}"}
+        # A model may hold a '/' of its own (together's 'meta-llama/Llama-3-70b'): only the provider's
+        # prefix, already written, is not added again.
+        written = provider == "litellm" or str(model).startswith(f"{prefix}/")
+        return {} if written else {"llm.model": f"{prefix}/{model}"}
     if section == "embedder":
-        return {"embedder.model": EMBEDDER_PREFIX.get(provider, f"litellm:{provider}/") + str(model)}
+        return {"embedder.model": EMBEDDER_PREFIX.get(provider, f"litellm:{prefix}/") + str(model)}
     if section == "reranker" and provider not in LOCAL_RERANKERS:
         local = ", ".join(LOCAL_RERANKERS)
         ignore(f"reranker.provider {provider!r}", f"memvault runs a local cross-encoder ({local}) from a folder "

@@ -191,8 +191,8 @@ class Memory:
         return out
 
     @serialised
-    def update(self, memory_id: str, text: str | None = None, metadata: dict | None = None, *,
-               data: str | None = None, expiration_date: Any = UNSET, user_id: Any = None,
+    def update(self, memory_id: str, text: str | None = None, metadata: dict | None = None,
+               expiration_date: Any = UNSET, data: str | None = None, *, user_id: Any = None,
                agent_id: Any = None, run_id: Any = None) -> dict[str, Any]:
         """Rewrite a memory in place (same id; git keeps the old text): its `text` (mem0 1.x's `data`
         is the same), `metadata` (merged; identity keys ignored), `expiration_date` (None clears it).

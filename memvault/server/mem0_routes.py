@@ -131,6 +131,28 @@ async def search(request: Request, body: SearchBody) -> dict[str, Any]:
                       show_expired=body.show_expired)
 
 
+# The hosted platform's other paths (entities, batches, exports, summaries, feedback, profiles, the
+# organisation's projects): memvault has no such thing. Answered here, for the pass-through would send
+# them (memory texts and the client's key included) on to the LLM's address.
+PLATFORM_ONLY = ("/v1/entities", "/v2/entities", "/v1/batch", "/v1/exports", "/v1/summary", "/v1/feedback",
+                 "/v2/profiles", "/api/v1/orgs")
+
+
+async def platform_only(request: Request) -> Any:
+    from starlette.responses import JSONResponse
+
+    from memvault.server.errors import error_body
+
+    message = (f"{request.url.path[:80]} is a mem0 Platform feature memvault does not have: it serves "
+               "add, search, get, list, update, delete and history")
+    return JSONResponse({"detail": message, **error_body(501, message, code="not_implemented")}, status_code=501)
+
+
+for prefix in PLATFORM_ONLY:
+    router.add_api_route(prefix + "/{rest:path}", platform_only, include_in_schema=False,
+                         methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+
+
 # -- mem0's OSS server paths ---------------------------------------------------------------------------
 
 @router.post("/memories", summary="Create memories (mem0 OSS server)")

@@ -47,7 +47,7 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
                   on_progress: Callable[[int, int, str], None] | None = None) -> ImportReport:
     """Import `paths` (one source; for mem0, its history database and/or get_all dump) into the vault.
     `llm`: curate the user turns of chat exports into facts as they come in (`--curate`)."""
-    from memvault.vault.layout import check_conversation
+    from memvault.vault.layout import check_conversation_id
 
     if not paths:
         raise UsageError("nothing to import: give a file or folder")
@@ -58,7 +58,7 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
     if len(sources) > 1 and fmt != "mem0":
         raise UsageError("several paths are one source only for mem0 (its history.db and a get_all dump)")
     if conversation is not None:
-        conversation = check_conversation(conversation)
+        conversation = check_conversation_id(conversation)
     notes: list[str] = []
     batches, key = read_batches(memvault, fmt, sources, conversation, notes)
     if llm is not None and not any(batch.curatable for batch in batches):

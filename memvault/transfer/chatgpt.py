@@ -43,7 +43,7 @@ def batch_of(memvault: Memvault, chat: dict, conversation: str | None, notes: li
     started = epoch_time(chat.get("create_time")) or now()
     items = []
     for message in thread(chat["mapping"], chat.get("current_node")):
-        role = (message.get("author") or {}).get("role")
+        role = fields(message.get("author")).get("role")
         if role not in ("user", "assistant") or hidden(message):
             continue
         message_id = str(message.get("id") or "")
@@ -60,12 +60,12 @@ def batch_of(memvault: Memvault, chat: dict, conversation: str | None, notes: li
 
 def thread(mapping: dict, current: Any) -> list[dict]:
     """The messages from the root down to `current_node` (or, without one, down the newest branches)."""
-    if current not in mapping:
+    if not is_node(mapping, current):
         current = newest_leaf(mapping)
     path, seen = [], set()
-    while current in mapping and current not in seen:  # `seen`: a damaged export may loop
+    while is_node(mapping, current) and current not in seen:  # `seen`: a damaged export may loop
         seen.add(current)
-        node = mapping[current] if isinstance(mapping[current], dict) else {}
+        node = fields(mapping[current])
         if isinstance(node.get("message"), dict):
             path.append(node["message"])
         current = node.get("parent")
@@ -73,28 +73,40 @@ def thread(mapping: dict, current: Any) -> list[dict]:
 
 
 def newest_leaf(mapping: dict) -> Any:
-    roots = [key for key, node in mapping.items() if isinstance(node, dict) and node.get("parent") not in mapping]
+    roots = [key for key, node in mapping.items()
+             if isinstance(node, dict) and not is_node(mapping, node.get("parent"))]
     current = roots[0] if roots else None
     seen = set()
-    while current in mapping and current not in seen:
+    while is_node(mapping, current) and current not in seen:
         seen.add(current)
-        children = [c for c in mapping[current].get("children") or [] if c in mapping]
+        children = fields(mapping[current]).get("children")
+        children = [c for c in children if is_node(mapping, c)] if isinstance(children, list) else []
         if not children:
             break
         current = children[-1]
     return current
 
 
+def is_node(mapping: dict, key: Any) -> bool:
+    """Whether `key` names a node of the tree (a damaged export may hold a list or a number there)."""
+    return isinstance(key, str) and key in mapping
+
+
+def fields(value: Any) -> dict:
+    """An object of the export, or {} where a damaged one holds something else."""
+    return value if isinstance(value, dict) else {}
+
+
 def hidden(message: dict) -> bool:
-    metadata = message.get("metadata") or {}
+    metadata = fields(message.get("metadata"))
     return bool(metadata.get("is_visually_hidden_from_conversation")) or message.get("recipient") not in (None, "all")
 
 
 def message_text(message: dict) -> str | None:
-    content = message.get("content") or {}
-    if content.get("content_type") not in TEXT_TYPES:
+    content = fields(message.get("content"))
+    if content.get("content_type") not in TEXT_TYPES or not isinstance(content.get("parts"), list):
         return None
-    parts = [part_text(part) for part in content.get("parts") or []]
+    parts = [part_text(part) for part in content["parts"]]
     return "\n\n".join(part for part in parts if part and part.strip()) or None
 
 

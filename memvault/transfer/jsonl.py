@@ -62,6 +62,8 @@ def read_records(text: str, where: str) -> list[tuple[str, dict]]:
             record = json.loads(line)
         except ValueError as exc:
             raise UsageError(f"{place}: not JSON ({exc})") from None
+        except RecursionError:  # json.loads recurses once per level
+            raise UsageError(f"{place}: nested too deeply") from None
         if not isinstance(record, dict):
             raise UsageError(f"{place}: expected an object with at least 'text'")
         records.append((place, record))
@@ -72,11 +74,15 @@ def batches(vault: Vault, text: str, where: str, conversation: str | None = None
     """Every line checked before anything is written (one bad line stops the import with its line
     number), then one batch per conversation, in the order they first appear."""
     grouped: dict[str, list[Item]] = {}
+    places: dict[str, str] = {}  # file -> the line that gives it
     for place, record in read_records(text, where):
         try:
             item = item_of(vault, record, conversation)
         except (EntryFormatError, UsageError) as exc:
             raise UsageError(f"{place}: {getattr(exc, 'reason', exc)}") from None
+        first = places.setdefault(str(item.path), place)
+        if first != place:  # two texts for one file: which one the user meant cannot be told
+            raise UsageError(f"{place}: the file {item.path} is also given by {first.rpartition(', ')[2]}")
         grouped.setdefault(item.path.parts[1], []).append(item)
     return [Batch(name, name, name, items) for name, items in grouped.items()]
 
@@ -92,6 +98,9 @@ def item_of(vault: Vault, record: dict, conversation: str | None) -> Item:
     named = layout.id_from_filename(item.path.name)
     if named not in (None, item.entry.id):  # the vault finds an entry by the id in its file name
         raise UsageError(f"'path' names id {named}, the entry's id is {item.entry.id}")
+    if len(item.data) > vault.max_file_bytes:  # written, it would be reported as broken, never read
+        raise UsageError(f"the file would be {len(item.data):,} bytes, more than limits.max_file_bytes "
+                         f"({vault.max_file_bytes:,})")
     return item
 
 
@@ -115,12 +124,17 @@ def entry_of(record: dict, rel: PurePosixPath | None, conversation: str | None) 
         raise UsageError("'text' must be a non-empty string")
     check_text(text, "'text'")
     role = str(record.get("role") or "memory")
-    name = record.get("conversation_id") or (rel.parts[1] if rel else None) or conversation or "default"
+    name = record.get("conversation_id") or (layout.conversation_folder_of(rel) if rel else None) or conversation \
+        or "default"
+    if not isinstance(name, str):
+        raise UsageError(f"'conversation_id' must be a string, got {name!r:.40}")
     created = parse_time(record.get("created_at"), "created_at", "line")
     fields: dict[str, Any] = {
-        "text": text.strip(), "role": role, "conversation_id": layout.check_conversation(str(name)),
-        # Without an id, one made of the line's content: the same line imported twice is one entry.
-        "id": str(record.get("id") or stable_id("jsonl", str(name), role, text)),
+        "text": text.strip(), "role": role, "conversation_id": layout.check_conversation_id(name),
+        # Without an id, the one its path names, else one made of the line's content: the same line
+        # imported twice is one entry.
+        "id": str(record.get("id") or (rel and layout.id_from_filename(rel.name))
+                  or stable_id("jsonl", name, role, text)),
         "updated_at": parse_time(record.get("updated_at"), "updated_at", "line"),
         "deleted_at": parse_time(record.get("deleted_at"), "deleted_at", "line"),
         "metadata": check_metadata(record.get("metadata") or {}),

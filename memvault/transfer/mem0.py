@@ -100,7 +100,10 @@ def read_dump(path: Path, memories: dict[str, Memory]) -> None:
         memory.updated_at = record.get("updated_at") or memory.updated_at
         memory.scopes = {key: record.get(key) for key in ("user_id", "agent_id", "run_id")}
         extra = {key: value for key, value in record.items() if key not in CORE_KEYS and value is not None}
-        memory.metadata = {**(record.get("metadata") or {}), **extra}
+        metadata = record.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise UsageError(f"{path}: memory {str(record['id'])[:60]}: 'metadata' must be an object")
+        memory.metadata = {**metadata, **extra}
 
 
 def read_history(path: Path, memories: dict[str, Memory]) -> None:
@@ -144,6 +147,6 @@ def entry_of(memvault: Memvault, memory: Memory, conversation: str | None, notes
     name = conversation or (layout.scope_conversation(scopes.get("user_id"), scopes.get("agent_id"),
                                                       scopes.get("run_id")) if scopes else NO_SCOPE_CONVERSATION)
     deleted = (epoch_time(memory.deleted_at) or created) if memory.deleted_at else None
-    return Entry(text=text, conversation_id=layout.check_conversation(name), id=memory_id, created_at=created,
+    return Entry(text=text, conversation_id=layout.check_conversation_id(name), id=memory_id, created_at=created,
                  updated_at=epoch_time(memory.updated_at) or created, metadata=metadata, deleted_at=deleted,
                  **scopes)

@@ -84,6 +84,26 @@ class ImportReport:
         return dataclasses.asdict(self)
 
 
+def new_items(batch: Batch, held_ids: set[str], held_paths: set[str]) -> tuple[list[Item], int]:
+    """The batch's items the vault does not hold yet, and how many repeat an id (or a file) given
+    earlier in the batch: those are left out, for two files with one id would make it ambiguous."""
+    new: list[Item] = []
+    ids: set[str] = set()
+    paths: set[str] = set()
+    repeated = 0
+    for item in batch.items:
+        memory_id, path = item.entry.id, str(item.path)
+        if memory_id in held_ids or path in held_paths:
+            continue
+        if memory_id in ids or path in paths:
+            repeated += 1
+            continue
+        ids.add(memory_id)
+        paths.add(path)
+        new.append(item)
+    return new, repeated
+
+
 def stable_id(*parts: str) -> str:
     """The id an imported entry gets: the same source ids always give the same UUID."""
     import uuid
@@ -130,12 +150,16 @@ class Importer:
             if done.get(batch.key) == digest:
                 self.report.unchanged += 1
                 continue
-            new = [item for item in batch.items if item.entry.id not in held_ids and str(item.path) not in held_paths]
-            self.report.present += len(batch.items) - len(new)
-            if new:
-                self.write(batch, new)
-                held_ids.update(item.entry.id for item in new)
-                held_paths.update(str(item.path) for item in new)
+            new, repeated = new_items(batch, held_ids, held_paths)
+            self.report.present += len(batch.items) - len(new) - repeated
+            if repeated:
+                self.report.notes.append(f"{batch.title}: left out {repeated} entr{'y' if repeated == 1 else 'ies'} "
+                                         "whose id the source gives twice (the first is kept)")
+            written = self.write(batch, new) if new else 0
+            held_ids.update(item.entry.id for item in new)
+            held_paths.update(str(item.path) for item in new)
+            self.report.present += len(new) - written
+            if written:
                 self.report.imported += 1
             else:
                 self.report.unchanged += 1
@@ -160,20 +184,26 @@ class Importer:
             ids.add(memory_id)
         return ids, paths
 
-    def write(self, batch: Batch, new: list[Item]) -> None:
+    def write(self, batch: Batch, new: list[Item]) -> int:
+        """Write the batch's new items in one commit; returns how many were written (an import of the
+        same source running beside this one may have written some since `held` looked)."""
         plans = self.curate(batch, new) if self.llm is not None and batch.curatable else []
         subject = f"memvault import: {len(new)} entr{'y' if len(new) == 1 else 'ies'} of {batch.title!r}"[:200]
         with self.vault.transaction("import", subject, batch.conversation) as tx:
+            new = [item for item in new if not (self.vault.root / item.path).exists()]  # under the lock now
             for item in new:
                 if item.data is not None:
                     tx.write_exact(item.path, item.data, item.entry)
                 else:
                     tx.write(item.entry, event="ADD")
+            written = {item.entry.id for item in new}
+            plans = [(plan, turn) for plan, turn in plans if turn.id in written]
             facts = self.apply_curation(tx, batch, plans) if plans else 0
         self.memvault.keeper.record(tx.changes)
         self.report.entries += len(new)
         self.report.turns += sum(1 for item in new if item.entry.role in ("user", "assistant"))
         self.report.facts += facts
+        return len(new)
 
     # -- curation (--curate) -------------------------------------------------------------------------
     def curate(self, batch: Batch, new: list[Item]) -> list[tuple[Any, Entry]]:
@@ -288,3 +318,5 @@ def json_of(data: bytes, path: Path, what: str) -> Any:
         return json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path} is not a {what} (not JSON: {str(exc).splitlines()[0][:120]})") from None
+    except RecursionError:  # json.loads recurses once per level
+        raise UsageError(f"{path} is not a {what} (nested too deeply)") from None
