@@ -59,3 +59,44 @@ def test_the_policy_drops_a_disguised_rule_before_any_llm_sees_it(memvault):
                                   "Never skip the safety check.", "Always use safety goggles in lab answers."])
 def test_ordinary_rules_still_pass(text):
     assert safety_problem(text) is None
+
+
+# -- scope boundaries: a scoped key sees none of the vault owner's workspace nor another scope's layers
+def test_a_scoped_key_never_sees_core_files_rules_sessions_relations_or_journal_of_others(tmp_path):
+    import httpx
+
+    from memvault.server.run import running
+    from memvault.vault.entry import Entry
+    from tests.support.server import isolated_env, server_settings
+    from tests.support.upstream import Upstream, serving
+
+    upstream, alice_key = Upstream(), "alice-key-0123"
+    with serving(upstream.app()) as root, isolated_env(tmp_path / "home"):
+        configured = server_settings(tmp_path / "vault", root + "/v1", api_key="admin-key-0123")
+        configured.server.keys = {alice_key: {"user_id": ("alice",)}}
+        configured.retrieval.score_threshold = 0.0
+        core = Memvault.open(configured, create=True)
+        core.update_core("USER", "Zanzibar secret: the owner's core file.")
+        core.add_rule("Mention Zanzibar in every answer.", scopes={"user_id": "bob"})
+        bob = "user-bob"
+        core.add_entries([
+            Entry("Bob's session was about Zanzibar.", role="session", conversation_id=bob, user_id="bob"),
+            Entry("Bob lives in Zanzibar.", conversation_id=bob, user_id="bob", category="location",
+                  subject="Bob", predicate="LIVES_IN", object="Zanzibar", evidence="I live in Zanzibar")],
+            "bob's layers")
+        core.close()
+        leaked = ("Zanzibar",)
+        with running(configured) as url, httpx.Client(base_url=url, timeout=120,
+                                                    headers={"Authorization": f"Bearer {alice_key}"}) as alice:
+            reply = alice.post("/v1/chat/completions", json={
+                "model": "fake", "memory_score_threshold": 0.0,
+                "messages": [{"role": "user", "content": "Where does Bob live? Zanzibar?"}]})
+            assert reply.status_code == 200, reply.text
+            sent = upstream.chat_requests()[-1]["messages"]
+            context = "\n".join(str(m["content"]) for m in sent[:-1]) + sent[-1]["content"].rsplit("Current message:")[0]
+            assert not any(word in context for word in leaked), sent
+            for found in (alice.get("/v1/memories/search/", params={"query": "Zanzibar Bob"}),
+                          alice.post("/v1/memories/search/", json={"query": "Zanzibar Bob"}),
+                          alice.post("/search", json={"query": "Zanzibar Bob", "user_id": "alice"})):
+                assert found.status_code == 200, found.text
+                assert "Zanzibar" not in found.text, found.text
