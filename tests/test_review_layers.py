@@ -93,10 +93,120 @@ def test_a_scoped_key_never_sees_core_files_rules_sessions_relations_or_journal_
                 "messages": [{"role": "user", "content": "Where does Bob live? Zanzibar?"}]})
             assert reply.status_code == 200, reply.text
             sent = upstream.chat_requests()[-1]["messages"]
-            context = "\n".join(str(m["content"]) for m in sent[:-1]) + sent[-1]["content"].rsplit("Current message:")[0]
+            context = "\n".join(str(m["content"]) for m in sent[:-1])
+            context += sent[-1]["content"].rsplit("Current message:")[0]
             assert not any(word in context for word in leaked), sent
             for found in (alice.get("/v1/memories/search/", params={"query": "Zanzibar Bob"}),
                           alice.post("/v1/memories/search/", json={"query": "Zanzibar Bob"}),
                           alice.post("/search", json={"query": "Zanzibar Bob", "user_id": "alice"})):
                 assert found.status_code == 200, found.text
                 assert "Zanzibar" not in found.text, found.text
+
+
+# -- ending a session: twice at once, and killed half-way -------------------------------------------
+TURNS = ["I'm planning a trip to Oslo", "I want to see the fjords", "Which month is best?"]
+HELD = "The user might go to Oslo in May."
+
+
+def open_session(vault) -> None:
+    from memvault.vault.entry import Entry
+
+    m = Memvault.open(settings.load(None, {"vault.path": str(vault)}), create=True)
+    llm = policy_llm({TURNS[0]: [HELD]}, {HELD: ("hold", "fact")})
+    for text in TURNS:
+        turn = Entry(text, role="user", conversation_id="default")
+        m.add_entries([turn], "turn", operation="chat")
+        m.policy_add(text, "default", llm=llm, turn=turn)
+    m.close()
+
+
+def ended_layers(vault) -> tuple[list[str], list[str]]:
+    m = Memvault.open(settings.load(None, {"vault.path": str(vault)}))
+    try:
+        return ([e.text for _, e in m.list(role="memory").entries], [e.text for _, e in m.list(role="session").entries])
+    finally:
+        m.close()
+
+
+def test_two_session_ends_at_once_end_the_session_once(tmp_path):
+    """A cron `session end` beside serve's idle timer: the second must not end the buffer the first is
+    ending (before: two summaries, the held fact stored twice)."""
+    import threading
+
+    vault = tmp_path / "vault"
+    open_session(vault)
+    release = threading.Event()
+
+    def slow_summary(prompt: str) -> str:
+        release.wait(3)  # the first end is half-way while the second starts
+        return "The user planned an Oslo trip."
+
+    first_llm = policy_llm({}, promote={HELD: True})
+    first_llm.rules.insert(0, ("Summarise this conversation session", slow_summary))
+    ends: list = []
+
+    def end(llm) -> None:
+        m = Memvault.open(settings.load(None, {"vault.path": str(vault)}))
+        try:
+            ends.append(m.end_session("default", llm))
+        finally:
+            m.close()
+
+    first = threading.Thread(target=end, args=(first_llm,))
+    first.start()
+    while not any("Summarise this conversation session" in c.prompt for c in first_llm.calls):
+        first.join(0.05)
+    second = threading.Thread(target=end, args=(policy_llm({}, promote={HELD: True}),))
+    second.start()
+    second.join(1.0)
+    release.set()
+    first.join(60)
+    second.join(60)
+    assert sum(result is not None for result in ends) == 1, ends
+    assert ended_layers(vault) == ([HELD], ["The user planned an Oslo trip."])
+
+
+KILLED_END = """
+import sys, time
+from memvault import settings
+from memvault.core import Memvault
+from tests.test_policy import policy_llm
+llm = policy_llm({}, promote={sys.argv[2]: True})
+def stuck(prompt):
+    print("ending", flush=True)
+    time.sleep(600)
+llm.rules.insert(0, ("Summarise this conversation session", stuck))
+m = Memvault.open(settings.load(None, {"vault.path": sys.argv[1]}))
+m.end_session("default", llm)
+"""
+
+
+def test_a_session_end_killed_half_way_is_finished_by_the_next(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    vault = tmp_path / "vault"
+    open_session(vault)
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_END, str(vault), HELD], cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().decode().strip() == "ending", proc.stderr.read().decode()[-2000:]
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    m = Memvault.open(settings.load(None, {"vault.path": str(vault)}))
+    try:
+        assert [r.user_turns for r in m.open_sessions()] == [3]  # the half-ended session is still there
+        ended = m.end_session("default", policy_llm({}, promote={HELD: True}, summary="Oslo again."))
+        assert ended is not None and ended.summary.text == "Oslo again."
+        assert m.open_sessions() == []
+    finally:
+        m.close()
+    assert ended_layers(vault) == ([HELD], ["Oslo again."])

@@ -191,10 +191,15 @@ class Sessions:
         it had 3+ user turns, append the daily log: one commit; then its buffer goes. None when no
         session is open. The LLM (default: the configured one) judges the held candidates and writes
         the summary; without one, held candidates are promoted and the summary is the turns' openings."""
+        conversation = layout.check_conversation_id(conversation)
+        with self.session_buffer.ending(conversation):
+            return self._end_taken(conversation, llm)
+
+    def _end_taken(self, conversation: str, llm) -> SessionEnd | None:
+        """end_session's work, with the conversation's ending claim held."""
         from memvault.curate.ingest import MemoryEvent
         from memvault.curate.policy import promoted, session_summary
 
-        conversation = layout.check_conversation_id(conversation)
         taken = self.session_buffer.take(conversation)
         if taken is None:
             return None
