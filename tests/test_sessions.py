@@ -203,10 +203,13 @@ def test_proxy_ends_an_idle_session_with_one_commit(tmp_path, upstream):
     with running(curating_settings(vault, upstream, idle_minutes=0.02)) as base:  # 1.2 s
         for text in TURNS:
             assert post(base, {"messages": [{"role": "user", "content": text}], "memory_id": "trip"}).status_code == 200
-        assert wait_for(lambda: session_files(vault, "trip"), 120), subjects(vault)
-        ends = [s for s in subjects(vault) if s.startswith("memvault session end: trip")]
-        assert len(ends) == 1
-        assert not (vault / ".memvault" / "session" / "trip").exists()
+        def ends() -> list[str]:
+            return [s for s in subjects(vault) if s.startswith("memvault session end: trip")]
+
+        # The commit, then the buffer's removal, follow the summary file: wait for what is asserted.
+        buffer = vault / ".memvault" / "session" / "trip"
+        assert wait_for(lambda: ends() and not buffer.exists(), 120), subjects(vault)
+        assert len(ends()) == 1 and len(session_files(vault, "trip")) == 1
 
 
 def test_proxy_shutdown_ends_the_open_sessions(tmp_path, upstream):
