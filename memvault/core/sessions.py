@@ -50,6 +50,23 @@ class SessionEnd:
                 "results": [event.to_dict() for event in self.events], "notes": self.notes, "commit": self.commit}
 
 
+def guarded_messages(messages: list[dict]) -> tuple[list[dict], list[MemoryEvent]]:
+    """For a policy add with no LLM to label it (stored as given): the messages the write policy's
+    hard, local guards let through, and a DROP event for each one they refuse (a request to skip
+    safety, a secret). Without this, `--policy` or `policy=True` minus an LLM stored them."""
+    from memvault.curate.ingest import MemoryEvent
+    from memvault.curate.policy import guard
+
+    kept, dropped = [], []
+    for message in messages:
+        reason = guard(str(message.get("content") or "")) if message.get("role") != "system" else None
+        if reason:
+            dropped.append(MemoryEvent("DROP", None, None, str(message.get("content")), reason=reason))
+        else:
+            kept.append(message)
+    return kept, dropped
+
+
 class Sessions:
     """The write policy for chat/proxy turns, the session buffer, and ending sessions."""
 
@@ -69,8 +86,11 @@ class Sessions:
         from memvault.curate.ingest import Placement
 
         llm = llm or self.llm()
-        if llm is None:
-            return self.add(messages, conversation, scopes, metadata, infer=False)
+        if llm is None:  # nothing can label the text: stored as given, but the hard guards still hold
+            kept, dropped = guarded_messages(as_messages(messages))
+            result = self.add(kept, conversation, scopes, metadata, infer=False) if kept or not dropped else AddResult()
+            result.events = dropped + result.events
+            return result
         scopes = check_scopes(scopes)
         conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
             scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
