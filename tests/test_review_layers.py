@@ -238,3 +238,11 @@ def test_a_policy_add_without_an_llm_still_drops_secrets_and_safety_requests(mem
         assert kept["results"][0]["event"] == "ADD"
     finally:
         api.close()
+
+
+@pytest.mark.parametrize("age", ["99999999999d", "1e400"])
+def test_an_absurd_idle_age_is_a_one_line_error(memvault, age):
+    from tests.support.cli import run_memvault
+
+    done = run_memvault("session", "end", "--idle", age, env={"MEMVAULT_VAULT": str(memvault.vault.root)})
+    assert done.returncode != 0 and b"invalid age" in done.stderr and b"internal error" not in done.stderr
