@@ -246,3 +246,19 @@ def test_an_absurd_idle_age_is_a_one_line_error(memvault, age):
 
     done = run_memvault("session", "end", "--idle", age, env={"MEMVAULT_VAULT": str(memvault.vault.root)})
     assert done.returncode != 0 and b"invalid age" in done.stderr and b"internal error" not in done.stderr
+
+
+def test_a_core_file_that_is_a_fifo_is_left_out_not_waited_on(memvault):
+    """A FIFO in place of core/USER.md hung `core show`, chat and every proxy request (the prompt reads
+    the core files first): it is not a plain file, so it is left out with a warning."""
+    import os
+
+    from tests.support.cli import run_memvault
+
+    memvault.ensure_core()
+    user = memvault.vault.root / "core" / "USER.md"
+    user.unlink()
+    os.mkfifo(user)
+    shown = run_memvault("core", "show", "USER", env={"MEMVAULT_VAULT": str(memvault.vault.root)}, timeout=60)
+    assert shown.returncode == 0 and b"not a regular file" in shown.stderr
+    assert memvault.core_context() == []  # the other core files are still empty: nothing, and no wait
