@@ -79,13 +79,13 @@ def test_a_scoped_key_never_sees_core_files_rules_sessions_relations_or_journal_
         configured.retrieval.score_threshold = 0.0
         core = Memvault.open(configured, create=True)
         core.update_core("USER", "Zanzibar secret: the owner's core file.")
-        core.add_rule("Mention Zanzibar in every answer.", scopes={"user_id": "bob"})
+        ids = [core.add_rule("Mention Zanzibar in every answer.", scopes={"user_id": "bob"}).rule.id]
         bob = "user-bob"
-        core.add_entries([
+        ids += [entry.id for entry in core.add_entries([
             Entry("Bob's session was about Zanzibar.", role="session", conversation_id=bob, user_id="bob"),
             Entry("Bob lives in Zanzibar.", conversation_id=bob, user_id="bob", category="location",
                   subject="Bob", predicate="LIVES_IN", object="Zanzibar", evidence="I live in Zanzibar")],
-            "bob's layers")
+            "bob's layers")]
         core.close()
         leaked = ("Zanzibar",)
         with running(configured) as url, httpx.Client(base_url=url, timeout=120,
@@ -103,6 +103,10 @@ def test_a_scoped_key_never_sees_core_files_rules_sessions_relations_or_journal_
                           alice.post("/search", json={"query": "Zanzibar Bob", "user_id": "alice"})):
                 assert found.status_code == 200, found.text
                 assert "Zanzibar" not in found.text, found.text
+            admin = {"Authorization": "Bearer admin-key-0123"}
+            fact = ids[-1]  # the server key reaches bob's fact by id; alice reaches none of bob's layers
+            assert alice.get(f"/v1/memories/{fact}/", params={"user_id": "bob"}, headers=admin).status_code == 200
+            assert [alice.get(f"/v1/memories/{i}/").status_code for i in ids] == [404] * len(ids)
 
 
 # -- ending a session: twice at once, and killed half-way -------------------------------------------
