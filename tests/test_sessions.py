@@ -179,7 +179,7 @@ def test_proxy_prompt_order_and_the_default_owner(tmp_path, upstream):
         reply = post(base, {"messages": [{"role": "user", "content": "Which pasta should I make tonight?"}]})
         assert reply.status_code == 200, reply.text
     sent = next(m["content"] for m in reversed(upstream.chat_requests()[-1]["messages"]) if m["role"] == "user")
-    # The documented order (docs/architecture.md, Retrieval; DESIGN s9).
+    # The documented order (docs/architecture.md, Retrieval).
     order = [CORE_HEADER, RULES_HEADER, SESSION_HEADER, SUMMARY_HEADER, MEMORY_HEADER, CURRENT_HEADER]
     positions = [sent.index(header) for header in order]
     assert positions == sorted(positions), sent
