@@ -16,6 +16,7 @@ import pytest
 
 from memvault.errors import EntryFormatError, UsageError
 from memvault.server.run import running
+from memvault.vault import layout
 from memvault.vault.entry import Entry, parse
 from tests.support.cli import Cli, run_memvault
 from tests.support.server import isolated_env, server_settings
@@ -392,9 +393,12 @@ def test_every_llm_path_reaches_a_keyless_local_server(upstream, tmp_path, monke
     ("con", "reserved device name"),
 ])
 def test_new_conversation_folders_must_be_portable(cli, name, reason):
-    done = cli("add", "text", "--no-llm", "-c", name)
-    assert done.exit_code == 2 and reason in done.stderr
+    # The id works (issue 16: any id a client sends), in a hashed folder every system keeps.
+    done = cli.ok("add", "text", "--no-llm", "-c", name, "--json").json()["results"][0]
     assert not (cli.vault / "entries" / name).exists()
+    folder = next((cli.vault / "entries").iterdir()).name
+    assert folder != name and layout.is_portable_name(folder), reason
+    assert [row["id"] for row in cli.ok("list", "-c", name, "--json").json()] == [done["id"]]
 
 
 def test_a_name_differing_only_in_case_is_refused_but_existing_folders_stay_usable(cli):

@@ -64,7 +64,7 @@ def test_jsonl_keeps_each_objects_front_matter_fields(cli):
 @pytest.mark.parametrize("data, says", [
     ('{"text": "fine"}\n{"txt": "typo"}\n', "memory 2: unknown field 'txt'"),
     ('{"text": "fine"}\nnot json\n', "line 2: not JSON"),
-    ('{"text": "fine"}\n["a list"]\n', "line 2: expected a JSON object"),
+    ('{"text": "fine"}\n["a list"]\n', "line 2: expected an object with at least"),
     ('{"text": "fine"}\n{"text": "x", "created_at": "yesterday"}\n', "'created_at' is not an ISO 8601 time"),
     ('{"text": "fine"}\n{"text": "x", "role": "summary"}\n', "unknown role"),
     ('{"text": "fine"}\n{"text": "x", "metadata": [1]}\n', "'metadata' must be a mapping"),

@@ -265,14 +265,15 @@ class Memory:
         scopes, filters = scoped(user_id, agent_id, run_id, filters)
         if top_k == 0:
             return {"results": []}
-        self._sync_once()
+        if as_of is None:  # a past question reads the past's own index: today's is neither built nor written
+            self._sync_once()
         overrides = {"reranker": ""} if not rerank else {}
         hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
                                  score_threshold=threshold, as_of=as_of, **overrides)
         found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}
         # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
         # names entities that have relations (graph.enabled, on by default).
-        relations = self._core.relations(query, None, scopes, memories_matching(filters, show_expired))
+        relations = self._core.relations(query, None, scopes, memories_matching(filters, show_expired), as_of=as_of)
         if relations:
             found["relations"] = [relation.to_dict() for relation in relations]
         return found

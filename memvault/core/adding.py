@@ -42,6 +42,19 @@ def as_messages(messages: str | dict | list) -> list[dict]:
 
 
 
+def placed(messages: str | dict | list, conversation: str | None,
+           scopes: dict[str, Any] | None) -> tuple[str, dict[str, str], list[dict]]:
+    """(conversation, scopes, messages) of an add: the conversation defaults to the scopes' folder;
+    an add with nothing to say is a UsageError."""
+    scopes = check_scopes(scopes)
+    conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
+        scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
+    chat = as_messages(messages)
+    if not chat:
+        raise UsageError("the memory text is empty")
+    return conversation, scopes, chat
+
+
 class Adding:
     """Writes: verbatim adds, LLM-curated adds, in-place updates, soft deletes."""
 
@@ -72,12 +85,7 @@ class Adding:
         `turn`: the user turn is already stored (chat persists turns first); it becomes the source."""
         from memvault.curate.ingest import MemoryEvent, Placement
 
-        scopes = check_scopes(scopes)
-        conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
-            scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
-        chat = as_messages(messages)
-        if not chat:
-            raise UsageError("the memory text is empty")
+        conversation, scopes, chat = placed(messages, conversation, scopes)
         llm = llm or (self.llm() if infer else None)
         if llm is None:
             entries = [Entry(text=self.clean_text(str(m["content"])), conversation_id=conversation,

@@ -7,6 +7,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from memvault.errors import EntryFormatError, NotFoundError
+from memvault.vault import layout
 from memvault.vault.entry import Entry, check_scopes
 from memvault.vault.history import Event, memory_events
 
@@ -21,6 +22,14 @@ def matches(entry: Entry, conversation: str | None, role: str | None, scopes: di
     return ((conversation is None or entry.conversation_id == conversation)
             and (role is None or entry.role == role)
             and all(getattr(entry, key) == value for key, value in scopes.items()))
+
+
+def in_conversation(rel: PurePosixPath, entry: Entry, conversation: str | None) -> bool:
+    """Whether an entry read from a conversation's folders is the conversation's: every entry of its
+    own folder (a folder name asked for lists what is in it), and of another folder it reads (agent-cli's
+    My_Chat/ for "My Chat") only those whose id is the one asked: the conversation "My_Chat" lives there too."""
+    return (conversation is None or entry.conversation_id == conversation
+            or layout.conversation_folder_of(rel) == layout.folder_for(conversation))
 
 
 class Reading:
@@ -46,7 +55,7 @@ class Reading:
         for rel, item in self.vault.iter_entries(include_deleted, conversation):
             if isinstance(item, EntryFormatError):
                 listing.broken.append(item)
-            elif matches(item, None, role, scopes):
+            elif matches(item, None, role, scopes) and in_conversation(rel, item, conversation):
                 listing.entries.append((rel, item))
         listing.entries.sort(key=lambda pair: pair[1].created_at)
         return listing
@@ -64,7 +73,7 @@ class Reading:
             except EntryFormatError as exc:
                 listing.broken.append(exc)
                 continue
-            if matches(entry, None, role, scopes):
+            if matches(entry, None, role, scopes) and in_conversation(rel, entry, conversation):
                 listing.entries.append((rel, entry))
                 heapq.heappush(newest, entry.created_at.timestamp())
                 if len(newest) > limit:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from memvault.core.adding import AddResult, as_messages
+from memvault.core.adding import AddResult, as_messages, placed
 from memvault.core.base import short
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
-from memvault.errors import MemvaultError, UsageError
+from memvault.errors import MemvaultError
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
 
@@ -91,12 +91,7 @@ class Sessions:
             result = self.add(kept, conversation, scopes, metadata, infer=False) if kept or not dropped else AddResult()
             result.events = dropped + result.events
             return result
-        scopes = check_scopes(scopes)
-        conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
-            scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
-        chat = as_messages(messages)
-        if not chat:
-            raise UsageError("the memory text is empty")
+        conversation, scopes, chat = placed(messages, conversation, scopes)
         latest = last_user_text(chat)
         if turn is None and latest.strip():
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)

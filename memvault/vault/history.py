@@ -60,18 +60,34 @@ class Event:
 
 def memory_events(git: VaultGit, memory_id: str, path: PurePosixPath | None = None) -> list[Event]:
     """Events of one memory, oldest first, from every commit that touched its file: any file named
-    '*__<id>.md', and `path` (its file now, whatever its name: agent-cli's summary.md)."""
+    '*__<id>.md', and `path` (its file now, whatever its name: agent-cli's summary.md). A summary's
+    tombstone was its conversation's summary.md until deleted: that file's commits count too, while
+    it held this id."""
     pattern = f":(glob){git.repo_path(layout.ENTRIES)}/**/*__{glob_escape(memory_id)}.md"
-    exact = [f":(literal){git.repo_path(str(path))}"] if path is not None else []
+    home = summary_home(path)
+    exact = [f":(literal){git.repo_path(str(known))}" for known in (path, home) if known is not None]
     events: list[Event] = []
     for commit in reversed(git.log(pathspecs=[pattern, *exact], follow_changes=True)):
         for status, rel, old_rel in commit.changes:
             if not (ours(rel, memory_id, path) or ours(old_rel or "", memory_id, path)):
+                if home is None or str(home) not in (rel, old_rel):
+                    continue
+                event = _event(git, commit, memory_id, status, rel, old_rel)
+                if event and event.entry is not None and event.entry.id == memory_id:  # another summary: not ours
+                    events.append(event)
                 continue
             event = _event(git, commit, memory_id, status, rel, old_rel)
             if event:
                 events.append(event)
     return events
+
+
+def summary_home(path: PurePosixPath | None) -> PurePosixPath | None:
+    """The summary.md a summary's tombstone was moved from (entries/<conversation>/summaries/), or None."""
+    if path is None or not layout.is_deleted_path(path) or layout.kind_of(path) != layout.KIND_DIRS["summary"]:
+        return None
+    return PurePosixPath(layout.ENTRIES, layout.conversation_folder_of(path), layout.KIND_DIRS["summary"],
+                         layout.SUMMARY_FILE)
 
 
 def ours(rel: str, memory_id: str, path: PurePosixPath | None) -> bool:

@@ -61,10 +61,20 @@ def folder_for(conversation: str) -> str:
     id>_". Distinct ids get distinct folders (the hash tail), and the id is kept as sent in each
     entry's front matter: a folder is read back to its id from its files."""
     conversation = check_conversation_id(conversation)
-    if NAME_CHARS.match(conversation) and not conversation.startswith(".") and len(conversation) <= MAX_NAME:
-        return check_conversation(conversation)  # a folder name as it is ('con' stays refused: Windows' device)
+    if NAME_CHARS.match(conversation) and not conversation.startswith(".") and len(conversation) <= MAX_NAME \
+            and is_portable_name(conversation):
+        return check_conversation(conversation)  # a folder name as it is
     text = re.sub(r"[^\w.\-]+", "_", unicodedata.normalize("NFKC", conversation), flags=re.UNICODE).strip("._")
-    return check_conversation((text or "_")[:40 - HASH_TAIL] + tagged(conversation))
+    text = (text or "_")[:40 - HASH_TAIL]
+    if not is_portable_name(text + "-"):
+        text = f"_{text}"  # 'con.txt' -> '_con.txt-<hash>_': never a device name, even before its first '.'
+    return check_conversation(text + tagged(conversation))
+
+
+def is_portable_name(name: str) -> bool:
+    """Whether every system keeps `name` as a folder: not a Windows device name ('CON', 'con.txt',
+    'COM¹'), not ending with '.' (Windows drops it). An id that is not gets a hashed folder."""
+    return not name.endswith(".") and name.split(".")[0].lower() not in WINDOWS_DEVICE_NAMES
 
 
 def check_new_conversation(name: str, existing: Iterable[str]) -> str:
@@ -233,6 +243,22 @@ def kind_of(rel: PurePosixPath) -> str:
     parts = rel.parts
     start = 3 if is_agentcli_tombstone(rel) or parts[2] == DELETED else 2
     return "/".join(parts[start:-1])
+
+
+def entry_defaults(rel: PurePosixPath, created_at: datetime | None) -> dict:
+    """The front matter fields an entry file may leave out, from its place and name (today's files
+    and past ones alike): its conversation and role from its folders, its id from its name (else one
+    derived from its path), and for a tombstone agent-cli moved (no deleted_at) its time as deleted."""
+    defaults: dict = {
+        "conversation_id": conversation_folder_of(rel),
+        "role": {v: k for k, v in KIND_DIRS.items()}.get(kind_of(rel)),
+        "id": id_from_filename(rel.name) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}")),
+    }
+    if created_at is not None:
+        defaults["created_at"] = created_at
+        if is_deleted_path(rel):
+            defaults["deleted_at"] = created_at  # agent-cli's tombstones: their place says they are deleted
+    return defaults
 
 
 def agentcli_slug(value: str) -> str:

@@ -19,7 +19,6 @@ import os
 import re
 import stat
 import tempfile
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -47,7 +46,6 @@ LOCK_TIMEOUT = 120.0
 # An atomic write's temporary file lives for milliseconds; one older than this was left by a crash.
 STALE_TEMP_AGE = 60.0
 INTENT_FILE = "transaction.jsonl"
-ROLE_OF_DIR = {v: k for k, v in layout.KIND_DIRS.items()}
 # What git writes into a file it could not merge: such a file is two versions at once, never a memory.
 CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)
 MAX_FILE_BYTES = LimitsSettings.max_file_bytes
@@ -557,19 +555,11 @@ class Vault:
                 yield rel
 
     def defaults_for(self, rel: PurePosixPath, path: Path) -> dict:
-        defaults = {
-            "conversation_id": layout.conversation_folder_of(rel),
-            "role": ROLE_OF_DIR.get(layout.kind_of(rel)),
-            "id": layout.id_from_filename(rel.name) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}")),
-        }
         try:
-            defaults["created_at"] = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+            created = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
         except OSError:
-            pass
-        if layout.is_deleted_path(rel) and "created_at" in defaults:
-            # agent-cli's tombstones carry no deleted_at: their place says they are deleted.
-            defaults["deleted_at"] = defaults["created_at"]
-        return defaults
+            created = None
+        return layout.entry_defaults(rel, created)
 
     def newest_entry_files(self, include_deleted: bool = False, conversation: str | None = None
                            ) -> Iterator[tuple[PurePosixPath, float | None]]:

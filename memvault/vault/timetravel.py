@@ -41,8 +41,11 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         raise UsageError("--as-of needs a date (YYYY-MM-DD), an ISO 8601 time or a commit")
     moment = _moment(when)
     if moment is not None:
-        sha = _git(git, "rev-list", "-1", f"--before=@{int(moment.timestamp())}", "HEAD", "--").strip() \
-            if git.has_commits() else ""
+        # '@<seconds> +0000' is git's raw date: a bare '@<seconds>' below 1e8 (before March 1973) is
+        # read by git's approxidate as something else, today often, so a 1970 date answered with today.
+        stamp = int(moment.timestamp())
+        sha = _git(git, "rev-list", "-1", f"--before=@{stamp} +0000", "HEAD", "--").strip() \
+            if git.has_commits() and stamp >= 0 else ""
         if not sha:
             raise UsageError(f"the vault has no commit at or before {when}: nothing to search as of then")
         return PastCommit(sha, moment, when)
@@ -99,11 +102,12 @@ def entries_at(git: VaultGit, past: PastCommit, include_deleted: bool = False
 def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPath, Entry, str]:
     """The memory whose id is (or starts with) `prefix` as it read at `past`, with its file's text; a
     tombstone if it had been deleted by then. NotFoundError if it did not exist yet (or was purged)."""
-    prefix = layout.check_id_prefix(prefix).lower()
+    prefix = layout.check_id_text(prefix)  # a UUID or its prefix, or any id a file gives (matched exactly)
+    by_prefix = bool(layout.ID_CHARS.match(prefix))
     found: dict[str, tuple[PurePosixPath, Entry, str]] = {}
     for rel, content in files_at(git, past, include_deleted=True):
         entry = _parsed(rel, content, past)
-        if isinstance(entry, Entry) and entry.id.startswith(prefix):
+        if isinstance(entry, Entry) and (entry.id.startswith(prefix) if by_prefix else entry.id == prefix):
             # a live file wins over a tombstone of the same id (a restore leaves both in history)
             if entry.id not in found or not layout.is_deleted_path(rel):
                 found[entry.id] = (rel, entry, content.decode("utf-8"))
@@ -119,15 +123,8 @@ def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPat
 def _parsed(rel: PurePosixPath, content: bytes, past: PastCommit) -> Entry | EntryFormatError:
     """The entry of one past file; fields it leaves out come from its place and name, as today's
     files' do (the creation time from the name, else the commit's)."""
-    parts = rel.parts
-    deleted = layout.is_deleted_path(rel)
     stamp = layout.time_from_filename(rel.name)
-    defaults = {
-        "conversation_id": parts[1],
-        "role": {v: k for k, v in layout.KIND_DIRS.items()}.get("/".join(parts[3 if deleted else 2:-1])),
-        "id": layout.id_from_filename(rel.name),
-        "created_at": datetime.fromtimestamp(stamp, UTC) if stamp is not None else past.moment,
-    }
+    defaults = layout.entry_defaults(rel, datetime.fromtimestamp(stamp, UTC) if stamp is not None else past.moment)
     try:
         return parse(content.decode("utf-8"), str(rel), {k: v for k, v in defaults.items() if v is not None})
     except UnicodeDecodeError:

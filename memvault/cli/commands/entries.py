@@ -108,19 +108,9 @@ def given_items(texts: list[str], lines: bool, jsonl: bool) -> list[dict]:
 
 
 def jsonl_items(data: str) -> list[dict]:
-    import json as json_module
+    from memvault.transfer.jsonl import read_records
 
-    items = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json_module.loads(line)
-        except ValueError as exc:
-            raise UsageError(f"line {number}: not JSON ({exc.msg})") from None
-        if not isinstance(item, dict):
-            raise UsageError(f"line {number}: expected a JSON object with 'text'")
-        items.append(item)
+    items = [record for _, record in read_records(data, "standard input")]
     if not items:
         raise UsageError("standard input holds no JSON object to remember")
     return items

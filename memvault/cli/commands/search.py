@@ -67,7 +67,7 @@ def search(
     table(["#", "id", "text", "role", "conversation", "age", "relevance", "recency", "score"],
           [[hit.rank, hit.id[:8], hit.text, hit.role, hit.conversation_id, age(hit.created_at),
             f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
-    relations = memvault.relations(query, conversation, scopes, filters)
+    relations = memvault.relations(query, conversation, scopes, filters, as_of=as_of)
     if relations:
         console().print("Relations (from facts' triples):")
         table(["source", "relationship", "destination", "id"],
