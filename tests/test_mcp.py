@@ -249,8 +249,8 @@ def test_resources_and_prompt(mcp):
 # -- bad input: a tool error, and the server keeps serving --------------------------------------------
 @pytest.mark.parametrize("tool, arguments, says", [
     ("remember", {"text": "   "}, "the memory text is empty"),
-    ("remember", {"text": "x", "conversation": "../x"}, "invalid conversation name"),
-    ("recall", {"query": "x", "conversation": "../x"}, "invalid conversation name"),
+    ("remember", {"text": "x", "conversation": "a\tb"}, "invalid conversation id"),  # '../x' is a safe folder
+    ("recall", {"query": "x", "conversation": "a\tb"}, "invalid conversation id"),
     ("recall", {"query": "x", "threshold": "nan"}, "finite number"),
     ("recall", {"query": "x", "top_k": 0}, "greater than or equal to 1"),
     ("recall", {"query": "  "}, "the query is empty"),
@@ -276,11 +276,11 @@ def test_unknown_or_unsafe_conversations_in_resources_and_prompt_are_errors(mcp)
     for uri, says in (("memvault://conversations/nowhere/summary", "has no summary yet"),
                       ("memvault://conversations/..%2Fx/summary", "Unknown resource"),
                       ("memvault://conversations/%2E%2E/summary", "Unknown resource"),
-                      ("memvault://conversations/.git/summary", "invalid conversation name")):
+                      ("memvault://conversations/.git/summary", "has no summary yet")):  # a safe folder
         with pytest.raises(MCPError, match=says):
             mcp.live.run(lambda s, uri=uri: s.read_resource(uri))
-    with pytest.raises(MCPError, match="invalid conversation name"):
-        mcp.live.run(lambda s: s.get_prompt("with-memory", {"message": "hi", "conversation": "../x"}))
+    with pytest.raises(MCPError, match="invalid conversation id"):
+        mcp.live.run(lambda s: s.get_prompt("with-memory", {"message": "hi", "conversation": "a\tb"}))
     assert ok(mcp.live.call("list_memories", limit=1)) is not None
 
 

@@ -172,19 +172,22 @@ def test_proxy_prompt_order_and_the_default_owner(tmp_path, upstream):
     core.add_entries([Entry("The user talked about cooking pasta.", role="session", conversation_id="default"),
                       Entry("The user cooks Italian food.", role="summary", conversation_id="default"),
                       Entry("The user's favourite pasta is carbonara.", conversation_id="default")], "seed")
+    core.update_core("USER", "The user is Sam, a home cook.")
+    core.add_rule("Answer in British English.", conversation="default")
     core.close()
     with running(server_settings(vault, upstream.root + "/v1")) as base:
         reply = post(base, {"messages": [{"role": "user", "content": "Which pasta should I make tonight?"}]})
         assert reply.status_code == 200, reply.text
     sent = next(m["content"] for m in reversed(upstream.chat_requests()[-1]["messages"]) if m["role"] == "user")
-    # The documented order (docs/architecture.md, Retrieval). MERGE: the workspace and semantic branches
-    # seed a core file and a rule above, and put CORE_HEADER, RULES_HEADER at the head of this list.
-    order = [SESSION_HEADER, SUMMARY_HEADER, MEMORY_HEADER, CURRENT_HEADER]
+    # The documented order (docs/architecture.md, Retrieval).
+    order = [CORE_HEADER, RULES_HEADER, SESSION_HEADER, SUMMARY_HEADER, MEMORY_HEADER, CURRENT_HEADER]
     positions = [sent.index(header) for header in order]
     assert positions == sorted(positions), sent
-    assert "The user talked about cooking pasta." in sent.split(SUMMARY_HEADER)[0]
-    assert "[memory] The user's favourite pasta is carbonara." in sent
-    assert CORE_HEADER not in sent and RULES_HEADER not in sent  # not this branch's sections (see MERGE above)
+    assert sent.startswith(f"{CORE_HEADER}\n## USER.md\nThe user is Sam, a home cook.")
+    assert f"{RULES_HEADER}\n- Answer in British English." in sent
+    assert "The user talked about cooking pasta." in sent.split(SUMMARY_HEADER)[0].split(SESSION_HEADER)[1]
+    assert "The user cooks Italian food." in sent.split(MEMORY_HEADER)[0].split(SUMMARY_HEADER)[1]
+    assert "[memory] The user's favourite pasta is carbonara." in sent.split(CURRENT_HEADER)[0].split(MEMORY_HEADER)[1]
     # No memory_id: the owner is `default`, as agent-cli's is; the turn is stored there.
     assert wait_for(lambda: list((vault / "entries" / "default" / "turns" / "user").glob("*.md")))
 
@@ -200,10 +203,13 @@ def test_proxy_ends_an_idle_session_with_one_commit(tmp_path, upstream):
     with running(curating_settings(vault, upstream, idle_minutes=0.02)) as base:  # 1.2 s
         for text in TURNS:
             assert post(base, {"messages": [{"role": "user", "content": text}], "memory_id": "trip"}).status_code == 200
-        assert wait_for(lambda: session_files(vault, "trip"), 120), subjects(vault)
-        ends = [s for s in subjects(vault) if s.startswith("memvault session end: trip")]
-        assert len(ends) == 1
-        assert not (vault / ".memvault" / "session" / "trip").exists()
+        def ends() -> list[str]:
+            return [s for s in subjects(vault) if s.startswith("memvault session end: trip")]
+
+        # The commit, then the buffer's removal, follow the summary file: wait for what is asserted.
+        buffer = vault / ".memvault" / "session" / "trip"
+        assert wait_for(lambda: ends() and not buffer.exists(), 120), subjects(vault)
+        assert len(ends()) == 1 and len(session_files(vault, "trip")) == 1
 
 
 def test_proxy_shutdown_ends_the_open_sessions(tmp_path, upstream):

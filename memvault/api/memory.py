@@ -149,7 +149,14 @@ class Memory:
         self._sync_once()
         if llm is None:
             note = "no LLM configured (set llm.model): stored the text as given" if infer and not memory_type else None
-            return self._add_as_given(chat, scopes, metadata, fields, note)
+            if not policy:
+                return self._add_as_given(chat, scopes, metadata, fields, note)
+            from memvault.core.sessions import guarded_messages
+
+            chat, dropped = guarded_messages(chat)  # the policy's hard guards need no LLM
+            out = self._add_as_given(chat, scopes, metadata, fields, note)
+            out["results"] = [event_dict(event) for event in dropped] + out["results"]
+            return out
         speaker = next((m.get("name") for m in reversed(chat) if m.get("role") == "user"), None)
         fields["actor_id"] = speaker
         carried = {**metadata, **{k: v for k, v in fields.items() if v is not None}}

@@ -30,6 +30,7 @@ HELD_FILE = "held.jsonl"
 STATE_FILE = "state.json"
 ENDING_DIR = ".ending"  # a session being ended is moved here first: new turns then open a new session
 LOCK_FILE = ".lock"
+CLAIMS_DIR = ".claims"  # one lock file per conversation, held by whoever is ending its session
 MAX_TURN_IDS = 200  # a session's user turns remembered for its summary (the newest)
 
 
@@ -77,6 +78,23 @@ class SessionBuffer:
             self.root.mkdir(parents=True, exist_ok=True)
             with FileLock(str(self.root / LOCK_FILE), timeout=60):
                 yield
+
+    @contextmanager
+    def ending(self, conversation: str) -> Iterator[None]:
+        """Held for the whole end of a conversation's session (take ... finish), so two processes
+        ending it at once (a cron `session end` beside `serve`'s idle timer) do not both end the same
+        buffer: the second waits, then finds what is left. The OS drops the lock of a killed process,
+        so a half-ended session is still taken by the next end."""
+        if self.root is None:
+            with self.thread_lock:
+                yield
+            return
+        from filelock import FileLock
+
+        claims = self.root / CLAIMS_DIR
+        claims.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(claims / f"{layout.folder_for(conversation)}.lock")):
+            yield
 
     # -- reading and writing one session (call with the lock held) ---------------------------------
     def read(self, conversation: str, folder: Path | None = None) -> SessionRecord:

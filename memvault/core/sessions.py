@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from memvault.core.adding import AddResult, placed
+from memvault.core.adding import AddResult, as_messages, placed
 from memvault.core.base import short
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
 from memvault.errors import MemvaultError
@@ -50,6 +50,23 @@ class SessionEnd:
                 "results": [event.to_dict() for event in self.events], "notes": self.notes, "commit": self.commit}
 
 
+def guarded_messages(messages: list[dict]) -> tuple[list[dict], list[MemoryEvent]]:
+    """For a policy add with no LLM to label it (stored as given): the messages the write policy's
+    hard, local guards let through, and a DROP event for each one they refuse (a request to skip
+    safety, a secret). Without this, `--policy` or `policy=True` minus an LLM stored them."""
+    from memvault.curate.ingest import MemoryEvent
+    from memvault.curate.policy import guard
+
+    kept, dropped = [], []
+    for message in messages:
+        reason = guard(str(message.get("content") or "")) if message.get("role") != "system" else None
+        if reason:
+            dropped.append(MemoryEvent("DROP", None, None, str(message.get("content")), reason=reason))
+        else:
+            kept.append(message)
+    return kept, dropped
+
+
 class Sessions:
     """The write policy for chat/proxy turns, the session buffer, and ending sessions."""
 
@@ -69,8 +86,11 @@ class Sessions:
         from memvault.curate.ingest import Placement
 
         llm = llm or self.llm()
-        if llm is None:
-            return self.add(messages, conversation, scopes, metadata, infer=False)
+        if llm is None:  # nothing can label the text: stored as given, but the hard guards still hold
+            kept, dropped = guarded_messages(as_messages(messages))
+            result = self.add(kept, conversation, scopes, metadata, infer=False) if kept or not dropped else AddResult()
+            result.events = dropped + result.events
+            return result
         conversation, scopes, chat = placed(messages, conversation, scopes)
         latest = last_user_text(chat)
         if turn is None and latest.strip():
@@ -186,10 +206,15 @@ class Sessions:
         it had 3+ user turns, append the daily log: one commit; then its buffer goes. None when no
         session is open. The LLM (default: the configured one) judges the held candidates and writes
         the summary; without one, held candidates are promoted and the summary is the turns' openings."""
+        conversation = layout.check_conversation_id(conversation)
+        with self.session_buffer.ending(conversation):
+            return self._end_taken(conversation, llm)
+
+    def _end_taken(self, conversation: str, llm) -> SessionEnd | None:
+        """end_session's work, with the conversation's ending claim held."""
         from memvault.curate.ingest import MemoryEvent
         from memvault.curate.policy import promoted, session_summary
 
-        conversation = layout.check_conversation_id(conversation)
         taken = self.session_buffer.take(conversation)
         if taken is None:
             return None

@@ -88,7 +88,9 @@ class Candidate:
 
 def guard(text: str) -> str | None:
     """Why a candidate must never be stored (hard, no LLM), or None."""
-    if SAFETY_SKIP.search(text):
+    from memvault.curate.rules import plain, safety_problem
+
+    if safety_problem(text) or SAFETY_SKIP.search(plain(text)):  # the rule writer's guard, and more
         return "an instruction to skip safety is never stored"
     if SECRET_WORDS.search(text) or SECRET_SHAPES.search(text) or LONG_TOKEN.search(text):
         return "a secret (password, key or token) is never stored"

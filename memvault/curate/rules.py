@@ -8,6 +8,7 @@ guidelines") is never stored, and a rule already in force (same words) is not st
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from memvault.curate import prompts
@@ -16,6 +17,7 @@ from memvault.curate.llm import LLM
 from memvault.errors import LLMError
 
 _VERBS = (r"skip|skipping|ignore|ignoring|disable|disabling|bypass|bypassing|circumvent|override|overriding|"
+          r"disregard|disregarding|omit|omitting|leave out|set aside|put aside|"
           r"turn(?:ing)? off|switch(?:ing)? off|drop|dropping|remove|removing|forget|get rid of|deactivate|"
           r"lift|relax|stop (?:using|applying|following|doing|running)|"
           r"(?:do not|don't|dont|never) (?:use|apply|follow|do|run|bother with|care about)")
@@ -25,16 +27,31 @@ _GUARDS = (r"safety|safe(?:ty)? (?:checks?|guidelines?|rules?|filters?|polic(?:y
 SAFETY_DROP = re.compile(
     rf"\b(?:{_VERBS})\b[\w\s',-]{{0,40}}?\b(?:{_GUARDS})\b"
     rf"|\b(?:without|no|zero)(?: any| more| the)?\s+(?:{_GUARDS})\b"
-    r"|\bjail ?break|\bdeveloper mode\b|\bdo anything now\b|\bunfiltered\b|\buncensored\b",
+    rf"|\b(?:{_GUARDS})\b[\w\s',-]{{0,30}}?"
+    r"\b(?:off|disabled|optional|(?:are|is) (?:no longer|not) (?:needed|required))\b"
+    r"|\bno (?:restrictions|limits|rules)\b|\bjail ?break|\bdeveloper mode\b|\bDAN mode\b|\bdo anything now\b"
+    r"|\bunfiltered\b|\buncensored\b",
     re.IGNORECASE,
 )
 # "Never skip the safety check" asks for safety: a negation just before the verb turns it around.
 NEGATED = re.compile(r"\b(?:never|not|don't|dont|do not|no)\s+$", re.IGNORECASE)
 
 
+# Letters that look Latin but are not (Cyrillic, Greek): "ѕkip" must read as "skip".
+_LOOKALIKES = str.maketrans("аеорсуххіјѕԁһкмтвнΑΒΕΗΙΚΜΝΟΡΤΧΥΖаο", "aeopcyxxijsdhkmtbhABEHIKMNOPTXYZao")
+
+
+def plain(text: str) -> str:
+    """`text` as the guard reads it: compatibility forms folded (full-width letters), invisible
+    characters (zero-width spaces, soft hyphens) removed, look-alike letters made Latin, one space."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf").translate(_LOOKALIKES)
+    return " ".join(text.split())
+
+
 def safety_problem(text: str) -> str | None:
     """Why `text` must never be stored as a rule (it asks to drop a safety measure), or None."""
-    text = " ".join(text.split())
+    text = plain(text)
     for found in SAFETY_DROP.finditer(text):
         if not NEGATED.search(text[max(0, found.start() - 12):found.start()]):
             return f"a request to drop safety is never stored as a rule ({found.group(0).strip()!r})"

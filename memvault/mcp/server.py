@@ -44,7 +44,7 @@ MAX_LIMIT = 500
 
 # Input types shared by several tools: the schema a model sees, with what each field is for.
 Conversation = Annotated[str | None, Field(description=(
-    "Conversation (a folder name: letters, digits, '.', '_', '-'). Omit it to use the one the scopes imply "
+    "Conversation id (any printable name, e.g. a proxy memory_id). Omit it to use the one the scopes imply "
     "(or 'default').") )]
 UserId = Annotated[str | None, Field(description="The user the memory belongs to (scope).")]
 AgentId = Annotated[str | None, Field(description="The agent the memory belongs to (scope).")]
@@ -55,7 +55,7 @@ CoreName = Annotated[Literal["USER", "IDENTITY", "SOUL", "MEMORY"], Field(descri
     "USER: who the user is; IDENTITY: who the assistant is; SOUL: its values and boundaries; MEMORY: durable "
     "notes for every conversation."))]
 PadConversation = Annotated[str | None, Field(description=(
-    "The session's conversation (a folder name); omit for the one the scopes imply, or 'default'."))]
+    "The session's conversation id; omit for the one the scopes imply, or 'default'."))]
 PadKey = Annotated[str, Field(description="A short name for the note, e.g. 'plan' or 'open-questions'.")]
 Filters = Annotated[dict[str, Any] | None, Field(description=(
     'A mem0 filter on fields and metadata, e.g. {"topic": "food"} or {"AND": [{"topic": {"in": ["food", '
@@ -134,7 +134,7 @@ class MemoryTools:
                  metadata: Annotated[dict[str, Any] | None, Field(description=(
                      'Extra fields kept with the memory, e.g. {"topic": "food"} (filterable later).'))] = None,
                  ) -> CallToolResult:
-        conversation = layout.check_conversation(conversation) if conversation else None  # as recall names them
+        conversation = layout.check_conversation_id(conversation) if conversation else None  # as recall names them
         result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)
         events = [event_dict(event) for event in result.events if event.event != "NONE"]
         structured = {"results": events, "notes": list(result.notes), "curated": result.curated}
@@ -155,7 +155,7 @@ class MemoryTools:
                ) -> CallToolResult:
         if not query.strip():
             raise UsageError("the query is empty")
-        conversation = layout.check_conversation(conversation) if conversation else None
+        conversation = layout.check_conversation_id(conversation) if conversation else None
         hits = self.core.search(query, conversation, scopes_of(user_id, agent_id, run_id), filters, top_k=top_k,
                                 score_threshold=threshold)
         items = [{**item_from_hit(hit), "role": hit.role, "conversation": hit.conversation_id} for hit in hits]
@@ -182,7 +182,7 @@ class MemoryTools:
                                                                                  "first.")] = LIST_LIMIT,
                       ) -> CallToolResult:
         if conversation is not None:
-            conversation = layout.check_conversation(conversation)
+            conversation = layout.check_conversation_id(conversation)
             filters = {"AND": [{"conversation_id": conversation}, filters]} if filters else {
                 "conversation_id": conversation}
         rows = self.core.select(scopes_of(user_id, agent_id, run_id), filters, role=role, limit=limit)
@@ -239,7 +239,8 @@ class MemoryTools:
     # -- the workspace: scratchpad and core files -----------------------------------------------
     def pad(self, conversation: str | None, user_id: str | None = None, agent_id: str | None = None,
             run_id: str | None = None):
-        conversation = layout.check_conversation(conversation or layout.scope_conversation(user_id, agent_id, run_id))
+        conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)
+        conversation = layout.check_conversation_id(conversation)
         return conversation, self.core.scratchpad(conversation)
 
     def scratchpad_write(self, key: PadKey,
@@ -303,7 +304,7 @@ class MemoryTools:
     def summary(self, conversation: str) -> str:
         try:
             with self.lock:
-                summary = self.core.vault.summary(layout.check_conversation(conversation))
+                summary = self.core.vault.summary(layout.check_conversation_id(conversation))
         except MemvaultError as exc:
             raise ResourceError(str(exc)) from None
         if summary is None:
@@ -322,7 +323,7 @@ class MemoryTools:
         conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)
         try:
             with self.lock:
-                chat = MemoryChat(self.core, layout.check_conversation(conversation), scopes)
+                chat = MemoryChat(self.core, layout.check_conversation_id(conversation), scopes)
                 turn = chat.prepare([{"role": "user", "content": message}])
         except MemvaultError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from None

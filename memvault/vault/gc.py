@@ -26,7 +26,10 @@ def parse_age(text: str) -> timedelta:
     if not match:
         raise UsageError(f"invalid age {text!r}: use a number with s, m, h, d or w, such as 90d")
     amount, unit = float(match.group(1)), match.group(2) or "d"
-    return timedelta(seconds=amount * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit])
+    try:
+        return timedelta(seconds=amount * {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[unit])
+    except OverflowError:
+        raise UsageError(f"invalid age {text!r}: too long (at most {timedelta.max.days:,} days)") from None
 
 
 def plan_eviction(live: list[Entry], max_entries: int) -> list[Entry]:

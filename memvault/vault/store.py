@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -495,7 +496,11 @@ class Vault:
         if link is not None:
             raise EntryFormatError(rel, LINK_REASON if link == rel else f"under {link}, {LINK_REASON}")
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a link swapped in since: refused
+            # A link swapped in since: refused. Non-blocking, so a FIFO put in the vault cannot hang the open.
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device would block or never end
+                os.close(fd)
+                raise EntryFormatError(rel, "not a regular file: memvault reads only plain files")
             with os.fdopen(fd, "rb") as handle:
                 data = handle.read(self.max_file_bytes + 1)  # never the whole of a huge file
             if len(data) > self.max_file_bytes:
