@@ -134,7 +134,13 @@ class MemoryTools:
                  metadata: Annotated[dict[str, Any] | None, Field(description=(
                      'Extra fields kept with the memory, e.g. {"topic": "food"} (filterable later).'))] = None,
                  ) -> CallToolResult:
+        from memvault.curate.policy import guard
+
         conversation = layout.check_conversation_id(conversation) if conversation else None  # as recall names them
+        refused = guard(text)  # a model calls this tool, not the person: the write policy's hard guards hold
+        if refused:
+            return answer(f"DROP {text[:80]!r}: {refused}", {"results": [
+                {"id": None, "event": "DROP", "memory": text, "reason": refused}], "notes": [], "curated": False})
         result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)
         events = [event_dict(event) for event in result.events if event.event != "NONE"]
         structured = {"results": events, "notes": list(result.notes), "curated": result.curated}
