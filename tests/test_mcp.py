@@ -78,18 +78,23 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
 
-@pytest.fixture(scope="module")
-def stdio(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mcp-stdio")
+def stdio_server(tmp_path_factory, name: str):
+    """A real `memvault mcp` child over stdio on a new vault, with a live client session."""
+    base = tmp_path_factory.mktemp(name)
     vault = base / "vault"
     with isolated_env(base / "home"):
         params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", "--vault", str(vault)],
                                        env=child_env())
         live = LiveSession(lambda: stdio_client(params, errlog=sys.stderr))
         try:
-            yield SimpleNamespace(live=live, vault=vault)
+            yield SimpleNamespace(live=live, vault=vault, base=base)
         finally:
             live.close()
+
+
+@pytest.fixture(scope="module")
+def stdio(tmp_path_factory):
+    yield from stdio_server(tmp_path_factory, "mcp-stdio")
 
 
 def http_settings(vault: Path, api_key: str = "") -> Settings:

@@ -2,10 +2,6 @@
 drop, the hard guards), with a real vault, git, index and model; a scripted LLM gives the judgement."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +10,7 @@ from memvault import settings
 from memvault.core import Memvault
 from memvault.curate.policy import guard, jaccard, label_candidates, same_candidate
 from memvault.errors import LLMError
+from tests.support.crash import kill_when_ready
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -204,18 +201,7 @@ time.sleep(600)
 
 def test_held_candidates_survive_a_sigkill(memvault, tmp_path):
     fact = "The user might adopt a greyhound."
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(memvault.vault.root)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        line = proc.stdout.readline().decode()
-        assert line.strip() == "held", proc.stderr.read().decode()[-2000:]
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_when_ready(HOLDER, str(memvault.vault.root), ready="held")
     restarted = Memvault.open(settings.load(None, {"vault.path": str(memvault.vault.root)}))
     try:
         [record] = restarted.open_sessions()

@@ -11,6 +11,7 @@ from memvault import settings
 from memvault.core import Memvault
 from memvault.curate.policy import guard
 from memvault.curate.rules import safety_problem
+from tests.support.crash import kill_when_ready
 from tests.test_policy import LABELLING, policy_llm
 
 
@@ -188,25 +189,10 @@ m.end_session("default", llm)
 
 
 def test_a_session_end_killed_half_way_is_finished_by_the_next(tmp_path):
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
 
     vault = tmp_path / "vault"
     open_session(vault)
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_END, str(vault), HELD], cwd=root,
-                            env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        assert proc.stdout.readline().decode().strip() == "ending", proc.stderr.read().decode()[-2000:]
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(30) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_when_ready(KILLED_END, str(vault), HELD, ready="ending")
     m = Memvault.open(settings.load(None, {"vault.path": str(vault)}))
     try:
         assert [r.user_turns for r in m.open_sessions()] == [3]  # the half-ended session is still there

@@ -4,30 +4,16 @@ what the CLI and the proxy accept (any printable id, kept in a safe folder), nev
 
 from __future__ import annotations
 
-import sys
-from types import SimpleNamespace
-
 import pytest
-from mcp import StdioServerParameters, stdio_client
 
-from tests.support.server import isolated_env
-from tests.test_mcp import LiveSession, child_env, failed, ok
+from tests.test_mcp import failed, ok, stdio_server
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def stdio(tmp_path_factory):
-    base = tmp_path_factory.mktemp("review-mcp")
-    vault = base / "vault"
-    with isolated_env(base / "home"):
-        params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", "--vault", str(vault)],
-                                       env=child_env())
-        live = LiveSession(lambda: stdio_client(params, errlog=sys.stderr))
-        try:
-            yield SimpleNamespace(live=live, vault=vault, base=base)
-        finally:
-            live.close()
+    yield from stdio_server(tmp_path_factory, "review-mcp")
 
 
 BAD_CALLS = [

@@ -145,3 +145,19 @@ def indexed_ids(vault: Path) -> set[str]:
         return {row[0] for row in conn.execute("SELECT id FROM entries")}
     finally:
         conn.close()
+
+
+def kill_when_ready(script: str, *args: str, ready: str) -> None:
+    """Run `script` (Python source) in a child with this checkout on its path, wait for it to print
+    `ready`, then SIGKILL it: a crash at a known instant."""
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().decode().strip() == ready, proc.stderr.read().decode()[-2000:]
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(30) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
