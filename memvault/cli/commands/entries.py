@@ -198,6 +198,21 @@ def show(memory_id: IdArg, as_of: AsOfOpt = None, vault: VaultOpt = None, config
         print_text(content)
 
 
+def edit_in_editor(original: str, stem: str) -> tuple[Path, str]:
+    """The draft (a temporary file, kept until the edit is saved) and its text after $EDITOR."""
+    handle, name = tempfile.mkstemp(prefix=f"memvault-{stem}-", suffix=".md")
+    draft = Path(name)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(original)
+    run_editor(draft)
+    try:
+        return draft, draft.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"the editor removed the draft {draft}; nothing changed") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read the edited draft {draft}: {exc}; nothing changed") from None
+
+
 def run_editor(path: Path) -> None:
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     try:
@@ -224,17 +239,7 @@ def edit(
         updated = memvault.update(entry.id, text=read_text_argument(text))
     else:
         original = (memvault.vault.root / rel).read_text(encoding="utf-8")
-        handle, name = tempfile.mkstemp(prefix=f"memvault-{entry.id[:8]}-", suffix=".md")
-        draft = Path(name)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(original)
-        run_editor(draft)
-        try:
-            edited = draft.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"the editor removed the draft {draft}; nothing changed") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read the edited draft {draft}: {exc}; nothing changed") from None
+        draft, edited = edit_in_editor(original, entry.id[:8])
         if edited == original:
             draft.unlink()
             say("No change.")

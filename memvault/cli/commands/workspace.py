@@ -1,14 +1,11 @@
 """`core show`, `core edit`, `journal`: the core memory files and the daily log."""
 
-import os
-import tempfile
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from memvault.cli.base import app, command, open_memvault, read_text_argument
-from memvault.cli.commands.entries import run_editor
+from memvault.cli.commands.entries import edit_in_editor
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, print_text, say, warn
 from memvault.errors import UsageError
@@ -84,20 +81,6 @@ def core_edit(
     else:
         say("No change.")
 
-
-def edit_in_editor(original: str, stem: str) -> tuple[Path, str]:
-    """The draft (a temporary file, kept until the edit is saved) and its text after $EDITOR."""
-    handle, name = tempfile.mkstemp(prefix=f"memvault-{stem}-", suffix=".md")
-    draft = Path(name)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(original)
-    run_editor(draft)
-    try:
-        return draft, draft.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"the editor removed the draft {draft}; nothing changed") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the edited draft {draft}: {exc}; nothing changed") from None
 
 
 @command("journal")
