@@ -78,14 +78,19 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
 
 
+def stdio_session(vault) -> LiveSession:
+    """A client session with a real `memvault mcp` child over stdio."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", "--vault", str(vault)],
+                                   env=child_env())
+    return LiveSession(lambda: stdio_client(params, errlog=sys.stderr))
+
+
 def stdio_server(tmp_path_factory, name: str):
     """A real `memvault mcp` child over stdio on a new vault, with a live client session."""
     base = tmp_path_factory.mktemp(name)
     vault = base / "vault"
     with isolated_env(base / "home"):
-        params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", "--vault", str(vault)],
-                                       env=child_env())
-        live = LiveSession(lambda: stdio_client(params, errlog=sys.stderr))
+        live = stdio_session(vault)
         try:
             yield SimpleNamespace(live=live, vault=vault, base=base)
         finally:
@@ -131,9 +136,9 @@ class HttpServer:
         self.sock.close()
 
 
-@pytest.fixture(scope="module")
-def http(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mcp-http")
+def http_server(tmp_path_factory, name: str):
+    """A real `memvault mcp --http` on a new vault, with a live client session."""
+    base = tmp_path_factory.mktemp(name)
     with isolated_env(base / "home"):
         server = HttpServer(http_settings(base / "vault"))
         live = server.session()
@@ -142,6 +147,11 @@ def http(tmp_path_factory):
         finally:
             live.close()
             server.stop()
+
+
+@pytest.fixture(scope="module")
+def http(tmp_path_factory):
+    yield from http_server(tmp_path_factory, "mcp-http")
 
 
 @pytest.fixture(params=["stdio", "http"])

@@ -5,53 +5,25 @@ child) and streamable HTTP; the stdio session's scratchpad is gone once the clie
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
-from types import SimpleNamespace
 
 import pytest
-from mcp import StdioServerParameters, stdio_client
 
 from tests.support.server import isolated_env
-from tests.test_mcp import HttpServer, LiveSession, child_env, failed, http_settings, ok
+from tests.test_mcp import failed, http_server, ok, stdio_server, stdio_session, subjects
 
 pytestmark = pytest.mark.timeout(300)
 USER_TEXT = "Alice Moreau is a marine biologist in Lisbon; she likes short answers."
 
 
-def subjects(vault) -> list[str]:
-    return subprocess.run(["git", "-C", str(vault), "log", "--format=%s"], capture_output=True, text=True,
-                          check=True).stdout.splitlines()
-
-
-def stdio_session(vault) -> LiveSession:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memvault", "mcp", "--vault", str(vault)],
-                                   env=child_env())
-    return LiveSession(lambda: stdio_client(params, errlog=sys.stderr))
-
-
 @pytest.fixture(scope="module")
 def stdio(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mcp-ws-stdio")
-    with isolated_env(base / "home"):
-        live = stdio_session(base / "vault")
-        try:
-            yield SimpleNamespace(live=live, vault=base / "vault")
-        finally:
-            live.close()
+    yield from stdio_server(tmp_path_factory, "mcp-ws-stdio")
 
 
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
-    base = tmp_path_factory.mktemp("mcp-ws-http")
-    with isolated_env(base / "home"):
-        server = HttpServer(http_settings(base / "vault"))
-        live = server.session()
-        try:
-            yield SimpleNamespace(live=live, vault=base / "vault")
-        finally:
-            live.close()
-            server.stop()
+    yield from http_server(tmp_path_factory, "mcp-ws-http")
 
 
 @pytest.fixture(params=["stdio", "http"])
