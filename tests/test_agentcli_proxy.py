@@ -30,7 +30,7 @@ import pytest
 
 from tests.support.cli import Cli
 from tests.support.server import isolated_env
-from tests.support.upstream import INSTANT_TEXT, Upstream, serving
+from tests.support.upstream import INSTANT_TEXT, Upstream, served_upstream
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 # An in-process server imports litellm in a thread that may outlive a short test, after the test's
@@ -73,9 +73,7 @@ def dead_port() -> int:
 
 @pytest.fixture(scope="module")
 def upstream():
-    fake = Upstream()
-    with serving(fake.app()) as root:
-        fake.root = root
+    with served_upstream() as fake:
         yield fake
 
 

@@ -20,7 +20,7 @@ from memvault.vault import layout
 from memvault.vault.entry import Entry, parse
 from tests.support.cli import Cli, run_memvault
 from tests.support.server import isolated_env, server_settings
-from tests.support.upstream import Upstream, serving
+from tests.support.upstream import served_upstream
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -59,9 +59,7 @@ def cli(tmp_path):
 
 @pytest.fixture(scope="module")
 def upstream():
-    fake = Upstream()  # answers every chat at once: the proxy's plumbing is under test, not a model
-    with serving(fake.app()) as root:
-        fake.root = root
+    with served_upstream() as fake:  # answers every chat at once: the proxy's plumbing is under test, not a model
         yield fake
 
 

@@ -15,7 +15,7 @@ from memvault.server.run import running
 from memvault.server.upstream import client_model
 from memvault.settings import LLMSettings
 from tests.support.server import isolated_env, server_settings
-from tests.support.upstream import Upstream, serving
+from tests.support.upstream import served_upstream
 
 ADMIN = {"Authorization": "Bearer admin"}
 ALICE = {"Authorization": "Bearer alice-key"}
@@ -47,9 +47,7 @@ def outside():
 
 @pytest.fixture(scope="module")
 def upstream():
-    fake = Upstream()
-    with serving(fake.app()) as root:
-        fake.root = root
+    with served_upstream() as fake:
         yield fake
 
 

@@ -27,7 +27,7 @@ from memvault.server.run import running
 from memvault.vault.entry import Entry
 from tests.support.cli import run_memvault
 from tests.support.server import server_settings
-from tests.support.upstream import Upstream, serving
+from tests.support.upstream import Upstream, served_upstream
 from tests.test_policy import policy_llm
 
 TURNS = ["I'm planning a trip to Oslo", "I want to see the fjords", "Which month is best?"]
@@ -160,9 +160,7 @@ def wait_for(predicate, timeout: float = 60.0) -> bool:
 
 @pytest.fixture
 def upstream():
-    fake = Upstream()  # answers "ok" at once and records every request
-    with serving(fake.app()) as root:
-        fake.root = root
+    with served_upstream() as fake:  # answers "ok" at once and records every request
         yield fake
 
 

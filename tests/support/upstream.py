@@ -121,3 +121,12 @@ def serving(app, timeout: float = 30.0) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def served_upstream() -> Iterator[Upstream]:
+    """A recording fake upstream that answers every chat at once, served; its URL is `.root`."""
+    fake = Upstream()
+    with serving(fake.app()) as root:
+        fake.root = root
+        yield fake
