@@ -238,4 +238,6 @@ def test_chat_of_three_turns_ended_by_exit_through_a_real_model(local_llm, tmp_p
     assert len(with_summary) == 1  # exactly one commit holds the session summary
     [path] = session_files(vault)
     assert "role: session" in path.read_text() and subjects(vault)[0].startswith("memvault session end: default")
+    # Written by the model, not the snippet fallback that covers a failing LLM (policy.session_summary).
+    assert "A session of 3 user turns:" not in path.read_text()
     assert not (vault / ".memvault" / "session" / "default").exists()
