@@ -9,6 +9,7 @@ import threading
 import numpy as np
 import pytest
 
+from memvault.index import sync as sync_module
 from memvault.index.store import IndexStore
 from memvault.index.sync import sync
 from memvault.models.batching import length_batches
@@ -44,6 +45,13 @@ def one_at_a_time(model: OnnxMiniLM, text: str) -> np.ndarray:
     (hidden,) = session.run(["last_hidden_state"], inputs)
     vector = hidden[0].mean(axis=0)
     return vector / np.linalg.norm(vector)
+
+
+def ten_memories(tmp_path) -> Vault:
+    vault = Vault.init(tmp_path / "vault")
+    for i in range(10):
+        put(vault, Entry(f"memory {i} about the word w{i}x", conversation_id="c1"))
+    return vault
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +108,7 @@ def test_length_batches_cap_rows_and_cells():
 
 
 def test_a_sync_hands_the_model_many_batches_at_once(tmp_path):
-    vault = Vault.init(tmp_path / "vault")
-    for i in range(10):
-        put(vault, Entry(f"memory {i} about the word w{i}x", conversation_id="c1"))
+    vault = ten_memories(tmp_path)
     embedder = WordEmbedder(batch_size=4)
     told = []
     with IndexStore.open(vault.state_dir, embedder.identity, embedder.dims) as index:
@@ -110,3 +116,27 @@ def test_a_sync_hands_the_model_many_batches_at_once(tmp_path):
         assert index.count() == 10
     assert (report.embedded, embedder.calls) == (10, 1)  # one call: the model sorts and batches them itself
     assert told == [(4, 10), (8, 10), (10, 10)]  # still committed batch by batch
+
+
+def test_the_model_embeds_the_next_chunk_while_this_one_is_written(tmp_path, monkeypatch):
+    monkeypatch.setattr(sync_module, "EMBED_CHUNK", 4)
+    vault = ten_memories(tmp_path)
+    second_chunk_started = threading.Event()
+
+    class Watched(WordEmbedder):
+        def embed(self, texts, kind="passage"):
+            if self.calls == 1:
+                second_chunk_started.set()
+            return super().embed(texts, kind)
+
+    overlapped = []
+
+    def progress(done, total):
+        if done == 4:  # the first chunk is written: the second must be under way already
+            overlapped.append(second_chunk_started.wait(timeout=2))
+
+    embedder = Watched()
+    with IndexStore.open(vault.state_dir, embedder.identity, embedder.dims) as index:
+        assert sync(vault, index, embedder, progress=progress).embedded == 10
+        assert index.count() == 10
+    assert overlapped == [True] and embedder.calls == 3

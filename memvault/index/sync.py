@@ -8,10 +8,11 @@ to the index are embedded: a move, or an edit of the front matter alone, keeps i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -279,22 +280,43 @@ def write_entries(index: IndexStore, embedder: Embedder, items: Sequence[Pending
     batch_size = max(1, int(getattr(embedder, "batch_size", DEFAULT_BATCH_SIZE)))
     # Only these ids: reading every row (10k+) on each write made every server turn pay for the vault's size.
     stored_text = index.text_hashes([item.entry.id for item in items]) if items else {}
-    embedded = 0
     # The model is given a chunk of many batches at once: it sorts their texts by length, so each of
     # its own batches pads to texts as long as its own, and it keeps every core busy.
     chunk_size = max(EMBED_CHUNK, batch_size)
-    for chunk_start in range(0, len(items), chunk_size):
-        chunk = items[chunk_start:chunk_start + chunk_size]
+    chunks = [items[start:start + chunk_size] for start in range(0, len(items), chunk_size)]
+    embedded = 0
+    with contextlib.closing(_embedded_chunks(embedder, chunks, stored_text)) as ready:
+        for number, (rows, vectors, count) in enumerate(ready):
+            embedded += count
+            for start in range(0, len(rows), batch_size):
+                end = start + batch_size
+                embedded += _upsert(index, embedder, rows[start:end], vectors[start:end])
+                if progress:
+                    progress(number * chunk_size + min(end, len(rows)), len(items))
+    return embedded
+
+
+def _embedded_chunks(embedder: Embedder, chunks: Sequence[Sequence[Pending]],
+                     stored_text: dict[str, str]) -> Iterator[tuple[list[IndexRow], list[Any], int]]:
+    """(rows, their vectors or None where the stored one stays, texts embedded) chunk by chunk. With
+    more than one chunk, a thread embeds the next chunk while the caller writes this one to SQLite."""
+
+    def embedded(chunk: Sequence[Pending]) -> tuple[list[IndexRow], list[Any], int]:
         rows = [IndexRow.from_entry(item.entry, item.rel, item.file_hash, item.mtime_ns, item.size) for item in chunk]
         wanted = [stored_text.get(row.id) != row.text_hash for row in rows]
-        vectors = _embed(embedder, rows, wanted)
-        embedded += sum(wanted)
-        for start in range(0, len(rows), batch_size):
-            end = start + batch_size
-            embedded += _upsert(index, embedder, rows[start:end], vectors[start:end])
-            if progress:
-                progress(chunk_start + min(end, len(rows)), len(items))
-    return embedded
+        return rows, _embed(embedder, rows, wanted), sum(wanted)
+
+    if len(chunks) < 2:  # the write path's few entries: no thread
+        yield from map(embedded, chunks)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="memvault-embed") as model:
+        ahead = model.submit(embedded, chunks[0])
+        for following in chunks[1:]:
+            done, ahead = ahead.result(), model.submit(embedded, following)
+            yield done
+        yield ahead.result()
 
 
 def _upsert(index: IndexStore, embedder: Embedder, rows: Sequence[IndexRow], vectors: Sequence[Any]) -> int:
