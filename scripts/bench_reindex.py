@@ -151,9 +151,9 @@ def compare_vectors(vectors: dict, earlier: Path) -> str:
     if not common:
         return "no ids in common with the saved vectors"
     cosines = np.asarray([float(np.dot(before[i], vectors[i])) for i in common])
-    missing = len(set(before) ^ set(vectors))
-    return (f"{len(common)} vectors compared ({missing} ids in one run only): cosine min {cosines.min():.6f}, "
-            f"mean {cosines.mean():.6f}, below 0.9999: {int((cosines < 0.9999).sum())}")
+    missing, low = len(set(before) ^ set(vectors)), int((cosines < 0.9999).sum())
+    return (f"{len(common)} vectors compared ({missing} ids in one run only): cosine min {cosines.min():.7f} "
+            f"(1 - min = {1 - cosines.min():.1e}), mean {cosines.mean():.7f}, below 0.9999: {low}")
 
 
 def main() -> None:
