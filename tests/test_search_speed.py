@@ -1,8 +1,123 @@
-"""What makes search cheap at scale gives what exact search gives: the query model's folded weights."""
+"""What makes search cheap at scale gives what exact search gives: the scoped lanes (`nearest`,
+`lexical_scopes`) and the query model.
+
+Real sqlite-vec and FTS5 indexes; vectors are clustered (near neighbours exist, as with a real model)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import numpy as np
+import pytest
+
+from memvault.index.store import IndexRow, IndexStore
+from memvault.vault.entry import Entry
+
+DIMS = 64
+WORDS = "tea coffee lisbon violin bicycle garden rust bread jazz kyoto piano climbing camera tomatoes".split()
+CONVERSATIONS = ["c0", "c1", "c2", "global"]
+
+
+def unit(vector):
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+def clustered(rng, n, centres):
+    """n unit vectors, each near one of the centres (cosine about 0.8 to it)."""
+    picks = rng.integers(len(centres), size=n)
+    return [unit(centres[c] + rng.normal(scale=0.75 / np.sqrt(DIMS), size=DIMS)) for c in picks]
+
+
+def add(index, text, conversation, vector, role="memory", user_id=None, minute=0):
+    entry = Entry(text=text, conversation_id=conversation, role=role, user_id=user_id,
+                  created_at=datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=minute))
+    row = IndexRow.from_entry(entry, f"entries/{conversation}/facts/{entry.id}.md", "hash-" + entry.id)
+    return index.upsert([row], [vector])[0]
+
+
+def fill(index, n=600, seed=3, topics=15):
+    """n rows over CONVERSATIONS (a summary now and then, two users) near `topics` centres; returns
+    (rowid -> vector, centres)."""
+    rng = np.random.default_rng(seed)
+    centres = [unit(rng.normal(size=DIMS)) for _ in range(topics)]
+    vectors = {}
+    for i, vector in enumerate(clustered(rng, n, centres)):
+        text = " ".join(rng.choice(WORDS, size=3))
+        rowid = add(index, text, CONVERSATIONS[i % len(CONVERSATIONS)], vector,
+                    role="summary" if i % 50 == 0 else "memory", user_id=f"u{i % 2}", minute=i)
+        vectors[rowid] = vector
+    return vectors, centres
+
+
+@pytest.fixture
+def index(tmp_path):
+    store = IndexStore.open(tmp_path / ".memvault", "test:64", DIMS)
+    yield store
+    store.close()
+
+
+def exact(index, vectors, query, k, where, params=()):
+    """The k best rows under the filter by cosine, computed here (ties by rowid)."""
+    allowed = [r for r, in index.conn.execute(f"SELECT e.rowid FROM entries e WHERE {where}", tuple(params))]
+    return sorted(allowed, key=lambda r: (-float(vectors[r] @ query), r))[:k]
+
+
+def traced(index, call):
+    """What `call()` returned, and the SQL statements it ran."""
+    seen = []
+    index.conn.exec_trace = lambda _cursor, sql, _bindings: seen.append(sql) or True
+    try:
+        return call(), seen
+    finally:
+        index.conn.exec_trace = None
+
+
+SCOPE = "e.role <> 'summary' AND e.conversation_id IN ('c1', 'global')"
+
+
+def test_nearest_gives_the_exact_neighbours_of_a_scope_without_listing_its_rows(index):
+    vectors, centres = fill(index)
+    rng = np.random.default_rng(5)
+    for centre in centres[:8]:
+        query = unit(centre + rng.normal(scale=0.5 / np.sqrt(DIMS), size=DIMS))
+        for conversation in ("c1", "global"):
+            where = f"({SCOPE}) AND e.conversation_id = ?"
+            hits, sql = traced(index, lambda: index.nearest(query, 15, where, (conversation,), conversation))
+            assert [r for r, _ in hits] == exact(index, vectors, query, 15, where, (conversation,))
+            assert not [s for s in sql if "SELECT e.rowid, e.conversation_id" in s]  # no listing of the scope
+        hits, sql = traced(index, lambda: index.nearest(query, 15, "e.role <> 'summary'"))
+        assert [r for r, _ in hits] == exact(index, vectors, query, 15, "e.role <> 'summary'")
+        assert not [s for s in sql if "SELECT e.rowid, e.conversation_id" in s]
+        for rowid, similarity in hits:
+            assert similarity == pytest.approx(float(vectors[rowid] @ query), abs=1e-5)
+
+
+def test_nearest_falls_back_to_the_filtered_scan_when_the_filter_drops_most_rows(index):
+    vectors, centres = fill(index)
+    # One user's rows of one conversation, and only summaries: most nearest rows fail these filters.
+    for where, params in (("e.user_id = ? AND e.conversation_id = ?", ("u1", "c2")), ("e.role = 'summary'", ())):
+        query = centres[1]
+        conversation = params[-1] if params else None
+        hits = index.nearest(query, 10, where, params, conversation)
+        assert [r for r, _ in hits] == exact(index, vectors, query, 10, where, params)
+        assert len(hits) == min(10, index.count(where, params))
+
+
+def test_lexical_scopes_match_one_lexical_query_per_conversation_in_one_pass(index):
+    fill(index)
+    for query in ("tea lisbon", "violin", "jazz kyoto camera", "nothing matches this"):
+        found, sql = traced(index, lambda: index.lexical_scopes(query, 7, SCOPE, (), ["c1", "global"]))
+        assert found == [index.lexical(query, 7, f"({SCOPE}) AND e.conversation_id = ?", (name,))
+                         for name in ("c1", "global")]
+        assert len([s for s in sql if "MATCH" in s]) <= 1  # the FTS matches are walked once for both
+        # Every conversation: the FTS table's best rows checked against a filter that keeps most of them
+        # (no join of every match to the entries)...
+        found, sql = traced(index, lambda: index.lexical_scopes(query, 7, "e.role <> 'summary'", (), None))
+        assert found == [index.lexical(query, 7, "e.role <> 'summary'")]
+        assert not [s for s in sql if "JOIN" in s]
+        # ...or, when it drops most of them, the filtered query itself.
+        assert index.lexical_scopes(query, 7, "e.role = 'summary'", (), None) == [
+            index.lexical(query, 7, "e.role = 'summary'")]
 
 
 def test_the_query_model_runs_with_its_int8_weights_folded_once(monkeypatch):

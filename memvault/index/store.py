@@ -398,6 +398,44 @@ class IndexStore:
                                  (conversation,)).fetchone()[0]
 
     @_guarded
+    def nearest(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = (),
+                conversation: str | None = None) -> list[tuple[int, float]]:
+        """`dense` for a filter that keeps nearly every row of what it covers (a search's scope):
+        `conversation`'s partition (every partition when None) is asked for the nearest vectors
+        first, a few more than k, and only those are checked against the filter; a filter that drops
+        more falls back to `dense`. Named, `conversation` must hold every row `where` can match.
+        """
+        k = min(int(k), db.VEC_K_MAX)
+        if k <= 0:
+            return []
+        blob = self._blob(query_vec)
+        fetch = min(2 * k + FEW_LEFT_OUT, db.VEC_K_MAX)  # room for summaries and the like, dropped below
+        found = self._knn(blob, fetch, conversation)
+        if not _is_trivial(where):
+            allowed = self._passing([rowid for rowid, _ in found], where, params)
+            kept = [hit for hit in found if hit[0] in allowed]
+            if len(kept) < k and len(found) == fetch:  # a narrow filter: its own rows are listed first
+                return self.dense(query_vec, k, where, params)
+            found = kept
+        return [(rowid, 1.0 - distance) for rowid, distance in found[:k]]
+
+    def _knn(self, blob: bytes, k: int, conversation: str | None) -> list[tuple[int, float]]:
+        """(rowid, cosine distance) of the k nearest vectors of a partition (of all when None), nearest
+        first (ties by rowid); fewer than k only when that is all there is."""
+        scope, scope_params = ("", ()) if conversation is None else (" AND conversation_id = ?", (conversation,))
+        found = self.conn.execute("SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?" + scope,
+                                  (blob, k, *scope_params)).fetchall()
+        return sorted(found, key=lambda hit: (hit[1], hit[0]))
+
+    def _passing(self, rowids: list[int], where: str, params: Sequence[Any]) -> set[int]:
+        """The rowids among these that `entries e WHERE <where>` keeps."""
+        if not rowids:
+            return set()
+        return {rowid for rowid, in self.conn.execute(
+            f"SELECT e.rowid FROM entries e WHERE e.rowid IN (SELECT value FROM json_each(?)) AND ({where})",
+            (_ids_json(rowids), *params))}
+
+    @_guarded
     def lexical(self, query_text: str, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
         """The k best rows by BM25 for free text among `entries e WHERE <where>`:
         (rowid, score), higher is better. Empty for a query with no words."""
@@ -405,11 +443,50 @@ class IndexStore:
         if match is None or k <= 0:
             return []
         # The filter comes first in the SQL text so its `?` placeholders keep their positions.
-        # A turn's context and the date it was written count less than its own words.
-        rank = f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
+        rank = _bm25()
         sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
         return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
+
+    @_guarded
+    def lexical_scopes(self, query_text: str, k: int, where: str, params: Sequence[Any],
+                       conversations: Sequence[str] | None) -> list[list[tuple[int, float]]]:
+        """`lexical` for the scopes of one search, each walk of the FTS matches done once: one list per
+        conversation named (its k best rows among `entries e WHERE <where>`), or for None one list, the
+        k best of all conversations under a filter that keeps nearly every row (a search's scope):
+        the FTS table alone is asked for a few more than k and only those are checked against the
+        filter (joining every match to `entries` costs more than ranking them); a filter that drops
+        more falls back to `lexical`."""
+        match = fts_query(query_text)
+        names = None if conversations is None else list(dict.fromkeys(conversations))
+        if match is None or k <= 0:
+            return [[] for _ in names or [None]]
+        rank = _bm25()
+        if names is None:
+            fetch = 2 * k + FEW_LEFT_OUT
+            found = [(rowid, float(score)) for rowid, score in self.conn.execute(
+                f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? ORDER BY {rank}, rowid LIMIT ?",
+                (match, fetch))]
+            if not _is_trivial(where):
+                allowed = self._passing([rowid for rowid, _ in found], where, params)
+                kept = [hit for hit in found if hit[0] in allowed]
+                if len(kept) < k and len(found) == fetch:
+                    return [self.lexical(query_text, k, where, params)]
+                found = kept
+            return [found[:k]]
+        # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
+        # the scores are materialised first. Same order as `lexical`: BM25, then rowid.
+        sql = (f"WITH matched AS MATERIALIZED (SELECT e.rowid AS rowid, e.conversation_id AS conversation, "
+               f"-{rank} AS score FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
+               f"WHERE ({where or '1'}) AND e.conversation_id IN (SELECT value FROM json_each(?)) "
+               f"AND entries_fts MATCH ?) "
+               f"SELECT rowid, conversation, score FROM (SELECT rowid, conversation, score, row_number() OVER "
+               f"(PARTITION BY conversation ORDER BY score DESC, rowid) AS place FROM matched) "
+               f"WHERE place <= ? ORDER BY conversation, place")
+        by_conversation: dict[str, list[tuple[int, float]]] = {name: [] for name in names}
+        for rowid, conversation, score in self.conn.execute(sql, (*params, _ids_json(names), match, int(k))):
+            by_conversation[conversation].append((rowid, float(score)))
+        return [by_conversation[name] for name in names]
 
     @_guarded
     def rows(self, rowids: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -471,6 +548,12 @@ class IndexStore:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [_row_dict(row[0], row[1:]) for row in self.conn.execute(sql, tuple(params))]
+
+
+def _bm25() -> str:
+    """The FTS rank (lower is better): a turn's context and the date it was written count less than
+    its own words."""
+    return f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
 
 
 # -- the lexical rows: an entry's own words, and for a turn its neighbouring turns' (text.CONTEXT_TURNS)
