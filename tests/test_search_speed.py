@@ -1,5 +1,5 @@
 """What makes search cheap at scale gives what exact search gives: the scoped lanes (`nearest`,
-`lexical_scopes`) and the query model.
+`lexical_scopes`), the coarse pass over the vectors' sign bits, its migration, and the query model.
 
 Real sqlite-vec and FTS5 indexes; vectors are clustered (near neighbours exist, as with a real model)."""
 
@@ -10,6 +10,8 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
+from memvault.index import db
+from memvault.index import store as store_module
 from memvault.index.store import IndexRow, IndexStore
 from memvault.vault.entry import Entry
 
@@ -118,6 +120,72 @@ def test_lexical_scopes_match_one_lexical_query_per_conversation_in_one_pass(ind
         # ...or, when it drops most of them, the filtered query itself.
         assert index.lexical_scopes(query, 7, "e.role = 'summary'", (), None) == [
             index.lexical(query, 7, "e.role = 'summary'")]
+
+
+def test_coarse_pass_gives_the_exact_top_k_on_a_large_scan(index, monkeypatch):
+    vectors, centres = fill(index, n=1500)
+    monkeypatch.setattr(store_module, "COARSE_ABOVE", 200)  # every scan here takes the coarse pass
+    monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 120)  # fewer than the rows scanned
+    rng = np.random.default_rng(9)
+    for centre in centres[:10]:
+        query = unit(centre + rng.normal(scale=0.5 / np.sqrt(DIMS), size=DIMS))
+        for where, params, conversation in ((SCOPE + " AND e.conversation_id = ?", ("c1",), "c1"),
+                                            ("e.role <> 'summary'", (), None)):
+            hits, sql = traced(index, lambda: index.nearest(query, 10, where, params, conversation))
+            assert any(db.COARSE_TABLE in s for s in sql)
+            assert [r for r, _ in hits] == exact(index, vectors, query, 10, where, params)
+
+
+def test_coarse_bits_follow_every_write(index, monkeypatch):
+    vectors, centres = fill(index, n=300)
+    monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
+    monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 20)
+
+    def counts():
+        return [index.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("entries_vec", db.COARSE_TABLE)]
+
+    # A row moved to another place in vector space (and another conversation) is found at the new one.
+    moved_id = index.conn.execute("SELECT id FROM entries WHERE conversation_id = 'c0' LIMIT 1").fetchone()[0]
+    row = next(r for r in index.select("e.id = ?", (moved_id,)))
+    entry = Entry(text=row["text"], conversation_id="c2", id=moved_id,
+                  created_at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+    far = unit(-centres[0])
+    index.upsert([IndexRow.from_entry(entry, row["path"], "new-hash")], [far])
+    assert index.nearest(far, 1, "1", (), "c2")[0][0] == row["rowid"]
+    assert index.nearest(far, 1, "1", (), "c0")[0][0] != row["rowid"]
+    index.remove([moved_id])
+    assert row["rowid"] not in [r for r, _ in index.nearest(far, 5)]
+    assert counts() == [299, 299]
+    index.clear()
+    assert counts() == [0, 0]
+
+
+def test_an_index_from_before_the_coarse_bits_gets_them_by_migration_without_a_rebuild(tmp_path, monkeypatch):
+    folder = tmp_path / ".memvault"
+    with IndexStore.open(folder, "test:64", DIMS) as old:
+        vectors, centres = fill(old, n=400)
+        # As memvault wrote it before migration m005: no sign bits, four migrations recorded.
+        old.conn.execute(f"DROP TABLE {db.COARSE_TABLE}")
+        old.conn.execute("DELETE FROM migrations WHERE name = 'm005_coarse_vectors'")
+    with IndexStore.open(folder, "test:64", DIMS) as migrated:
+        assert not migrated.rebuilt and migrated.has_coarse  # nothing to re-embed or re-read
+        assert migrated.conn.execute(f"SELECT count(*) FROM {db.COARSE_TABLE}").fetchone()[0] == 400
+        monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
+        monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 60)
+        query = centres[3]
+        hits = migrated.nearest(query, 10, "e.role <> 'summary'")
+        assert [r for r, _ in hits] == exact(migrated, vectors, query, 10, "e.role <> 'summary'")
+
+
+def test_dims_that_do_not_fill_whole_bytes_always_scan_the_float_vectors(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
+    with IndexStore.open(tmp_path / ".memvault", "test:12", 12) as index:
+        assert not index.has_coarse
+        rng = np.random.default_rng(2)
+        vectors = {add(index, f"row {i}", "c0", unit(rng.normal(size=12))): None for i in range(30)}
+        query = unit(rng.normal(size=12))
+        assert len(index.nearest(query, 5)) == 5 and set(r for r, _ in index.nearest(query, 5)) <= set(vectors)
 
 
 def test_the_query_model_runs_with_its_int8_weights_folded_once(monkeypatch):
