@@ -108,10 +108,15 @@ def test_nearest_falls_back_to_the_filtered_scan_when_the_filter_drops_most_rows
 def test_lexical_scopes_match_one_lexical_query_per_conversation_in_one_pass(index):
     fill(index)
     for query in ("tea lisbon", "violin", "jazz kyoto camera", "nothing matches this"):
-        found, sql = traced(index, lambda: index.lexical_scopes(query, 7, SCOPE, (), ["c1", "global"]))
-        assert found == [index.lexical(query, 7, f"({SCOPE}) AND e.conversation_id = ?", (name,))
-                         for name in ("c1", "global")]
-        assert len([s for s in sql if "MATCH" in s]) <= 1  # the FTS matches are walked once for both
+        # A quarter of the rows (their rowids listed first) and half of them (looked up one by one).
+        for names, listed in ((["c1"], True), (["c1", "global"], False)):
+            where = f"({SCOPE}) AND e.conversation_id IN ({', '.join(repr(n) for n in names)})"
+            found, sql = traced(index, lambda: index.lexical_scopes(query, 7, where, (), names))
+            assert found == [index.lexical(query, 7, f"({where}) AND e.conversation_id = ?", (name,))
+                             for name in names]
+            walks = [s for s in sql if "MATCH" in s]
+            assert len(walks) <= 1  # the FTS matches are walked once for all conversations
+            assert all(("+entries_fts.rowid IN" in s) == listed for s in walks)
         # Every conversation: the FTS table's best rows checked against a filter that keeps most of them
         # (no join of every match to the entries)...
         found, sql = traced(index, lambda: index.lexical_scopes(query, 7, "e.role <> 'summary'", (), None))

@@ -474,6 +474,14 @@ class IndexStore:
         cosines = np.divide(matrix @ query, norms, out=np.zeros(len(rowids)), where=norms > 0)
         return sorted(zip(rowids, (1.0 - cosines).tolist(), strict=True), key=lambda hit: (hit[1], hit[0]))
 
+    def _holds_few(self, conversations: list[str]) -> bool:
+        """Whether these conversations hold at most a quarter of the index's rows (counted only that far:
+        past it, listing their rowids costs more than it saves)."""
+        quarter = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0] // 4
+        return self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE conversation_id IN (SELECT value FROM json_each(?)) "
+            "LIMIT ?)", (_ids_json(conversations), quarter + 1)).fetchone()[0] <= quarter
+
     def _passing(self, rowids: list[int], where: str, params: Sequence[Any]) -> set[int]:
         """The rowids among these that `entries e WHERE <where>` keeps."""
         if not rowids:
@@ -523,15 +531,23 @@ class IndexStore:
             return [found[:k]]
         # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
         # the scores are materialised first. Same order as `lexical`: BM25, then rowid.
+        # Conversations that hold few of the rows list their rowids first: checking each FTS match
+        # against that list costs less than looking it up in `entries` (100k rows, one conversation of
+        # 10k: 10 -> 4.6 ms); the unary + keeps SQLite from handing the list to FTS5 as rowid lookups.
+        few = self._holds_few(names)
+        listed = (" AND +entries_fts.rowid IN (SELECT rowid FROM entries WHERE conversation_id IN "
+                  "(SELECT value FROM json_each(?)))") if few else ""
         sql = (f"WITH matched AS MATERIALIZED (SELECT e.rowid AS rowid, e.conversation_id AS conversation, "
                f"-{rank} AS score FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND e.conversation_id IN (SELECT value FROM json_each(?)) "
-               f"AND entries_fts MATCH ?) "
-               f"SELECT rowid, conversation, score FROM (SELECT rowid, conversation, score, row_number() OVER "
-               f"(PARTITION BY conversation ORDER BY score DESC, rowid) AS place FROM matched) "
-               f"WHERE place <= ? ORDER BY conversation, place")
+               f"AND entries_fts MATCH ?{listed}) "
+               "SELECT rowid, conversation, score FROM (SELECT rowid, conversation, score, row_number() OVER "
+               "(PARTITION BY conversation ORDER BY score DESC, rowid) AS place FROM matched) "
+               "WHERE place <= ? ORDER BY conversation, place")
+        names_json = _ids_json(names)
         by_conversation: dict[str, list[tuple[int, float]]] = {name: [] for name in names}
-        for rowid, conversation, score in self.conn.execute(sql, (*params, _ids_json(names), match, int(k))):
+        for rowid, conversation, score in self.conn.execute(
+                sql, (*params, names_json, match, *([names_json] if few else []), int(k))):
             by_conversation[conversation].append((rowid, float(score)))
         return [by_conversation[name] for name in names]
 
