@@ -80,6 +80,15 @@ class SqlIndex:
         scored = [(rowid, float(len(asked & set(words(text))))) for rowid, text in self._matching(where, params)]
         return sorted([s for s in scored if s[1] > 0], key=lambda item: (-item[1], item[0]))[:k]
 
+    def nearest(self, query_vec, k, where="1", params=(), conversation=None):
+        return self.dense(query_vec, k, where, params)
+
+    def lexical_scopes(self, query_text, k, where, params, conversations):
+        if conversations is None:
+            return [self.lexical(query_text, k, where, params)]
+        return [self.lexical(query_text, k, f"({where}) AND e.conversation_id = ?", (*params, name))
+                for name in conversations]
+
     def rows(self, rowids):
         cursor = self.db.execute(f"SELECT rowid, * FROM entries WHERE rowid IN ({','.join('?' * len(rowids))})",
                                  list(rowids))

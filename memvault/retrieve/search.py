@@ -198,23 +198,29 @@ class _Lane:
     rowids: list[int]
     scores: list[float]
 
+    @classmethod
+    def of(cls, kind: str, scope: str, weight: float, found: list[tuple[int, float]]) -> _Lane:
+        return cls(kind, scope, weight, [rowid for rowid, _ in found], [float(score) for _, score in found])
+
 
 def _lanes(index, qvec, query, settings, conversations, where, params) -> list[_Lane]:
-    """Dense and lexical candidates, once per conversation searched (or once over all)."""
+    """Dense and lexical candidates, once per conversation searched (or once over all).
+
+    The lexical lanes of all conversations come from one walk of the FTS matches; each dense lane asks
+    its conversation's partition (index.nearest), and is confined to it by the filter too."""
     n = settings.top_k * settings.candidate_multiplier
-    scopes = [("*", where, params)] if conversations is None else [
-        (name, f"({where}) AND e.conversation_id = ?", [*params, name]) for name in dict.fromkeys(conversations)
-    ]
+    names = None if conversations is None else list(dict.fromkeys(conversations))
+    lexical = index.lexical_scopes(query, n, where, params, names) if settings.lexical_weight > 0 else None
     lanes = []
-    for scope, scope_sql, scope_params in scopes:
-        for kind, weight, lookup, probe in (
-            ("dense", settings.dense_weight, index.dense, qvec),
-            ("lexical", settings.lexical_weight, index.lexical, query),
-        ):
-            if weight <= 0:  # a lane switched off is not queried at all
-                continue
-            found = lookup(probe, n, scope_sql, tuple(scope_params))
-            lanes.append(_Lane(kind, scope, weight, [r for r, _ in found], [float(s) for _, s in found]))
+    for position, name in enumerate([None] if names is None else names):
+        scope = "*" if name is None else name
+        if settings.dense_weight > 0:  # a lane switched off is not queried at all
+            scope_sql, scope_params = (where, params) if name is None else (
+                f"({where}) AND e.conversation_id = ?", [*params, name])
+            found = index.nearest(qvec, n, scope_sql, tuple(scope_params), conversation=name)
+            lanes.append(_Lane.of("dense", scope, settings.dense_weight, found))
+        if lexical is not None:
+            lanes.append(_Lane.of("lexical", scope, settings.lexical_weight, lexical[position]))
     return lanes
 
 
