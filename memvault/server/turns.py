@@ -33,7 +33,7 @@ from memvault.vault import layout
 log = logging.getLogger("memvault.server")
 STOP = object()
 COMMIT_ATTEMPTS = 3  # a batch whose commit fails is tried again after 1 s, then 2 s
-COMMIT_INTERVAL = 0.5  # seconds from one commit's start to the next one's, at the least
+COMMIT_INTERVAL = 1.0  # seconds from one commit's start to the next one's, at the least
 
 
 @dataclass
