@@ -40,7 +40,7 @@ class RetrievalSettings:
     lexical_weight: float = 1.0
     reranker: str = ""  # folder of an ONNX cross-encoder, or a hub name; empty: no cross-encoder
     # A number, from any source, is always used as given (retrieve.scoring.threshold_for).
-    score_threshold: float | None = None  # None (auto): chosen for the model: 0.35 with a cross-encoder, 0.005 without
+    score_threshold: float | None = None  # None (auto): 0.35 with a cross-encoder, ~0.0008 without
     recency_weight: float = 0.2
     recency_days: float = 30.0
     mmr_lambda: float = 0.7

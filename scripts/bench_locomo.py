@@ -5,7 +5,8 @@
 
 Protocol (../shared/data/locomo/README.md): each turn is one memory "<speaker>: <text>"
 (+ " [image: <blip_caption>]"), role `user`, created at its session's date (plus one second per
-turn, so turns keep their order), metadata {"dia_id": "D1:3"}; one conversation per sample.
+turn, so turns keep their order), metadata {"dia_id": "D1:3"}, its speaker as `actor_id` (as a mem0
+client sending each message with its `name` stores it); one conversation per sample.
 Questions of categories 1-4 with evidence (split on ';') are asked in their sample's conversation,
 with `now` fixed one day after that sample's last session.
 evidence recall@k = mean over questions of (evidence turns in the top k / evidence turns).
@@ -56,7 +57,7 @@ CACHE = REPO / ".bench" / "locomo"
 # held out, and their figures are printed on their own.
 HELD_OUT = slice(5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-VAULT_FORMAT = "1"  # bump when the way turns become entries changes: the cached vault is rebuilt
+VAULT_FORMAT = "2"  # bump when the way turns become entries changes: the cached vault is rebuilt
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bench",
            "GIT_COMMITTER_EMAIL": "b@x"}
 
@@ -71,7 +72,8 @@ class Question:
 @dataclass
 class Sample:
     name: str  # the conversation
-    turns: list[tuple[str, str, datetime]] = field(default_factory=list)  # (dia_id, memory text, created_at)
+    # (dia_id, memory text, created_at, speaker)
+    turns: list[tuple[str, str, datetime, str]] = field(default_factory=list)
     facts: list[Entry] = field(default_factory=list)  # observations and session summaries (curated mode)
     questions: list[Question] = field(default_factory=list)
     now: datetime | None = None
@@ -96,7 +98,7 @@ def load(path: Path) -> list[Sample]:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [image: {turn['blip_caption']}]"
-                sample.turns.append((turn["dia_id"], text, start + timedelta(seconds=position)))
+                sample.turns.append((turn["dia_id"], text, start + timedelta(seconds=position), turn["speaker"]))
         sample.now = last + timedelta(days=1)
         sample.facts = curated_entries(raw, sample.name, sessions)
         for qa in raw["qa"]:
@@ -153,7 +155,8 @@ def open_vault(data: Path, samples: list[Sample], rebuild: bool, curated: bool =
                 entries = sample.facts
             else:
                 entries = [Entry(text=text, role="user", conversation_id=sample.name, created_at=created,
-                                 metadata={"dia_id": dia_id}) for dia_id, text, created in sample.turns]
+                                 metadata={"dia_id": dia_id}, actor_id=speaker)
+                           for dia_id, text, created, speaker in sample.turns]
             memvault.add_entries(entries, f"locomo {sample.name}: {len(entries)} {name} entries")
         print(f"built the {name} vault in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -285,14 +288,14 @@ def evaluate_curated(memvault: Memvault, samples: list[Sample], retrieval: Retri
 
 def parse_sets(items: list[str]) -> dict[str, object]:
     """--set name=value pairs, typed like RetrievalSettings' fields."""
-    kinds = {f.name: type(getattr(RetrievalSettings(), f.name)) for f in dataclasses.fields(RetrievalSettings)}
+    known = [f.name for f in dataclasses.fields(RetrievalSettings)]
     result: dict[str, object] = {}
     for item in items:
         name, _, value = item.partition("=")
         name = name.strip().removeprefix("retrieval.")
-        if name not in kinds:
-            raise SystemExit(f"unknown retrieval setting {name!r} (known: {', '.join(kinds)})")
-        result[name] = settings_mod.coerce(f"retrieval.{name}", value, kinds[name], "--set")
+        if name not in known:
+            raise SystemExit(f"unknown retrieval setting {name!r} (known: {', '.join(known)})")
+        result[name] = settings_mod.coerce(f"retrieval.{name}", value, "--set")
     return result
 
 

@@ -154,9 +154,10 @@ def test_rest_search_returns_relations(tmp_path):
 
 def test_an_index_from_before_the_graph_gains_it_without_re_embedding(vault, tmp_path):
     index = tmp_path / "vault" / ".memvault" / "index.sqlite"
-    conn = db.connect(index)  # make it what an older memvault left: no triple column, no relations, no m004
+    conn = db.connect(index)  # what an older memvault left: no triple column, no relations, no m004
     conn.execute("DROP TRIGGER relations_follow_entries; DROP TABLE relations; ALTER TABLE entries DROP COLUMN triple;"
-                 "DELETE FROM migrations WHERE name = 'm004_graph'")
+                 "DROP TABLE entries_coarse;"  # and none of the migrations after m004
+                 "DELETE FROM migrations WHERE name IN ('m004_graph', 'm005_coarse_vectors')")
     conn.close()
     report = vault.ok("reindex", "--json").json()
     assert report["embedded"] == 0 and report["updated"] == 4

@@ -1,4 +1,5 @@
-"""Retrieval quality features of the lexical lane: the date an entry was written is searchable."""
+"""Retrieval quality features: the date an entry was written is searchable; the day, the length and
+the speaker count in the relevance."""
 
 from __future__ import annotations
 
@@ -82,10 +83,11 @@ def search_facts(tmp_path, minilm, facts, query):
     store = IndexStore.open(tmp_path / "day", minilm.identity, minilm.dims)
     try:
         rows = []
-        for text, when in facts:
-            entry = Entry(text=text, conversation_id="chat", role="memory", created_at=when)
+        for text, when, *actor in facts:
+            entry = Entry(text=text, conversation_id="chat", role="memory", created_at=when,
+                          actor_id=actor[0] if actor else None)
             rows.append(IndexRow.from_entry(entry, f"entries/chat/memory/{entry.id}.md", "h-" + entry.id))
-        rowids = store.upsert(rows, list(minilm.embed([text for text, _ in facts])))
+        rowids = store.upsert(rows, list(minilm.embed([text for text, *_ in facts])))
         hits = search(store, minilm, None, query, RetrievalSettings(), conversations_for("chat"), now=NOW)
         return rowids, hits
     finally:
@@ -120,3 +122,41 @@ def test_fallback_relevance_rises_with_the_day_share_never_below_the_own_share()
     assert fallback_relevance(0.3, 0.0, 1.0) > fallback_relevance(0.3, 0.0, 0.5) > fallback_relevance(0.3, 0.0, 0.0)
     assert fallback_relevance(0.3, 0.8, 0.0) == fallback_relevance(0.3, 0.8) == fallback_relevance(0.3, 0.8, 0.8)
     assert fallback_relevance(0.3, 0.0, 9.0) == fallback_relevance(0.3, 0.0, 1.0)  # clamped to [0, 1]
+
+
+def test_relevance_rises_with_length_against_the_other_candidates():
+    from memvault.retrieve.scoring import fallback_relevance, length_excess
+
+    longer = length_excess(["Yes!", "The pottery class? Yes!", "I made my first clay bowl at the pottery class"])
+    assert longer[0] < longer[1] == 0.0 < longer[2]  # against the median candidate
+    assert length_excess(["a b", "c d"]) == [0.0, 0.0] and length_excess([]) == []
+    # A vault of short facts keeps its scale: only the difference from the other candidates counts.
+    assert fallback_relevance(0.3, 0.5, longer=0.0) == fallback_relevance(0.3, 0.5)
+    plain = fallback_relevance(0.3, 0.5)
+    assert fallback_relevance(0.3, 0.5, longer=-0.5) < plain < fallback_relevance(0.3, 0.5, longer=0.5)
+
+
+def test_a_question_naming_a_speaker_prefers_what_that_speaker_said(tmp_path, minilm):
+    (hers, his, unnamed), hits = search_facts(tmp_path, minilm, [
+        ("I painted a sunset over the lake for my art class", EARLIER_DAY, "Caroline"),
+        ("I painted a sunset over the lake, my first painting for the art class!", EARLIER_DAY, "Melanie"),
+        ("Painting a sunset over a lake is hard", EARLIER_DAY),
+    ], "What did Caroline paint for her art class?")
+    by_rowid = {hit.rowid: hit for hit in hits}
+    assert hits[0].rowid == hers
+    assert by_rowid[his].explain["other_speaker"] is True
+    assert by_rowid[hers].explain["other_speaker"] is False and by_rowid[unnamed].explain["other_speaker"] is False
+    # Without a named speaker nobody is "another": the same turns, asked about nobody in particular.
+    _, plain = search_facts(tmp_path / "plain", minilm, [
+        ("I painted a sunset over the lake for my art class", EARLIER_DAY, "Caroline"),
+        ("I painted a sunset over the lake, my first painting for the art class!", EARLIER_DAY, "Melanie"),
+    ], "What was painted for the art class?")
+    assert not any(hit.explain["other_speaker"] for hit in plain)
+
+
+def test_named_actors_match_whole_words_of_the_query():
+    from memvault.retrieve.scoring import named_actors
+
+    actors = {"Caroline", "Mel", "Dr. Ng", None, "", 7}
+    assert named_actors("What did caroline and DR NG discuss?", actors) == {"Caroline", "Dr. Ng"}
+    assert named_actors("What did Melanie say?", actors) == set()  # "Mel" is not a word of the query

@@ -178,8 +178,9 @@ def test_full_sync_re_embeds_everything(vault, index, embedder):
     assert (report.embedded, report.rebuilt, index.count()) == (3, True, 3)
 
 
-def test_interrupted_sync_keeps_finished_batches(vault, index):
+def test_interrupted_sync_keeps_finished_batches(vault, index, monkeypatch):
     seed(vault, 10)
+    monkeypatch.setattr(sync_module, "EMBED_CHUNK", 4)  # one model call per batch of 4
 
     class FailsOnThirdBatch(WordEmbedder):
         def embed(self, texts, kind="passage"):

@@ -24,6 +24,11 @@ CACHE_KIB = 32 * 1024
 # and scans no slower (measured: 20k vectors, 13 ms per full KNN).
 VEC_CHUNK_SIZE = 32
 VEC_K_MAX = 4096  # sqlite-vec refuses larger k
+# Beside the float vectors, each one's sign bits (`bit[dims]`, sqlite-vec's vec_quantize_binary): 48
+# bytes instead of 1,536 for MiniLM, compared by Hamming distance, ~2.5x cheaper to scan (measured:
+# 100k vectors, 20 ms against 53 ms). Search uses them to pick candidates for an exact re-scoring
+# when a scan would cover many vectors (store.COARSE_ABOVE). Only for a dims that fills whole bytes.
+COARSE_TABLE = "entries_coarse"
 
 ENTRY_COLUMNS = (
     "id", "path", "file_hash", "text_hash", "role", "conversation_id", "created_at", "updated_at",
@@ -133,7 +138,19 @@ def create_fts_table(conn: Any) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline, m004_graph)
+def m005_coarse_vectors(conn: Any) -> None:
+    # Indexes built before the coarse vectors: derive them from the stored float vectors (no
+    # re-embedding, nothing read from the files). A blank index gets them with its vector table.
+    dims = get_meta(conn, "dims")
+    if dims is not None and table_exists(conn, "entries_vec"):
+        create_coarse_table(conn, int(dims))
+        if table_exists(conn, COARSE_TABLE):
+            conn.execute(f"INSERT INTO {COARSE_TABLE} (rowid, coarse, conversation_id) "
+                         "SELECT rowid, vec_quantize_binary(embedding), conversation_id FROM entries_vec")
+
+
+MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline, m004_graph,
+                                                 m005_coarse_vectors)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -193,6 +210,10 @@ def check_schema(conn: Any) -> None:
         raise IncompatibleIndexError("index lacks its full-text table")
 
 
+def table_exists(conn: Any, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
+
+
 def get_meta(conn: Any, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else row[0]
@@ -213,3 +234,13 @@ def create_vec_table(conn: Any, dims: int) -> None:
         f"CREATE VIRTUAL TABLE entries_vec USING vec0(embedding float[{int(dims)}] distance_metric=cosine, "
         f"conversation_id text partition key, chunk_size={VEC_CHUNK_SIZE})"
     )
+    create_coarse_table(conn, dims)
+
+
+def create_coarse_table(conn: Any, dims: int) -> None:
+    """(Re)create the table of the vectors' sign bits (COARSE_TABLE), partitioned as the vectors are;
+    none for a `dims` that is not a multiple of 8 (search then always scans the float vectors)."""
+    conn.execute(f"DROP TABLE IF EXISTS {COARSE_TABLE}")
+    if int(dims) % 8 == 0:
+        conn.execute(f"CREATE VIRTUAL TABLE {COARSE_TABLE} USING vec0(coarse bit[{int(dims)}], "
+                     f"conversation_id text partition key, chunk_size={VEC_CHUNK_SIZE})")

@@ -44,6 +44,10 @@ FILE_NAME = "index.sqlite"
 # rowid filter costs less than one partition query per conversation.
 MAX_PARTITION_QUERIES = 16
 FEW_LEFT_OUT = 8  # rows a filter may drop from a partition before listing the kept rowids pays
+# A KNN over more vectors than this takes the coarse pass (IndexStore._knn): the exact scan of 20k
+# costs ~12 ms of CPU, of 100k ~53 ms; 400 candidates re-scored cost ~2 ms.
+COARSE_ABOVE = 20_000
+COARSE_CANDIDATES = 400
 BUILD_KEY = "build_incomplete"  # meta key: set while a sync is filling the index, cleared when it completes
 _SELECT_ROW = "SELECT rowid, " + ", ".join(db.ENTRY_COLUMNS) + " FROM entries"
 
@@ -136,6 +140,8 @@ class IndexStore:
         self.rebuilt = False  # True when the caller must sync everything (new, repaired or emptied index)
         self.rebuild_reason: str | None = None
         self.conn = self._connect()
+        # The vectors' sign bits (db.COARSE_TABLE), kept beside them for the coarse pass of `nearest`.
+        self.has_coarse = db.table_exists(self.conn, db.COARSE_TABLE)
 
     @classmethod
     def open(cls, state_dir: Path | str, identity: str, dims: int) -> IndexStore:
@@ -196,7 +202,7 @@ class IndexStore:
         db.migrate(conn)
         db.check_schema(conn)
         lexical = f"{LEXICAL_VERSION}:{FTS_TOKENIZER}"
-        has_vec = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'entries_vec'").fetchone() is not None
+        has_vec = db.table_exists(conn, "entries_vec")
         if (db.get_meta(conn, "embedder") == self.identity and db.get_meta(conn, "dims") == str(self.dims)
                 and has_vec and db.get_meta(conn, "lexical") == lexical):
             return
@@ -292,7 +298,7 @@ class IndexStore:
             stale.update(turn_neighbours(conn, rowid))  # its old place in time: they lose its text
             assignments = ", ".join(f"{column} = ?" for column in db.ENTRY_COLUMNS)
             conn.execute(f"UPDATE entries SET {assignments} WHERE rowid = ?", (*values, rowid))
-            conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
+            self._delete_vector(rowid)
         else:
             placeholders = ", ".join("?" for _ in db.ENTRY_COLUMNS)
             conn.execute(f"INSERT INTO entries ({', '.join(db.ENTRY_COLUMNS)}) VALUES ({placeholders})", values)
@@ -300,6 +306,9 @@ class IndexStore:
         # vec0 partition keys cannot be updated in place: the vector is written afresh every time.
         conn.execute("INSERT INTO entries_vec (rowid, embedding, conversation_id) VALUES (?, ?, ?)",
                      (rowid, blob, row.conversation_id))
+        if self.has_coarse:
+            conn.execute(f"INSERT INTO {db.COARSE_TABLE} (rowid, coarse, conversation_id) "
+                         "VALUES (?, vec_quantize_binary(?), ?)", (rowid, blob, row.conversation_id))
         stale.add(rowid)
         stale.update(turn_neighbours(self.conn, rowid))  # its new place in time: they gain its text
         write_relation(conn, rowid, row.role, row.triple)
@@ -310,10 +319,15 @@ class IndexStore:
         stale: set[int] = set()
         for rowid in rowids:
             stale.update(turn_neighbours(self.conn, rowid))
-            self.conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
+            self._delete_vector(rowid)
             self.conn.execute("DELETE FROM entries_fts WHERE rowid = ?", (rowid,))
             self.conn.execute("DELETE FROM entries WHERE rowid = ?", (rowid,))
         return stale - set(rowids)
+
+    def _delete_vector(self, rowid: int) -> None:
+        self.conn.execute("DELETE FROM entries_vec WHERE rowid = ?", (rowid,))
+        if self.has_coarse:
+            self.conn.execute(f"DELETE FROM {db.COARSE_TABLE} WHERE rowid = ?", (rowid,))
 
     @_guarded
     def remove(self, ids: Iterable[str]) -> int:
@@ -398,6 +412,85 @@ class IndexStore:
                                  (conversation,)).fetchone()[0]
 
     @_guarded
+    def nearest(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = (),
+                conversation: str | None = None) -> list[tuple[int, float]]:
+        """`dense` for a filter that keeps nearly every row of what it covers (a search's scope):
+        `conversation`'s partition (every partition when None) is asked for the nearest vectors
+        first, a few more than k, and only those are checked against the filter; a filter that drops
+        more falls back to `dense`. Named, `conversation` must hold every row `where` can match.
+
+        Above COARSE_ABOVE vectors the nearest are found by a coarse pass (see `_knn`): then the
+        result is approximate (the exact ones missed, at worst, are a few near ties).
+        """
+        k = min(int(k), db.VEC_K_MAX)
+        if k <= 0:
+            return []
+        blob = self._blob(query_vec)
+        fetch = min(2 * k + FEW_LEFT_OUT, db.VEC_K_MAX)  # room for summaries and the like, dropped below
+        found = self._knn(blob, fetch, conversation)
+        if not _is_trivial(where):
+            allowed = self._passing([rowid for rowid, _ in found], where, params)
+            kept = [hit for hit in found if hit[0] in allowed]
+            if len(kept) < k and len(found) == fetch:  # a narrow filter: its own rows are listed first
+                return self.dense(query_vec, k, where, params)
+            found = kept
+        return [(rowid, 1.0 - distance) for rowid, distance in found[:k]]
+
+    def _knn(self, blob: bytes, k: int, conversation: str | None) -> list[tuple[int, float]]:
+        """(rowid, cosine distance) of the k nearest vectors of a partition (of all when None), nearest
+        first (ties by rowid); fewer than k only when that is all there is.
+
+        Above COARSE_ABOVE vectors, the COARSE_CANDIDATES nearest by the Hamming distance of their sign
+        bits (db.COARSE_TABLE) are re-scored on their float vectors: a sixth of the CPU of the exact
+        scan (100k vectors), and rarely another top k (on near ties)."""
+        scope, scope_params = ("", ()) if conversation is None else (" AND conversation_id = ?", (conversation,))
+        if self.has_coarse and self._scanned(conversation) > COARSE_ABOVE:
+            candidates = [rowid for rowid, in self.conn.execute(
+                f"SELECT rowid FROM {db.COARSE_TABLE} WHERE coarse MATCH vec_quantize_binary(?) AND k = ?" + scope,
+                (blob, min(max(k, COARSE_CANDIDATES), db.VEC_K_MAX), *scope_params))]
+            return self._rescored(blob, candidates)[:k]
+        found = self.conn.execute("SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?" + scope,
+                                  (blob, k, *scope_params)).fetchall()
+        return sorted(found, key=lambda hit: (hit[1], hit[0]))
+
+    def _scanned(self, conversation: str | None) -> int:
+        """Vectors a KNN over this partition (all when None) compares."""
+        if conversation is None:
+            return self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+        return self._partition_size(conversation)
+
+    def _rescored(self, blob: bytes, rowids: list[int]) -> list[tuple[int, float]]:
+        """(rowid, exact cosine distance) of these rows' float vectors to the query's, nearest first."""
+        import numpy as np
+
+        vectors = self.vectors(rowids)
+        if not vectors:
+            return []
+        rowids = list(vectors)
+        query = np.frombuffer(blob, dtype=np.float32).astype(np.float64)
+        matrix = np.stack([vectors[rowid] for rowid in rowids]).astype(np.float64)
+        norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+        # A zero vector has no direction: vec0 gives it distance 1 (cosine 0), and so does this.
+        cosines = np.divide(matrix @ query, norms, out=np.zeros(len(rowids)), where=norms > 0)
+        return sorted(zip(rowids, (1.0 - cosines).tolist(), strict=True), key=lambda hit: (hit[1], hit[0]))
+
+    def _holds_few(self, conversations: list[str]) -> bool:
+        """Whether these conversations hold at most a quarter of the index's rows (counted only that far:
+        past it, listing their rowids costs more than it saves)."""
+        quarter = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0] // 4
+        return self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE conversation_id IN (SELECT value FROM json_each(?)) "
+            "LIMIT ?)", (_ids_json(conversations), quarter + 1)).fetchone()[0] <= quarter
+
+    def _passing(self, rowids: list[int], where: str, params: Sequence[Any]) -> set[int]:
+        """The rowids among these that `entries e WHERE <where>` keeps."""
+        if not rowids:
+            return set()
+        return {rowid for rowid, in self.conn.execute(
+            f"SELECT e.rowid FROM entries e WHERE e.rowid IN (SELECT value FROM json_each(?)) AND ({where})",
+            (_ids_json(rowids), *params))}
+
+    @_guarded
     def lexical(self, query_text: str, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
         """The k best rows by BM25 for free text among `entries e WHERE <where>`:
         (rowid, score), higher is better. Empty for a query with no words."""
@@ -405,11 +498,58 @@ class IndexStore:
         if match is None or k <= 0:
             return []
         # The filter comes first in the SQL text so its `?` placeholders keep their positions.
-        # A turn's context and the date it was written count less than its own words.
-        rank = f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
+        rank = _bm25()
         sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
         return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
+
+    @_guarded
+    def lexical_scopes(self, query_text: str, k: int, where: str, params: Sequence[Any],
+                       conversations: Sequence[str] | None) -> list[list[tuple[int, float]]]:
+        """`lexical` for the scopes of one search, each walk of the FTS matches done once: one list per
+        conversation named (its k best rows among `entries e WHERE <where>`), or for None one list, the
+        k best of all conversations under a filter that keeps nearly every row (a search's scope):
+        the FTS table alone is asked for a few more than k and only those are checked against the
+        filter (joining every match to `entries` costs more than ranking them); a filter that drops
+        more falls back to `lexical`."""
+        match = fts_query(query_text)
+        names = None if conversations is None else list(dict.fromkeys(conversations))
+        if match is None or k <= 0:
+            return [[] for _ in names or [None]]
+        rank = _bm25()
+        if names is None:
+            fetch = 2 * k + FEW_LEFT_OUT
+            found = [(rowid, float(score)) for rowid, score in self.conn.execute(
+                f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? ORDER BY {rank}, rowid LIMIT ?",
+                (match, fetch))]
+            if not _is_trivial(where):
+                allowed = self._passing([rowid for rowid, _ in found], where, params)
+                kept = [hit for hit in found if hit[0] in allowed]
+                if len(kept) < k and len(found) == fetch:
+                    return [self.lexical(query_text, k, where, params)]
+                found = kept
+            return [found[:k]]
+        # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
+        # the scores are materialised first. Same order as `lexical`: BM25, then rowid.
+        # Conversations that hold few of the rows list their rowids first: checking each FTS match
+        # against that list costs less than looking it up in `entries` (100k rows, one conversation of
+        # 10k: 10 -> 4.6 ms); the unary + keeps SQLite from handing the list to FTS5 as rowid lookups.
+        few = self._holds_few(names)
+        listed = (" AND +entries_fts.rowid IN (SELECT rowid FROM entries WHERE conversation_id IN "
+                  "(SELECT value FROM json_each(?)))") if few else ""
+        sql = (f"WITH matched AS MATERIALIZED (SELECT e.rowid AS rowid, e.conversation_id AS conversation, "
+               f"-{rank} AS score FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
+               f"WHERE ({where or '1'}) AND e.conversation_id IN (SELECT value FROM json_each(?)) "
+               f"AND entries_fts MATCH ?{listed}) "
+               "SELECT rowid, conversation, score FROM (SELECT rowid, conversation, score, row_number() OVER "
+               "(PARTITION BY conversation ORDER BY score DESC, rowid) AS place FROM matched) "
+               "WHERE place <= ? ORDER BY conversation, place")
+        names_json = _ids_json(names)
+        by_conversation: dict[str, list[tuple[int, float]]] = {name: [] for name in names}
+        for rowid, conversation, score in self.conn.execute(
+                sql, (*params, names_json, match, *([names_json] if few else []), int(k))):
+            by_conversation[conversation].append((rowid, float(score)))
+        return [by_conversation[name] for name in names]
 
     @_guarded
     def rows(self, rowids: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -471,6 +611,12 @@ class IndexStore:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         return [_row_dict(row[0], row[1:]) for row in self.conn.execute(sql, tuple(params))]
+
+
+def _bm25() -> str:
+    """The FTS rank (lower is better): a turn's context and the date it was written count less than
+    its own words."""
+    return f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
 
 
 # -- the lexical rows: an entry's own words, and for a turn its neighbouring turns' (text.CONTEXT_TURNS)

@@ -8,10 +8,11 @@ to the index are embedded: a move, or an edit of the front matter alone, keeps i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,9 @@ Progress = Callable[[int, int], None]  # (entries written so far, entries to wri
 # tick (coarse file systems): its stat is not trusted, so the next sync hashes it again (as git does).
 RACY_NS = 2_000_000_000
 DEFAULT_BATCH_SIZE = 64
+# Texts given to the model in one call by a sync: enough to make batches of like lengths (LoCoMo turns
+# in file order, cut into batches of 64, padded to 2.4x their tokens), few enough to hold in memory.
+EMBED_CHUNK = 1024
 
 
 def hash_bytes(data: bytes) -> str:
@@ -271,27 +275,58 @@ def sync(vault: Vault, index: IndexStore, embedder: Embedder, full: bool = False
 
 def write_entries(index: IndexStore, embedder: Embedder, items: Sequence[Pending],
                   progress: Progress | None = None) -> int:
-    """Upsert entries in batches, embedding only texts the index does not already hold for
-    that id; returns how many texts were embedded."""
+    """Upsert entries in batches, each committed on its own, embedding only texts the index does not
+    already hold for that id; returns how many texts were embedded."""
     batch_size = max(1, int(getattr(embedder, "batch_size", DEFAULT_BATCH_SIZE)))
     # Only these ids: reading every row (10k+) on each write made every server turn pay for the vault's size.
     stored_text = index.text_hashes([item.entry.id for item in items]) if items else {}
+    # The model is given a chunk of many batches at once: it sorts their texts by length, so each of
+    # its own batches pads to texts as long as its own, and it keeps every core busy.
+    chunk_size = max(EMBED_CHUNK, batch_size)
+    chunks = [items[start:start + chunk_size] for start in range(0, len(items), chunk_size)]
     embedded = 0
-    for start in range(0, len(items), batch_size):
-        batch = items[start:start + batch_size]
-        rows = [IndexRow.from_entry(item.entry, item.rel, item.file_hash, item.mtime_ns, item.size) for item in batch]
-        reuse = [stored_text.get(row.id) == row.text_hash for row in rows]
-        vectors = _embed(embedder, rows, [not r for r in reuse])
-        embedded += sum(1 for r in reuse if not r)
-        rowids = index.upsert(rows, vectors)
-        lacking = [i for i, rowid in enumerate(rowids) if rowid is None]
-        if lacking:  # a stored vector went away within this batch (two files swapped ids)
-            vectors = _embed(embedder, rows, [i in lacking for i in range(len(rows))])
-            index.upsert([rows[i] for i in lacking], [vectors[i] for i in lacking])
-            embedded += len(lacking)
-        if progress:
-            progress(min(start + batch_size, len(items)), len(items))
+    with contextlib.closing(_embedded_chunks(embedder, chunks, stored_text)) as ready:
+        for number, (rows, vectors, count) in enumerate(ready):
+            embedded += count
+            for start in range(0, len(rows), batch_size):
+                end = start + batch_size
+                embedded += _upsert(index, embedder, rows[start:end], vectors[start:end])
+                if progress:
+                    progress(number * chunk_size + min(end, len(rows)), len(items))
     return embedded
+
+
+def _embedded_chunks(embedder: Embedder, chunks: Sequence[Sequence[Pending]],
+                     stored_text: dict[str, str]) -> Iterator[tuple[list[IndexRow], list[Any], int]]:
+    """(rows, their vectors or None where the stored one stays, texts embedded) chunk by chunk. With
+    more than one chunk, a thread embeds the next chunk while the caller writes this one to SQLite."""
+
+    def embedded(chunk: Sequence[Pending]) -> tuple[list[IndexRow], list[Any], int]:
+        rows = [IndexRow.from_entry(item.entry, item.rel, item.file_hash, item.mtime_ns, item.size) for item in chunk]
+        wanted = [stored_text.get(row.id) != row.text_hash for row in rows]
+        return rows, _embed(embedder, rows, wanted), sum(wanted)
+
+    if len(chunks) < 2:  # the write path's few entries: no thread
+        yield from map(embedded, chunks)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="memvault-embed") as model:
+        ahead = model.submit(embedded, chunks[0])
+        for following in chunks[1:]:
+            done, ahead = ahead.result(), model.submit(embedded, following)
+            yield done
+        yield ahead.result()
+
+
+def _upsert(index: IndexStore, embedder: Embedder, rows: Sequence[IndexRow], vectors: Sequence[Any]) -> int:
+    """Write one batch in one transaction; returns how many texts had to be embedded after all."""
+    rowids = index.upsert(rows, vectors)
+    lacking = [i for i, rowid in enumerate(rowids) if rowid is None]
+    if lacking:  # a stored vector went away within this batch (two files swapped ids)
+        vectors = _embed(embedder, rows, [i in lacking for i in range(len(rows))])
+        index.upsert([rows[i] for i in lacking], [vectors[i] for i in lacking])
+    return len(lacking)
 
 
 def _embed(embedder: Embedder, rows: Sequence[IndexRow], wanted: Sequence[bool]) -> list[Any]:

@@ -28,6 +28,11 @@ def telemetry_off() -> None:
     os.environ.update(TELEMETRY_OFF)
 
 
+# onnxruntime's graph optimisation levels (GraphOptimizationLevel), by the short names callers use.
+OPTIMISATION = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
+                "all": "ORT_ENABLE_ALL"}
+
+
 def intra_op_threads() -> int:
     """Threads for one model call: every core, but at most 4 (small BERTs gain nothing past that)."""
     return max(1, min(os.cpu_count() or 1, 4))
@@ -35,20 +40,18 @@ def intra_op_threads() -> int:
 
 @functools.cache
 def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError,
-                 optimize: bool = True) -> onnxruntime.InferenceSession:
+                 passes: str = "all") -> onnxruntime.InferenceSession:
     """Open an ONNX model once per process.
 
     `error` is the memvault error raised when the file cannot be loaded (embedder or reranker).
-    `optimize` False skips onnxruntime's graph optimisations, for a file already optimised when it was
-    exported: they are most of the cost of opening a session (about 1 s of CPU for MiniLM here).
+    `passes` is onnxruntime's graph optimisation level: "disable", "basic", "extended" or "all".
     """
     telemetry_off()
     import onnxruntime
 
     onnxruntime.disable_telemetry_events()  # the documented switch too, for builds that honour only it
     options = onnxruntime.SessionOptions()
-    if not optimize:
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.graph_optimization_level = getattr(onnxruntime.GraphOptimizationLevel, OPTIMISATION[passes])
     options.intra_op_num_threads = intra_op_threads()
     options.inter_op_num_threads = 1
     # Idle workers spinning for work cost 2.5x in throughput (measured) when the cores are shared,

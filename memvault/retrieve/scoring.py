@@ -9,31 +9,47 @@ differs: the threshold chosen when none is set (`score_threshold` None, "auto") 
 from __future__ import annotations
 
 import math
+import statistics
+
+from memvault.index.text import normalise
 
 # Without a cross-encoder: relevance = sigmoid(DENSE_SLOPE * cosine + LEXICAL_SLOPE * lexical share
-# + DAY_SLOPE * day share + BIAS). The lexical share is the candidate's BM25 over the best BM25 of this
-# query (0 when the lexical lane did not find it); the day share is the best lexical share among the
-# entries of the candidate's conversation written the same (UTC) day as it: a question names what an
-# exchange was about, and the other turns of that exchange are likelier answers than a stray match.
-# The slopes are a logistic fit of "is this candidate evidence" on LoCoMo conversations 0-4; the
-# bias was then chosen on the same five from -7.5, -6.7, -6, -5 (pipeline recall@10 0.765, 0.769,
-# 0.771, 0.760), and is above the fit's -9.7 so that relevance spreads over [0, 1] as a
-# cross-encoder's does (too low, and recency (w 0.2) and MMR swamp good hits). On the held-out
-# conversations 5-9: recall@10 0.729 -> 0.739, recall@5 0.634 -> 0.652 against cosine + lexical
-# share alone (4.5, 4.7, -5). So: the best lexical hit with cosine 0.5 scores 0.92; no shared word
-# and cosine 0.2, 0.006.
+# + DAY_SLOPE * day share + LENGTH_SLOPE * longer
+# + OTHER_SPEAKER_SLOPE * [another speaker's words] + BIAS).
+# - lexical share: the candidate's BM25 over the best BM25 of this query (0 when the lexical lane
+#   did not find it);
+# - day share: the best lexical share among the entries of the candidate's conversation written the
+#   same (UTC) day: a question names what an exchange was about, and the other turns of that exchange
+#   are likelier answers than a stray match;
+# - longer: log(1 + words) of the candidate minus the median of that over the query's candidates.
+#   BM25 (FTS5's b = 0.75, fixed) and a mean-pooled embedding both favour short texts, while the
+#   turns that answer questions are the longer ones that carry news ("Yes! So fun." answers nothing):
+#   this gives it back. Against the other candidates, not a fixed length, so that a vault of short
+#   facts keeps its relevance scale (and recency its weight);
+# - another speaker: when the query names who said some candidates (their `actor_id`, the `name`
+#   a message was sent with), the words of the others. "What did Caroline research?" is about
+#   what Caroline said; on LoCoMo 96% of the evidence of a question naming one speaker is theirs.
+# The slopes are a logistic fit of "is this candidate evidence" over the candidates (top 30 of each
+# lane) of LoCoMo conversations 0-4, the same on 5-9 within 0.15 each. The bias was then chosen on
+# 0-4 from -6.4, -7.0, -7.6, -8.2 (pipeline recall@10 0.791, 0.791, 0.788, 0.786; recall@5 0.698,
+# 0.711, 0.721, 0.719) and is above the fit's -10.8 (at 20 words) so that relevance spreads over [0, 1] as a
+# cross-encoder's does (too low, and recency (w 0.2) and MMR swamp good hits). So: the best lexical
+# hit of median length with cosine 0.5 scores 0.85; no shared word and cosine 0.2, 0.0009.
 # The cosine scale is all-MiniLM-L6-v2's (the default model); other embedders work, less calibrated.
-DENSE_SLOPE = 4.14
-LEXICAL_SLOPE = 3.82
-DAY_SLOPE = 2.52
-BIAS = -6.0
-FALLBACK_NAME = "cosine+bm25+day"
-# With the fallback, this threshold drops clear junk only. A paraphrase that shares no word with the
-# query scores 0.007-0.013 ("any pets?" / "Bob has two cats": cosine 0.26, 0.0072; "favourite food" /
-# "enjoys spicy Thai curry": 0.40, 0.013), an unrelated memory 0.002-0.003 (cosine -0.06-0.04).
-# 0.005 keeps the paraphrases (cosine >= 0.17, or any shared word, passes).
-# 0.35 (docs/architecture.md, Retrieval, step 5) is for sigmoid(cross-encoder logit): chosen only with one.
-NO_RERANKER_THRESHOLD = 0.005
+DENSE_SLOPE = 3.01
+LEXICAL_SLOPE = 4.35
+DAY_SLOPE = 3.50
+LENGTH_SLOPE = 1.32
+OTHER_SPEAKER_SLOPE = -2.19
+BIAS = -7.6
+FALLBACK_NAME = "cosine+bm25+day+length+speaker"
+# With the fallback, the threshold drops clear junk only: it sees the relevance of a candidate's own
+# cosine and words (no day, length or speaker term), and passes what a cosine of PARAPHRASE_COSINE
+# alone reaches. A paraphrase that shares no word with the query has cosine 0.26-0.40 ("any pets?" /
+# "Bob has two cats": 0.26; "favourite food" / "enjoys spicy Thai curry": 0.40), an unrelated memory
+# -0.06-0.04: so paraphrases are kept, and any shared word adds to the cosine.
+PARAPHRASE_COSINE = 0.17
+NO_RERANKER_THRESHOLD = 1.0 / (1.0 + math.exp(-(DENSE_SLOPE * PARAPHRASE_COSINE + BIAS)))
 CROSS_ENCODER_THRESHOLD = 0.35
 
 
@@ -49,14 +65,31 @@ def combine(relevance: float, recency_score: float, w: float) -> float:
     return (1.0 - w) * relevance + w * recency_score
 
 
-def fallback_relevance(cosine: float, lexical_share: float, day_share: float | None = None) -> float:
+def fallback_relevance(cosine: float, lexical_share: float, day_share: float | None = None,
+                       longer: float = 0.0, other_speaker: bool = False) -> float:
     """Relevance in (0, 1) without a cross-encoder, from the dense cosine, the lexical share (this
-    candidate's BM25 / the query's best BM25, 0 if the lexical lane missed it) and the day share (the
-    best lexical share of its conversation's entries that day; at least its own, which is the default)."""
+    candidate's BM25 / the query's best BM25, 0 if the lexical lane missed it), the day share (the
+    best lexical share of its conversation's entries that day; at least its own, which is the default),
+    how much longer it is than the other candidates (`length_excess`) and whether it is the word of
+    another speaker than the one the query names."""
     lexical_share = _unit_interval(lexical_share)
     day_share = lexical_share if day_share is None else max(_unit_interval(day_share), lexical_share)
-    x = DENSE_SLOPE * cosine + LEXICAL_SLOPE * lexical_share + DAY_SLOPE * day_share + BIAS
+    x = (DENSE_SLOPE * cosine + LEXICAL_SLOPE * lexical_share + DAY_SLOPE * day_share + LENGTH_SLOPE * longer
+         + OTHER_SPEAKER_SLOPE * other_speaker + BIAS)
     return 1.0 / (1.0 + math.exp(-x))
+
+
+def length_excess(texts: list[str]) -> list[float]:
+    """Per text, log(1 + its words) minus the median of that over all of them."""
+    logs = [math.log1p(len(text.split())) for text in texts]
+    return [value - statistics.median(logs) for value in logs] if logs else []
+
+
+def named_actors(query: str, actors: set) -> set[str]:
+    """The actors (who said an entry: its `actor_id`) the query names by their words, in order."""
+    words = f" {normalise(query)} "
+    return {actor for actor in actors if isinstance(actor, str) and normalise(actor)
+            and f" {normalise(actor)} " in words}
 
 
 def _unit_interval(value: float) -> float:

@@ -25,6 +25,8 @@ from memvault.retrieve.scoring import (
     FALLBACK_NAME,
     combine,
     fallback_relevance,
+    length_excess,
+    named_actors,
     recency,
     threshold_for,
 )
@@ -148,7 +150,9 @@ def search(
     cosines = matrix @ _unit(qvec, dims)
 
     explain = {rowid: _lane_explain(lanes, rowid) for rowid in rowids}
-    relevances, gates, source = _relevance(reranker, query, rows, rowids, cosines, lanes)
+    relevances, gates, source, features = _relevance(reranker, query, rows, rowids, cosines, lanes)
+    for rowid, feature in zip(rowids, features, strict=True):
+        explain[rowid].update(feature)
     threshold = threshold_for(settings.score_threshold, reranker is not None)
     now_epoch = (now or datetime.now(UTC)).timestamp()
 
@@ -194,23 +198,29 @@ class _Lane:
     rowids: list[int]
     scores: list[float]
 
+    @classmethod
+    def of(cls, kind: str, scope: str, weight: float, found: list[tuple[int, float]]) -> _Lane:
+        return cls(kind, scope, weight, [rowid for rowid, _ in found], [float(score) for _, score in found])
+
 
 def _lanes(index, qvec, query, settings, conversations, where, params) -> list[_Lane]:
-    """Dense and lexical candidates, once per conversation searched (or once over all)."""
+    """Dense and lexical candidates, once per conversation searched (or once over all).
+
+    The lexical lanes of all conversations come from one walk of the FTS matches; each dense lane asks
+    its conversation's partition (index.nearest), and is confined to it by the filter too."""
     n = settings.top_k * settings.candidate_multiplier
-    scopes = [("*", where, params)] if conversations is None else [
-        (name, f"({where}) AND e.conversation_id = ?", [*params, name]) for name in dict.fromkeys(conversations)
-    ]
+    names = None if conversations is None else list(dict.fromkeys(conversations))
+    lexical = index.lexical_scopes(query, n, where, params, names) if settings.lexical_weight > 0 else None
     lanes = []
-    for scope, scope_sql, scope_params in scopes:
-        for kind, weight, lookup, probe in (
-            ("dense", settings.dense_weight, index.dense, qvec),
-            ("lexical", settings.lexical_weight, index.lexical, query),
-        ):
-            if weight <= 0:  # a lane switched off is not queried at all
-                continue
-            found = lookup(probe, n, scope_sql, tuple(scope_params))
-            lanes.append(_Lane(kind, scope, weight, [r for r, _ in found], [float(s) for _, s in found]))
+    for position, name in enumerate([None] if names is None else names):
+        scope = "*" if name is None else name
+        if settings.dense_weight > 0:  # a lane switched off is not queried at all
+            scope_sql, scope_params = (where, params) if name is None else (
+                f"({where}) AND e.conversation_id = ?", [*params, name])
+            found = index.nearest(qvec, n, scope_sql, tuple(scope_params), conversation=name)
+            lanes.append(_Lane.of("dense", scope, settings.dense_weight, found))
+        if lexical is not None:
+            lanes.append(_Lane.of("lexical", scope, settings.lexical_weight, lexical[position]))
     return lanes
 
 
@@ -223,22 +233,33 @@ def _lane_explain(lanes: list[_Lane], rowid: int) -> dict[str, Any]:
     return info
 
 
-def _relevance(reranker, query, rows, rowids, cosines, lanes) -> tuple[list[float], list[float], str]:
-    """(relevances, gates, source): cross-encoder probabilities when one is configured, else the cosine +
-    BM25 + day fallback. The gate is what the threshold sees: without a cross-encoder, the relevance
-    from the candidate's own cosine and words, so that an unrelated memory written the same day as a
-    good hit is not lifted over the threshold by its day."""
+def _relevance(reranker, query, rows, rowids, cosines, lanes) -> tuple[list[float], list[float], str, list[dict]]:
+    """(relevances, gates, source, features): cross-encoder probabilities when one is configured, else
+    the fallback from the cosine, BM25, the day, the length and the speaker (scoring.py). The gate is
+    what the threshold sees: without a cross-encoder, the relevance from the candidate's own cosine and
+    words, so that an unrelated memory written the same day as a good hit is not lifted over the
+    threshold by its day. `features`: per candidate, what the fallback saw (for `explain`; empty with
+    a cross-encoder)."""
     if reranker is None:
         shares = _lexical_shares(lanes)
         days = _day_shares(rows, shares)
-        pairs = [(float(cosine), shares.get(rowid, 0.0), days.get(_day(rows[rowid]), 0.0))
-                 for rowid, cosine in zip(rowids, cosines, strict=True)]
-        return ([fallback_relevance(cosine, share, day) for cosine, share, day in pairs],
-                [fallback_relevance(cosine, share) for cosine, share, _ in pairs], FALLBACK_NAME)
+        named = named_actors(query, {rows[rowid]["metadata"].get("actor_id") for rowid in rowids})
+        longer = length_excess([rows[rowid]["text"] for rowid in rowids])
+        relevances, gates, features = [], [], []
+        for rowid, cosine, excess in zip(rowids, cosines, longer, strict=True):
+            row, share = rows[rowid], shares.get(rowid, 0.0)
+            actor = row["metadata"].get("actor_id")
+            feature = {"lexical_share": share, "day_share": max(days.get(_day(row), 0.0), share), "longer": excess,
+                       "other_speaker": bool(named) and bool(actor) and actor not in named}
+            relevances.append(fallback_relevance(float(cosine), share, feature["day_share"], excess,
+                                                 feature["other_speaker"]))
+            gates.append(fallback_relevance(float(cosine), share))
+            features.append(feature)
+        return relevances, gates, FALLBACK_NAME, features
     scores = [float(s) for s in reranker.score(query, [rows[r]["text"] for r in rowids])]
     if len(scores) != len(rowids) or not all(0.0 <= s <= 1.0 for s in scores):
         raise EmbeddingError(f"reranker gave {len(scores)} scores for {len(rowids)} texts, or scores outside [0, 1]")
-    return scores, scores, "cross-encoder"
+    return scores, scores, "cross-encoder", [{} for _ in rowids]
 
 
 def _lexical_shares(lanes: list[_Lane]) -> dict[int, float]:

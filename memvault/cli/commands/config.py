@@ -24,7 +24,8 @@ def described(settings, key: str) -> str:
         from memvault.retrieve.scoring import threshold_for
 
         with_reranker = bool(settings.retrieval.reranker)
-        return f"auto: {threshold_for(None, with_reranker)} ({'with' if with_reranker else 'without'} a cross-encoder)"
+        which = "with" if with_reranker else "without"
+        return f"auto: {threshold_for(None, with_reranker):.2g} ({which} a cross-encoder)"
     return "auto" if value is None else str(value)
 
 
