@@ -8,6 +8,8 @@ also on loopback). N concurrent clients first call the fake LLM directly (the LL
 proxy (retrieve + inject + forward + store the turns in one git commit), each phase bounded in time
 and count. Overhead, non-streaming: latency - the LLM time the proxy reports for that request
 (Server-Timing); streaming: latency - the median of streaming from the LLM directly. Loopback only.
+CPU per request: the server process's own CPU time and its git children's (Linux /proc) over each
+proxy phase, divided by the requests answered: the figure to compare on a busy machine.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -78,6 +81,18 @@ def server_timing(header: str | None) -> dict[str, float]:
     return phases
 
 
+def cpu_seconds(pid: int) -> tuple[float, float] | None:
+    """(own, waited-for children's) CPU seconds of a process, from /proc (None where there is none).
+    The children are the git processes the server ran and waited for."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    utime, stime, cutime, cstime = (int(value) for value in fields[11:15])
+    return (utime + stime) / tick, (cutime + cstime) / tick
+
+
 def start_server(vault: Path, api_base: str) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "MEMVAULT_VAULT": str(vault), "MEMVAULT_LLM_API_BASE": api_base, "MEMVAULT_LLM_MODEL": "",
            "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bench",
@@ -87,6 +102,8 @@ def start_server(vault: Path, api_base: str) -> tuple[subprocess.Popen, str]:
     for line in proc.stderr:
         found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", line, re.IGNORECASE)
         if found:
+            # Read the rest (uvicorn's access log) as it comes: a full pipe would stall the server.
+            threading.Thread(target=proc.stderr.read, daemon=True).start()
             return proc, found.group(1)
     raise SystemExit("memvault serve did not start")
 
@@ -146,12 +163,16 @@ def main() -> None:
 
                 httpx.get(url + "/health", timeout=600).raise_for_status()  # started: index caught up
                 asyncio.run(load(phases[2][1], chat_body, 1, 120, 3))  # warm-up: litellm's first call, first search
-                results = {}
+                results, cpu = {}, {}
                 for name, target, body, stream in phases:
                     seconds = args.seconds / 2 if name.startswith("LLM") else args.seconds
+                    before = (*(cpu_seconds(proc.pid) or ()), time.process_time())
                     timed, failures = asyncio.run(load(target, body, args.clients, seconds, args.max_requests,
                                                        stream))
+                    after = (*(cpu_seconds(proc.pid) or ()), time.process_time())
                     results[name] = (timed, seconds)
+                    if len(before) == 3 and timed and not name.startswith("LLM"):
+                        cpu[name] = [(end - start) / len(timed) for start, end in zip(before, after, strict=True)]
                     if failures:
                         print(f"{name}: {len(failures)} failed ({', '.join(sorted(set(failures)))})")
             finally:
@@ -172,6 +193,9 @@ def main() -> None:
     stream_p50 = percentile([t for t, _ in results["LLM alone, streaming"][0]] or [0.0], 0.5)
     timed, seconds = results["proxy, streaming"]
     print(row("overhead: streaming (- LLM p50)", [max(0.0, t - stream_p50) for t, _ in timed], seconds))
+    for name, (own, children, bench) in cpu.items():
+        print(f"CPU per request, {name}: {(own + children) * 1000:.1f} ms (server {own * 1000:.1f}, "
+              f"its git children {children * 1000:.1f}); this script (clients, fake LLM) {bench * 1000:.1f} ms")
 
 if __name__ == "__main__":
     main()

@@ -46,10 +46,12 @@ class MemvaultBase:
 
     # -- models and index (loaded on first need) ----------------------------------------------------
     def embedder(self):
+        """The model, shared by the process; concurrent searches' queries share its calls."""
         from memvault.models.embedders import load_embedder
+        from memvault.models.query_batcher import batched
 
         embedder = self.settings.embedder
-        return load_embedder(embedder.model, embedder.batch_size, embedder.api_base)
+        return batched(load_embedder(embedder.model, embedder.batch_size, embedder.api_base))
 
     def reranker(self):
         from memvault.models.reranker import load_reranker

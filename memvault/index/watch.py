@@ -84,16 +84,30 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
     """Block, calling `on_change(paths)` after each quiet burst of changes under the vault, until
     `stop_event` is set (or KeyboardInterrupt, which propagates after the observer is stopped).
     `ready` is set once the folder is being watched."""
+    from watchdog.events import (
+        DirCreatedEvent,
+        DirDeletedEvent,
+        DirMovedEvent,
+        FileClosedEvent,
+        FileCreatedEvent,
+        FileDeletedEvent,
+        FileModifiedEvent,
+        FileMovedEvent,
+    )
     from watchdog.observers import Observer
 
     root = Path(vault.root).resolve()
     collector = _Collector(root)
     observer = Observer()
     # Only entries/ and the core files a person edits are followed; watching the root would also read
-    # every event of each git commit in .git/ (and journal/ is memvault's own writing).
+    # every event of each git commit in .git/ (and journal/ is memvault's own writing). Only changes
+    # are asked of the kernel: every read of a file (a server reads several per request, git and the
+    # index too) would otherwise cost two events for watchdog to parse and `dispatch` to drop.
+    changes = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent,
+               DirCreatedEvent, DirMovedEvent, DirDeletedEvent]
     for folder, recursive in ((ENTRIES, True), (CORE_DIR, False)):
         (root / folder).mkdir(exist_ok=True)
-        observer.schedule(collector, str(root / folder), recursive=recursive)
+        observer.schedule(collector, str(root / folder), recursive=recursive, event_filter=changes)
     stop_event = stop_event or threading.Event()
     observer.start()
     try:

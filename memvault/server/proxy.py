@@ -186,13 +186,27 @@ def hit_dict(hit) -> dict[str, Any]:
             "created_at": hit.created_at.isoformat(), "score": round(hit.score, 6)}
 
 
+_litellm = None  # the module, once imported
+
+
+async def imported_litellm():
+    """litellm, imported in a worker thread the first time (seconds: the event loop must not wait),
+    then at once (a thread hop per request costs more CPU than the rest of this function)."""
+    global _litellm
+    if _litellm is None:
+        from memvault.curate.llm import import_litellm
+
+        _litellm = await asyncio.to_thread(import_litellm)
+    return _litellm
+
+
 @router.post("/v1/chat/completions", summary="Chat completion with memory (OpenAI-compatible)")
 @router.post("/v1/chat/completions/", include_in_schema=False)  # not the memory-less pass-through
 async def chat_completions(body: ChatCompletionRequest, request: Request):
-    from memvault.curate.llm import import_litellm, message_text
+    from memvault.curate.llm import message_text
 
     state = server_state(request)
-    litellm = await asyncio.to_thread(import_litellm)  # imported once (slow); a no-op afterwards
+    litellm = await imported_litellm()
     kwargs = upstream_request(state, body, request)
     session = new_session(state, body, request, kwargs.get("api_key"))
     started = time.perf_counter()
