@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -109,6 +110,9 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
         (root / folder).mkdir(exist_ok=True)
         observer.schedule(collector, str(root / folder), recursive=recursive, event_filter=changes)
     stop_event = stop_event or threading.Event()
+    # watchdog 7 warns when a new folder's watch is added twice (its creation event and the walk of
+    # its parent): the second simply replaces the first, so the warning is noise in `serve`'s output.
+    warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, r"watchdog\.")
     observer.start()
     try:
         if ready is not None:
