@@ -21,7 +21,7 @@ from memvault.server.run import running
 from memvault.server.turns import TurnCommitter
 from tests.support.crash import kill_when_ready
 from tests.support.server import server_settings
-from tests.support.upstream import INSTANT_TEXT, Upstream, serving
+from tests.support.upstream import INSTANT_TEXT, Upstream, chat_concurrently, serving
 
 
 def git(vault: Path, *args: str) -> str:
@@ -84,25 +84,8 @@ def test_four_concurrent_proxy_requests_are_all_stored_committed_and_indexed(tmp
         settings = server_settings(tmp_path / "vault", root + "/v1", llm_key="k")
         vault = Path(settings.vault.path)
         with running(settings) as url:
-            import openai
-
-            client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=60)
-            replies, failures = [], []
-
-            def ask(n: int) -> None:
-                try:
-                    replies.append(client.chat.completions.create(
-                        model="fake", messages=[{"role": "user", "content": f"concurrent question {n}"}],
-                        extra_body={"memory_id": f"conv{n}"}))
-                except Exception as exc:  # noqa: BLE001 - reported below
-                    failures.append(exc)
-
-            threads = [threading.Thread(target=ask, args=(n,)) for n in range(4)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(120)
-            assert not failures and [r.choices[0].message.content for r in replies] == [INSTANT_TEXT] * 4
+            replies = chat_concurrently(url, [(f"concurrent question {n}", f"conv{n}") for n in range(4)])
+            assert replies == [INSTANT_TEXT] * 4
         # The server stopped: its last commit came first.
     assert not git(vault, "status", "--porcelain", "--untracked-files=all")
     core = Memvault.open(settings)

@@ -13,7 +13,7 @@ from memvault.core import Memvault
 from memvault.server.run import running
 from memvault.server.turns import TurnCommitter
 from tests.support.server import server_settings
-from tests.support.upstream import INSTANT_TEXT, Upstream, serving
+from tests.support.upstream import INSTANT_TEXT, Upstream, chat_concurrently, serving
 
 
 def git(vault: Path, *args: str) -> str:
@@ -108,26 +108,9 @@ def test_the_answer_does_not_wait_for_the_commit_but_the_commit_comes(tmp_path, 
         settings = server_settings(tmp_path / "vault", root + "/v1", llm_key="k")
         vault = Path(settings.vault.path)
         with running(settings) as url:
-            import openai
-
-            client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=30)
-            replies, failures = [], []
-
-            def ask(n: int) -> None:
-                try:
-                    replies.append(client.chat.completions.create(
-                        model="fake", messages=[{"role": "user", "content": f"question {n}"}],
-                        extra_body={"memory_id": f"c{n % 2}"}))
-                except Exception as exc:  # noqa: BLE001 - reported below
-                    failures.append(exc)
-
-            threads = [threading.Thread(target=ask, args=(n,)) for n in range(6)]
             try:
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join(60)
-                assert not failures and [r.choices[0].message.content for r in replies] == [INSTANT_TEXT] * 6
+                replies = chat_concurrently(url, [(f"question {n}", f"c{n % 2}") for n in range(6)], timeout=30)
+                assert replies == [INSTANT_TEXT] * 6
                 assert holding.is_set()  # answered while the commit was held
                 untracked = git(vault, "status", "--porcelain", "--untracked-files=all").splitlines()
                 assert sum("/turns/user/" in line for line in untracked) == 6  # on disk, not committed

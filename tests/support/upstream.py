@@ -130,3 +130,29 @@ def served_upstream() -> Iterator[Upstream]:
     with serving(fake.app()) as root:
         fake.root = root
         yield fake
+
+
+def chat_concurrently(url: str, asks: list[tuple[str, str]], timeout: float = 60.0) -> list[str]:
+    """Send each (message, memory_id) as its own chat request, all at once, through the real `openai`
+    client to the proxy at `url`; returns the replies' texts, in the order they came. Fails the test if
+    a request failed or did not finish within `timeout`."""
+    import openai
+
+    client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0, timeout=timeout)
+    replies, failures = [], []
+
+    def ask(message: str, memory_id: str) -> None:
+        try:
+            reply = client.chat.completions.create(model="fake", messages=[{"role": "user", "content": message}],
+                                                   extra_body={"memory_id": memory_id})
+            replies.append(reply.choices[0].message.content)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=ask, args=pair) for pair in asks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout * 2)
+    assert not failures and len(replies) == len(asks), failures
+    return replies
