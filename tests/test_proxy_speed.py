@@ -4,7 +4,6 @@ commits (every turn committed, a kill -9 loses none), concurrent query embedding
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,19 +21,7 @@ from memvault.server.turns import TurnCommitter
 from tests.support.crash import kill_when_ready
 from tests.support.server import server_settings
 from tests.support.upstream import INSTANT_TEXT, Upstream, chat_concurrently, serving
-
-
-def git(vault: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(vault), *args], capture_output=True, text=True, check=True).stdout
-
-
-def wait_until(condition, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
+from tests.test_server_turns import git, wait_until
 
 
 def chat_subjects(vault: Path) -> list[str]:
