@@ -233,6 +233,11 @@ class IndexSnapshot:
                 raise db.IncompatibleIndexError(f"damaged: {problem}")
             known = [m.__name__ for m in db.MIGRATIONS]
             applied = db.applied_migrations(self.conn)
+            # An older memvault's index: the next command that opens it migrates it in place (nothing
+            # to rebuild); read-only, doctor can only say so.
+            self.pending = known[len(applied):] if applied and applied == known[:len(applied)] else []
+            if self.pending:
+                return
             if applied != known:
                 raise db.IncompatibleIndexError(f"schema {applied} is not {known}")
             db.check_schema(self.conn)
@@ -278,6 +283,11 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
     if snapshot is None:
         return [Check("index", FAIL, f"{path} is unusable: {problem}", fix="memvault reindex --full "
                       "(sets the file aside and rebuilds it)", repair=REBUILD)]
+    if snapshot.pending:
+        snapshot.close()
+        return [Check("index", WARN, f"{path} was built by an older memvault: the next command updates it in "
+                      f"place ({', '.join(snapshot.pending)}), nothing is re-embedded", fix="memvault reindex",
+                      repair=REINDEX)]
     try:
         checks = [Check("index", OK, f"{snapshot.rows} row(s) in {path}")]
         if embedder_identity is None:

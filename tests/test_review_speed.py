@@ -40,3 +40,31 @@ def test_a_hand_written_actor_id_in_metadata_that_is_a_list_does_not_break_searc
     assert hits and hits[0].text == "Caroline researched adoption agencies"
     # Only a plain string names a speaker: the list and the mapping are nobody's words, never "another's".
     assert not any(hit.explain["other_speaker"] for hit in hits if hit.text != "Caroline went to a support group")
+
+
+def test_doctor_calls_an_index_of_the_previous_release_out_of_date_and_fix_migrates_it_without_re_embedding(tmp_path):
+    # Before: "fail ... is unusable: schema [...] is not [...]", and --fix re-embedded every entry.
+    from memvault import settings as settings_module
+    from memvault.core import Memvault
+    from memvault.index import db
+    from tests.support.cli import Cli
+
+    vault = tmp_path / "vault"
+    mv = Memvault.open(settings_module.load(None, {"vault.path": str(vault)}), create=True)
+    for text in ("Alice drinks green tea every morning", "Bob repairs old bicycles"):
+        mv.add_verbatim(text, "c1")
+    mv.reindex()
+    mv.close()
+    conn = db.connect(vault / ".memvault" / "index.sqlite")  # as the release before m005 left it
+    conn.execute(f"DROP TABLE {db.COARSE_TABLE}; DELETE FROM migrations WHERE name = 'm005_coarse_vectors'")
+    conn.close()
+
+    result = Cli(vault)("doctor", "--json")
+    checks = {check["name"]: check for check in result.json()["checks"]}
+    assert result.exit_code == 0 and checks["index"]["status"] == "warn"
+    assert "older memvault" in checks["index"]["detail"] and "m005_coarse_vectors" in checks["index"]["detail"]
+    result = Cli(vault)("doctor", "--json", "--fix")
+    data = result.json()
+    fixed = data["fixed"][0]
+    assert result.exit_code == 0 and fixed.startswith("updated the index") and "0 embedded" in fixed
+    assert {c["name"]: c["status"] for c in data["checks"]}["index"] == "ok"
