@@ -68,3 +68,17 @@ def test_doctor_calls_an_index_of_the_previous_release_out_of_date_and_fix_migra
     fixed = data["fixed"][0]
     assert result.exit_code == 0 and fixed.startswith("updated the index") and "0 embedded" in fixed
     assert {c["name"]: c["status"] for c in data["checks"]}["index"] == "ok"
+
+
+def test_the_length_term_sorts_the_candidates_once(monkeypatch):
+    # A REST client asking top_k=1000 has thousands of candidates: a median per candidate cost seconds.
+    import statistics
+
+    from memvault.retrieve import scoring
+
+    calls = []
+    median = statistics.median
+    monkeypatch.setattr(scoring.statistics, "median", lambda values: calls.append(1) or median(values))
+    texts = [" ".join(["word"] * (i % 7 + 1)) for i in range(50)]
+    excess = scoring.length_excess(texts)
+    assert len(calls) == 1 and sorted(excess)[25] == 0.0  # the median text is the reference
