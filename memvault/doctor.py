@@ -352,11 +352,12 @@ def check_embedder(settings: Settings) -> tuple[Check, str | None]:
 
 def check_reranker(settings: Settings) -> Check:
     from memvault.models.reranker import load_reranker
+    from memvault.retrieve.scoring import FALLBACK_NAME
 
     spec = settings.retrieval.reranker
     if not spec.strip():
-        return Check("reranker", SKIP, "not configured: relevance is a logistic blend of cosine, lexical share "
-                     "and same-day share (retrieve/scoring.py)",
+        return Check("reranker", SKIP, f"not configured: relevance is a logistic blend, {FALLBACK_NAME} "
+                     "(retrieve/scoring.py)",
                      fix="optional: set retrieval.reranker to an ONNX cross-encoder folder")
     started = time.perf_counter()
     try:

@@ -82,3 +82,12 @@ def test_the_length_term_sorts_the_candidates_once(monkeypatch):
     texts = [" ".join(["word"] * (i % 7 + 1)) for i in range(50)]
     excess = scoring.length_excess(texts)
     assert len(calls) == 1 and sorted(excess)[25] == 0.0  # the median text is the reference
+
+
+def test_doctor_names_every_term_of_the_relevance_without_a_cross_encoder():
+    # It still said "cosine, lexical share and same-day share" after the length and speaker terms came.
+    from memvault import settings as settings_module
+    from memvault.doctor import check_reranker
+
+    detail = check_reranker(settings_module.Settings()).detail
+    assert "length" in detail and "speaker" in detail
