@@ -247,9 +247,29 @@ class IndexSnapshot:
             from memvault.index.store import BUILD_KEY
 
             self.build_incomplete = db.get_meta(self.conn, BUILD_KEY)
+            self.unpaired = self._unpaired_vectors()
         except BaseException:
             self.conn.close()
             raise
+
+    def _unpaired_vectors(self) -> int | None:
+        """Rows without their partner: an entry without its vector, a vector without its sign bits
+        (db.COARSE_TABLE), or the reverse. A process of the release before m005, still running when the
+        index was migrated, writes vectors alone. Counted on sqlite-vec's rowid tables (this connection
+        does not load sqlite-vec); None when they are not there to count."""
+        import apsw
+
+        from memvault.index import db
+
+        pairs = [("entries", "entries_vec_rowids")]
+        if db.table_exists(self.conn, db.COARSE_TABLE):
+            pairs.append(("entries_vec_rowids", f"{db.COARSE_TABLE}_rowids"))
+        alone = "SELECT count(*) FROM (SELECT rowid FROM {} EXCEPT SELECT rowid FROM {})"
+        try:
+            return sum(self.conn.execute(alone.format(*pair)).fetchone()[0]
+                       for a, b in pairs for pair in ((a, b), (b, a)))
+        except apsw.SQLError:
+            return None
 
     def files(self) -> dict:
         from memvault.index.store import indexed_files
@@ -299,6 +319,10 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
                                 repair=REBUILD))
         else:
             checks.append(Check("index model", OK, f"built with {snapshot.identity}, as configured"))
+        if snapshot.unpaired:
+            checks.append(Check("index vectors", WARN, f"{snapshot.unpaired} row(s) lack their vector or its sign bits "
+                                "(was a memvault of an older release still running, e.g. `serve`?): search misses them",
+                                fix="memvault reindex --full", repair=REBUILD))
         indexed = snapshot.files()
         snapshot_build = snapshot.build_incomplete
     finally:

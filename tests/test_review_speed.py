@@ -91,3 +91,31 @@ def test_doctor_names_every_term_of_the_relevance_without_a_cross_encoder():
 
     detail = check_reranker(settings_module.Settings()).detail
     assert "length" in detail and "speaker" in detail
+
+
+def test_doctor_finds_vectors_written_without_their_sign_bits_and_fix_rebuilds(tmp_path):
+    # A process of the release before m005 (a `memvault serve` left running across an upgrade) writes on
+    # after another one migrated the index: its vectors have no sign bits, and the coarse pass never
+    # finds them. Nothing said so.
+    from memvault import settings as settings_module
+    from memvault.core import Memvault
+    from tests.support.cli import Cli
+
+    vault = tmp_path / "vault"
+    mv = Memvault.open(settings_module.load(None, {"vault.path": str(vault)}), create=True)
+    mv.add_verbatim("Alice drinks green tea every morning", "c1")
+    mv.reindex()
+    mv.close()
+    from memvault.models.embedders import load_embedder
+
+    minilm = load_embedder("minilm")
+    with IndexStore.open(vault / ".memvault", minilm.identity, minilm.dims) as index:
+        index.has_coarse = False  # as the older release writes
+        entry = Entry(text="Bob repairs old bicycles", conversation_id="c1", role="memory", created_at=EARLIER)
+        index.upsert([IndexRow.from_entry(entry, f"entries/c1/facts/{entry.id}.md", "h")], minilm.embed([entry.text]))
+
+    checks = {check["name"]: check for check in Cli(vault)("doctor", "--json").json()["checks"]}
+    assert checks["index vectors"]["status"] == "warn" and checks["index vectors"]["detail"].startswith("1 row(s)")
+    data = Cli(vault)("doctor", "--json", "--fix").json()
+    assert data["fixed"][0].startswith("rebuilt the index")
+    assert "index vectors" not in {check["name"] for check in data["checks"]}
