@@ -233,6 +233,11 @@ class IndexSnapshot:
                 raise db.IncompatibleIndexError(f"damaged: {problem}")
             known = [m.__name__ for m in db.MIGRATIONS]
             applied = db.applied_migrations(self.conn)
+            # An older memvault's index: the next command that opens it migrates it in place (nothing
+            # to rebuild); read-only, doctor can only say so.
+            self.pending = known[len(applied):] if applied and applied == known[:len(applied)] else []
+            if self.pending:
+                return
             if applied != known:
                 raise db.IncompatibleIndexError(f"schema {applied} is not {known}")
             db.check_schema(self.conn)
@@ -242,9 +247,29 @@ class IndexSnapshot:
             from memvault.index.store import BUILD_KEY
 
             self.build_incomplete = db.get_meta(self.conn, BUILD_KEY)
+            self.unpaired = self._unpaired_vectors()
         except BaseException:
             self.conn.close()
             raise
+
+    def _unpaired_vectors(self) -> int | None:
+        """Rows without their partner: an entry without its vector, a vector without its sign bits
+        (db.COARSE_TABLE), or the reverse. A process of the release before m005, still running when the
+        index was migrated, writes vectors alone. Counted on sqlite-vec's rowid tables (this connection
+        does not load sqlite-vec); None when they are not there to count."""
+        import apsw
+
+        from memvault.index import db
+
+        pairs = [("entries", "entries_vec_rowids")]
+        if db.table_exists(self.conn, db.COARSE_TABLE):
+            pairs.append(("entries_vec_rowids", f"{db.COARSE_TABLE}_rowids"))
+        alone = "SELECT count(*) FROM (SELECT rowid FROM {} EXCEPT SELECT rowid FROM {})"
+        try:
+            return sum(self.conn.execute(alone.format(*pair)).fetchone()[0]
+                       for a, b in pairs for pair in ((a, b), (b, a)))
+        except apsw.SQLError:
+            return None
 
     def files(self) -> dict:
         from memvault.index.store import indexed_files
@@ -278,6 +303,11 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
     if snapshot is None:
         return [Check("index", FAIL, f"{path} is unusable: {problem}", fix="memvault reindex --full "
                       "(sets the file aside and rebuilds it)", repair=REBUILD)]
+    if snapshot.pending:
+        snapshot.close()
+        return [Check("index", WARN, f"{path} was built by an older memvault: the next command updates it in "
+                      f"place ({', '.join(snapshot.pending)}), nothing is re-embedded", fix="memvault reindex",
+                      repair=REINDEX)]
     try:
         checks = [Check("index", OK, f"{snapshot.rows} row(s) in {path}")]
         if embedder_identity is None:
@@ -289,6 +319,10 @@ def check_index(vault, embedder_identity: str | None) -> list[Check]:
                                 repair=REBUILD))
         else:
             checks.append(Check("index model", OK, f"built with {snapshot.identity}, as configured"))
+        if snapshot.unpaired:
+            checks.append(Check("index vectors", WARN, f"{snapshot.unpaired} row(s) lack their vector or its sign bits "
+                                "(was a memvault of an older release still running, e.g. `serve`?): search misses them",
+                                fix="memvault reindex --full", repair=REBUILD))
         indexed = snapshot.files()
         snapshot_build = snapshot.build_incomplete
     finally:
@@ -342,11 +376,12 @@ def check_embedder(settings: Settings) -> tuple[Check, str | None]:
 
 def check_reranker(settings: Settings) -> Check:
     from memvault.models.reranker import load_reranker
+    from memvault.retrieve.scoring import FALLBACK_NAME
 
     spec = settings.retrieval.reranker
     if not spec.strip():
-        return Check("reranker", SKIP, "not configured: relevance is a logistic blend of cosine, lexical share "
-                     "and same-day share (retrieve/scoring.py)",
+        return Check("reranker", SKIP, f"not configured: relevance is a logistic blend, {FALLBACK_NAME} "
+                     "(retrieve/scoring.py)",
                      fix="optional: set retrieval.reranker to an ONNX cross-encoder folder")
     started = time.perf_counter()
     try:

@@ -243,12 +243,12 @@ def _relevance(reranker, query, rows, rowids, cosines, lanes) -> tuple[list[floa
     if reranker is None:
         shares = _lexical_shares(lanes)
         days = _day_shares(rows, shares)
-        named = named_actors(query, {rows[rowid]["metadata"].get("actor_id") for rowid in rowids})
+        named = named_actors(query, {_actor(rows[rowid]) for rowid in rowids})
         longer = length_excess([rows[rowid]["text"] for rowid in rowids])
         relevances, gates, features = [], [], []
         for rowid, cosine, excess in zip(rowids, cosines, longer, strict=True):
             row, share = rows[rowid], shares.get(rowid, 0.0)
-            actor = row["metadata"].get("actor_id")
+            actor = _actor(row)
             feature = {"lexical_share": share, "day_share": max(days.get(_day(row), 0.0), share), "longer": excess,
                        "other_speaker": bool(named) and bool(actor) and actor not in named}
             relevances.append(fallback_relevance(float(cosine), share, feature["day_share"], excess,
@@ -260,6 +260,12 @@ def _relevance(reranker, query, rows, rowids, cosines, lanes) -> tuple[list[floa
     if len(scores) != len(rowids) or not all(0.0 <= s <= 1.0 for s in scores):
         raise EmbeddingError(f"reranker gave {len(scores)} scores for {len(rowids)} texts, or scores outside [0, 1]")
     return scores, scores, "cross-encoder", [{} for _ in rowids]
+
+
+def _actor(row: dict) -> str | None:
+    """Who said an entry (its actor_id), or None: a hand-written `metadata: {actor_id: [...]}` names no one."""
+    actor = row["metadata"].get("actor_id")
+    return actor if isinstance(actor, str) else None
 
 
 def _lexical_shares(lanes: list[_Lane]) -> dict[int, float]:
