@@ -141,6 +141,24 @@ def test_coarse_pass_gives_the_exact_top_k_on_a_large_scan(index, monkeypatch):
             assert [r for r, _ in hits] == exact(index, vectors, query, 10, where, params)
 
 
+def test_coarse_pass_re_scores_a_share_of_the_vectors_scanned(index, monkeypatch):
+    # Uniform random vectors: their sign bits barely rank them, so only re-scoring all finds the top k.
+    rng = np.random.default_rng(4)
+    vectors = {}
+    for n in range(400):
+        vector = unit(rng.normal(size=DIMS))
+        entry = Entry(text=f"row {n}", conversation_id="c0", created_at=datetime(2025, 1, 1, tzinfo=timezone.utc))
+        rowid = index.upsert([IndexRow.from_entry(entry, f"entries/c0/{entry.id}.md", "h" + entry.id)], [vector])[0]
+        vectors[rowid] = vector
+    monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
+    monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 1)
+    query = unit(rng.normal(size=DIMS))
+    monkeypatch.setattr(store_module, "COARSE_SHARE", 1.0)
+    assert [r for r, _ in index.nearest(query, 10)] == exact(index, vectors, query, 10, "1", ())
+    monkeypatch.setattr(store_module, "COARSE_SHARE", 0.0)  # the minimum alone: k by their bits
+    assert [r for r, _ in index.nearest(query, 10)] != exact(index, vectors, query, 10, "1", ())
+
+
 def test_coarse_bits_follow_every_write(index, monkeypatch):
     vectors, centres = fill(index, n=300)
     monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
