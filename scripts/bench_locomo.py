@@ -154,9 +154,7 @@ def open_vault(data: Path, samples: list[Sample], rebuild: bool, curated: bool =
             if curated:
                 entries = sample.facts
             else:
-                entries = [Entry(text=text, role="user", conversation_id=sample.name, created_at=created,
-                                 metadata={"dia_id": dia_id}, actor_id=speaker)
-                           for dia_id, text, created, speaker in sample.turns]
+                entries = turn_entries(sample)
             memvault.add_entries(entries, f"locomo {sample.name}: {len(entries)} {name} entries")
         print(f"built the {name} vault in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -166,6 +164,12 @@ def open_vault(data: Path, samples: list[Sample], rebuild: bool, curated: bool =
     print(f"reindex: {report.embedded} embedded, {report.unchanged} unchanged, {time.perf_counter() - started:.1f} s",
           file=sys.stderr)
     return memvault
+
+
+def turn_entries(sample: Sample) -> list[Entry]:
+    """A sample's turns as the memories this benchmark stores (see the module's docstring)."""
+    return [Entry(text=text, role="user", conversation_id=sample.name, created_at=created,
+                  metadata={"dia_id": dia_id}, actor_id=speaker) for dia_id, text, created, speaker in sample.turns]
 
 
 def own_repository(folder: Path) -> None:

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_locomo import DEFAULT_DATA, GIT_ENV, load  # noqa: E402
+from bench_locomo import DEFAULT_DATA, GIT_ENV, load, turn_entries  # noqa: E402
 
 from memvault import settings  # noqa: E402
 from memvault.core import Memvault  # noqa: E402
@@ -44,12 +44,11 @@ def load_average() -> str:
     return f"{os.getloadavg()[0]:.2f}"
 
 
-def turn_entries(data: Path, count: int) -> list[list[Entry]]:
+def first_turns(data: Path, count: int) -> list[list[Entry]]:
     """The first `count` LoCoMo turns as entries, one list per conversation."""
     conversations, left = [], count
     for sample in load(data):
-        entries = [Entry(text=text, role="user", conversation_id=sample.name, created_at=created,
-                         metadata={"dia_id": dia_id}) for dia_id, text, created in sample.turns[:left]]
+        entries = turn_entries(sample)[:left]
         if entries:
             conversations.append(entries)
         left -= len(entries)
@@ -71,7 +70,7 @@ def cached_vault(data: Path, count: int) -> Path:
     # Its own repository: .bench/ sits inside the project's, which Vault.init would otherwise adopt.
     subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
     memvault = open_vault(path, create=True)
-    for entries in turn_entries(data, count):
+    for entries in first_turns(data, count):
         memvault.add_entries(entries, f"locomo {entries[0].conversation_id}: {len(entries)} turns")
     memvault.close()
     stamp.write_text(digest)
