@@ -32,7 +32,8 @@ from memvault.index.text import normalise
 # The slopes are a logistic fit of "is this candidate evidence" over the candidates (top 30 of each
 # lane) of LoCoMo conversations 0-4, the same on 5-9 within 0.15 each. The bias was then chosen on
 # 0-4 from -6.4, -7.0, -7.6, -8.2 (pipeline recall@10 0.791, 0.791, 0.788, 0.786; recall@5 0.698,
-# 0.711, 0.721, 0.719) and is above the fit's -10.8 (at 20 words) so that relevance spreads over [0, 1] as a
+# 0.711, 0.721, 0.719, with the length then counted against 20 words; against the median candidate,
+# as now, 0-4 give 0.787) and is above the fit's -10.8 so that relevance spreads over [0, 1] as a
 # cross-encoder's does (too low, and recency (w 0.2) and MMR swamp good hits). So: the best lexical
 # hit of median length with cosine 0.5 scores 0.85; no shared word and cosine 0.2, 0.0009.
 # The cosine scale is all-MiniLM-L6-v2's (the default model); other embedders work, less calibrated.
@@ -89,7 +90,7 @@ def length_excess(texts: list[str]) -> list[float]:
 
 
 def named_actors(query: str, actors: set) -> set[str]:
-    """The actors (who said an entry: its `actor_id`) the query names by their words, in order."""
+    """The actors (who said an entry: its `actor_id`) that the query names by their words."""
     words = f" {normalise(query)} "
     return {actor for actor in actors if isinstance(actor, str) and normalise(actor)
             and f" {normalise(actor)} " in words}
