@@ -19,23 +19,11 @@ import pytest
 
 import memvault
 from memvault import errors
+from tests import test_api_memory
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_api_memory import reconcile_calls, scripted
 
-
-@pytest.fixture
-def make(tmp_path):
-    """Memory over a fresh vault, optionally with a scripted LLM; closed at the end."""
-    opened = []
-
-    def open_memory(llm=None, config=None):
-        m = memvault.Memory(config, vault=tmp_path / "vault", llm=llm)
-        opened.append(m)
-        return m
-
-    yield open_memory
-    for m in opened:
-        m.close()
+make = test_api_memory.make  # the same fixture: a Memory over a fresh vault, closed at the end
 
 
 class ViaAsync:
