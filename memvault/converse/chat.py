@@ -38,7 +38,8 @@ class MemoryChat:
         self.scopes = scopes or {}
         self.use_memory = use_memory
         self.retrieval = retrieval or {}
-        self.llm = llm  # writes the `[compacted]` summary of a long message list (None: snippets)
+        # Writes the `[compacted]` summary of a long message list (None: snippets); the proxy curates with it.
+        self.llm = llm
         self.core = core  # the core files go first in the prompt (not for a caller confined to a scope)
         self.pending: list[threading.Thread] = []
         self.errors: list[str] = []

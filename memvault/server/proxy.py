@@ -150,7 +150,6 @@ class ProxyTurn:
     session: MemoryChat  # the conversation's memory: retrieval done, turns to write
     turn: ChatTurn  # what was sent upstream and what it used
     messages: list[dict]  # the client's messages, as it sent them
-    api_key: str | None  # the upstream key of this request (curation uses it when llm.api_key is empty)
 
 
 def finish_turn(chat: ProxyTurn, answer: str) -> None:
@@ -162,7 +161,7 @@ def finish_turn(chat: ProxyTurn, answer: str) -> None:
     entries = session.turn_entries(turn, last_user_text(messages), answer)
     if entries:
         state.sessions.add(session.conversation)  # its session ends when idle, or at shutdown
-    llm = curator(state.settings.llm, chat.api_key)
+    llm = session.llm  # the curator `new_session` made with this request's upstream key
     then = queued = None
     if llm is not None and turn.user_turn is not None:
         queued = {"scopes": session.scopes, "messages": messages}  # on disk until curated: a stop resumes it
@@ -211,7 +210,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     session = new_session(state, body, request, kwargs.get("api_key"))
     started = time.perf_counter()
     turn = await asyncio.to_thread(session.prepare, body.messages)
-    chat = ProxyTurn(state, session, turn, body.messages, kwargs.get("api_key"))
+    chat = ProxyTurn(state, session, turn, body.messages)
     retrieved = time.perf_counter()
     try:
         response = await litellm.acompletion(messages=turn.messages, stream=body.stream, **kwargs)
