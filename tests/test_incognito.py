@@ -68,6 +68,10 @@ def test_proxy_incognito_reads_nothing_and_writes_nothing(seeded):
 
 
 def test_memory_incognito_keeps_everything_in_the_process(seeded):
+    vault_memory = Memory({"vault": {"path": str(seeded)}})
+    vault_memory.add("Alice's cat is called Biscuit.", user_id="alice", infer=False)
+    assert vault_memory.search("cat Biscuit", user_id="alice")["results"]  # what incognito must not find
+    vault_memory.close()
     before = snapshot(seeded)
     m = Memory({"vault": {"path": str(seeded)}}, mode="incognito")
     added = m.add("I drink oolong tea every morning", user_id="alice", infer=False)
