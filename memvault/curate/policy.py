@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memvault.curate.extract import clip
 from memvault.curate.jsonish import as_list, parse_json, strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
@@ -201,7 +202,3 @@ def session_summary(llm: LLM | None, user_turns: list[str]) -> str:
 
 def transcript(user_turns: list[str]) -> str:
     return "\n".join(f"- {clip(' '.join(t.split()), TRANSCRIPT_CHARS)}" for t in user_turns[-TRANSCRIPT_TURNS:])
-
-
-def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
