@@ -127,3 +127,24 @@ def test_a_message_too_long_for_the_vault_is_named_and_left_out(cli, tmp_path):
     result = cli.ok("import", str(big))
     assert "message a-1: left out: the memory text has 100,001 characters" in result.stderr
     assert len(turns(cli)) == 5
+
+
+def test_auto_detection_reads_the_export_once(tmp_path, monkeypatch):
+    # The format is told from the parsed JSON; the import goes on with it instead of parsing it again.
+    from memvault import settings, transfer
+    from memvault.core import Memvault
+    from memvault.transfer import chatgpt, runner
+
+    reads = []
+    real = runner.read_export
+
+    def counted(path, what):
+        reads.append(what)
+        return real(path, what)
+
+    monkeypatch.setattr(transfer.runner, "read_export", counted)
+    monkeypatch.setattr(chatgpt, "read_export", counted)
+    core = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    report = transfer.import_source(core, [str(FIXTURE)])
+    core.close()
+    assert report.turns > 0 and reads == ["known export"]

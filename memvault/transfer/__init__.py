@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from memvault.errors import UsageError
 from memvault.transfer.runner import Importer, ImportReport
@@ -21,24 +21,25 @@ if TYPE_CHECKING:
 FORMATS = ("chatgpt", "claude", "mem0", "agent-cli", "jsonl")
 
 
-def detect(path: Path) -> str:
-    """The format of `path`, from what it holds (both chat exports are a `conversations.json`)."""
+def detect(path: Path) -> tuple[str, Any]:
+    """The format of `path`, from what it holds (both chat exports are a `conversations.json`), and
+    the JSON read to tell it (None when the format showed without it): the import reads it no more."""
     from memvault.transfer import agentcli, chatgpt, claude, mem0
     from memvault.transfer.runner import read_export
 
     if str(path) == "-" or path.suffix == ".jsonl":
-        return "jsonl"
+        return "jsonl", None
     if not path.exists():
         raise UsageError(f"no such file or folder: {path}")
     if path.is_dir() and agentcli.entries_folder(path) is not None:
-        return "agent-cli"
+        return "agent-cli", None
     if mem0.is_history_db(path):
-        return "mem0"
+        return "mem0", None
     data = read_export(path, "known export")
     for name, looks_like in (("chatgpt", chatgpt.looks_like), ("claude", claude.looks_like),
                              ("mem0", mem0.looks_like_dump)):
         if looks_like(data):
-            return name
+            return name, data
     raise UsageError(f"cannot tell the format of {path}: pass --format ({', '.join(FORMATS)})")
 
 
@@ -52,7 +53,7 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
     if not paths:
         raise UsageError("nothing to import: give a file or folder")
     sources = [Path(p).expanduser() for p in paths]
-    fmt = detect(sources[0]) if fmt == "auto" else fmt
+    fmt, read = detect(sources[0]) if fmt == "auto" else (fmt, None)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (expected auto, {', '.join(FORMATS)})")
     if len(sources) > 1 and fmt != "mem0":
@@ -60,7 +61,7 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
     if conversation is not None:
         conversation = check_conversation_id(conversation)
     notes: list[str] = []
-    batches, key = read_batches(memvault, fmt, sources, conversation, notes)
+    batches, key = read_batches(memvault, fmt, sources, conversation, notes, read)
     if llm is not None and not any(batch.curatable for batch in batches):
         raise UsageError(f"--curate turns chat turns into facts; a {fmt} source holds no chat turns to curate")
     importer = Importer(memvault, key, fmt, llm, prompt, on_progress)
@@ -70,8 +71,9 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
 
 
 def read_batches(memvault: Memvault, fmt: str, sources: list[Path], conversation: str | None,
-                 notes: list[str]) -> tuple[list, str]:
-    """The source's batches, and the key its progress file is named by (the format and the sources)."""
+                 notes: list[str], read: Any = None) -> tuple[list, str]:
+    """The source's batches, and the key its progress file is named by (the format and the sources).
+    `read`: the first source's JSON when `detect` has parsed it already."""
     from memvault.transfer import agentcli, chatgpt, claude, jsonl, mem0
 
     identity = "\0".join(str(source.resolve()) for source in sources)
@@ -82,10 +84,12 @@ def read_batches(memvault: Memvault, fmt: str, sources: list[Path], conversation
             identity = hashlib.sha256(text.encode("utf-8")).hexdigest()
         batches = jsonl.batches(memvault.vault, text, "standard input" if stdin else str(sources[0]), conversation)
     elif fmt == "mem0":
-        batches = mem0.batches(memvault, sources, conversation, notes)
+        batches = mem0.batches(memvault, sources, conversation, notes, read)
+    elif fmt == "agent-cli":
+        batches = agentcli.batches(memvault, sources[0], conversation, notes)
     else:
-        module = {"chatgpt": chatgpt, "claude": claude, "agent-cli": agentcli}[fmt]
-        batches = module.batches(memvault, sources[0], conversation, notes)
+        module = {"chatgpt": chatgpt, "claude": claude}[fmt]
+        batches = module.batches(memvault, sources[0], conversation, notes, read)
     return batches, hashlib.sha256(f"{fmt}\0{conversation}\0{identity}".encode()).hexdigest()[:24]
 
 

@@ -59,14 +59,17 @@ class Memory:
     metadata: dict | None = None
 
 
-def batches(memvault: Memvault, paths: list[Path], conversation: str | None, notes: list[str]) -> list[Batch]:
+def batches(memvault: Memvault, paths: list[Path], conversation: str | None, notes: list[str],
+            first: Any = None) -> list[Batch]:
+    """One batch per conversation of the memories in `paths` (`first`: the first path's JSON dump,
+    when already read)."""
     memories: dict[str, Memory] = {}
     dumped = False
-    for path in paths:
+    for number, path in enumerate(paths):
         if is_history_db(path):
             read_history(path, memories)
         else:
-            read_dump(path, memories)
+            read_dump(path, memories, first if number == 0 else None)
             dumped = True
     grouped: dict[str, list[Item]] = defaultdict(list)
     unscoped = 0
@@ -83,9 +86,11 @@ def batches(memvault: Memvault, paths: list[Path], conversation: str | None, not
             for name, items in sorted(grouped.items())]
 
 
-def read_dump(path: Path, memories: dict[str, Memory]) -> None:
+def read_dump(path: Path, memories: dict[str, Memory], data: Any = None) -> None:
+    """Add the memories of a `get_all` dump (`data`: its JSON, when already read) to `memories`."""
     try:
-        data = json_of(path.read_bytes(), path, "mem0 get_all dump")
+        if data is None:
+            data = json_of(path.read_bytes(), path, "mem0 get_all dump")
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}") from None
     except OSError as exc:
