@@ -29,12 +29,14 @@ def commit_staged_alone(git: Any, pathspec: list[str], message: str) -> str | No
     None when the paths hold what HEAD holds. Raises NotForUs before staging anything when the index
     holds other staged changes, or after staging when HEAD moved meanwhile (the caller then commits
     with `commit --only`, which takes the staged paths as they are)."""
-    head = git.run("rev-parse", "--verify", "HEAD").strip()
+    head = git.head_sha()  # read from the files: no git process
+    if head is None:
+        raise NotForUs("no commit yet")
     if git.run_once(("diff-index", "--cached", "--quiet", head, "--"), None).returncode != 0:
         raise NotForUs("other changes are staged")
     git.run("add", "-A", *pathspec)
     tree = git.run("write-tree").strip()
-    if tree == git.run("rev-parse", f"{head}^{{tree}}").strip():
+    if tree == git.repo.commit(head).tree.hexsha:  # GitPython's object reader, already running
         return None  # a rewrite with the same bytes: nothing to record
     message = clean_message(message)
     try:
