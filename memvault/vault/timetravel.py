@@ -44,7 +44,7 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         # '@<seconds> +0000' is git's raw date: a bare '@<seconds>' below 1e8 (before March 1973) is
         # read by git's approxidate as something else, today often, so a 1970 date answered with today.
         stamp = int(moment.timestamp())
-        sha = _git(git, "rev-list", "-1", f"--before=@{stamp} +0000", "HEAD", "--").strip() \
+        sha = git.run("rev-list", "-1", f"--before=@{stamp} +0000", "HEAD", "--").strip() \
             if git.has_commits() and stamp >= 0 else ""
         if not sha:
             raise UsageError(f"the vault has no commit at or before {when}: nothing to search as of then")
@@ -52,12 +52,12 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
     if not COMMIT_NAME.match(when):
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit")
     try:
-        sha = _git(git, "rev-parse", "--verify", "--quiet", f"{when}^{{commit}}").strip()
+        sha = git.run("rev-parse", "--verify", "--quiet", f"{when}^{{commit}}").strip()
     except VaultError:
         sha = ""
     if not sha:
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit of the vault")
-    stamp = _git(git, "show", "-s", "--format=%ct", sha).strip()
+    stamp = git.run("show", "-s", "--format=%ct", sha).strip()
     return PastCommit(sha, datetime.fromtimestamp(int(stamp), UTC), when)
 
 
@@ -77,7 +77,7 @@ def _moment(when: str) -> datetime | None:
 
 def files_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, bytes]]:
     """The entry files of the vault at `past` (live ones only unless `include_deleted`) and their bytes."""
-    listing = _git(git, "ls-tree", "-r", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    listing = git.run("ls-tree", "-r", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
     wanted: list[tuple[PurePosixPath, str]] = []
     for record in listing.split("\0"):
         if not record:
@@ -150,10 +150,6 @@ def _blobs(git: VaultGit, shas: list[str]) -> dict[str, bytes]:
         found[sha] = out[end + 1:end + 1 + size]
         position = end + 1 + size + 1  # the content, then a newline
     return found
-
-
-def _git(git: VaultGit, *args: str) -> str:
-    return _run(git, args).decode("utf-8", "replace")
 
 
 def _run(git: VaultGit, args: tuple[str, ...], stdin: bytes | None = None) -> bytes:
