@@ -435,14 +435,22 @@ class IndexStore:
             return []
         blob = self._blob(query_vec)
         fetch = min(2 * k + FEW_LEFT_OUT, db.VEC_K_MAX)  # room for summaries and the like, dropped below
-        found = self._knn(blob, fetch, conversation)
+        kept = self._kept(self._knn(blob, fetch, conversation), k, fetch, where, params)
+        if kept is None:  # a narrow filter: its own rows are listed first
+            return self.dense(query_vec, k, where, params)
+        return [(rowid, 1.0 - distance) for rowid, distance in kept]
+
+    def _kept(self, found: list[tuple[int, float]], k: int, fetch: int, where: str,
+              params: Sequence[Any]) -> list[tuple[int, float]] | None:
+        """The first k of `found` (the best `fetch` of a scope, best first) that pass the filter; None
+        when the filter left fewer than k of a full `fetch`: then the filtered query must run instead."""
         if not _is_trivial(where):
             allowed = self._passing([rowid for rowid, _ in found], where, params)
             kept = [hit for hit in found if hit[0] in allowed]
-            if len(kept) < k and len(found) == fetch:  # a narrow filter: its own rows are listed first
-                return self.dense(query_vec, k, where, params)
+            if len(kept) < k and len(found) == fetch:
+                return None
             found = kept
-        return [(rowid, 1.0 - distance) for rowid, distance in found[:k]]
+        return found[:k]
 
     def _knn(self, blob: bytes, k: int, conversation: str | None) -> list[tuple[int, float]]:
         """(rowid, cosine distance) of the k nearest vectors of a partition (of all when None), nearest
@@ -532,13 +540,8 @@ class IndexStore:
             found = [(rowid, float(score)) for rowid, score in self.conn.execute(
                 f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? ORDER BY {rank}, rowid LIMIT ?",
                 (match, fetch))]
-            if not _is_trivial(where):
-                allowed = self._passing([rowid for rowid, _ in found], where, params)
-                kept = [hit for hit in found if hit[0] in allowed]
-                if len(kept) < k and len(found) == fetch:
-                    return [self.lexical(query_text, k, where, params)]
-                found = kept
-            return [found[:k]]
+            kept = self._kept(found, k, fetch, where, params)
+            return [self.lexical(query_text, k, where, params) if kept is None else kept]
         # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
         # the scores are materialised first. Same order as `lexical`: BM25, then rowid.
         # Conversations that hold few of the rows list their rowids first: checking each FTS match
