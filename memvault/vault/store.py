@@ -419,16 +419,7 @@ class Vault:
         for root in self.entry_roots(include_deleted, conversation):
             for kind in layout.KIND_DIRS.values():
                 folder = f"{root}/{kind}"
-                link = self.linked_part(PurePosixPath(folder))
-                if link is not None:
-                    if str(link) not in links:
-                        links.append(str(link))
-                    continue
-                try:
-                    names = self._file_names(folder, links)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                for name in names:
+                for name in self._file_names(folder, links):
                     yield folder, name
 
     def entry_roots(self, include_deleted: bool, conversation: str | None) -> list[str]:
@@ -458,16 +449,25 @@ class Vault:
         return base.is_dir() and not base.is_symlink() and not any((base / top).exists() for top in layout.KIND_TOPS)
 
     def _file_names(self, folder: str, links: list[str]) -> list[str]:
-        """The entry file names in one folder, sorted; links among them go to `links`."""
+        """The entry file names in one folder, sorted; links among them go to `links`. A folder reached
+        through a link has none (the link goes to `links`, once), nor has a missing folder."""
+        link = self.linked_part(PurePosixPath(folder))
+        if link is not None:
+            if str(link) not in links:
+                links.append(str(link))
+            return []
         names = []
-        with os.scandir(self.root / folder) as found:
-            for item in found:
-                if not item.name.endswith(".md") or item.name[0] == ".":
-                    continue
-                if item.is_symlink():  # d_type from the directory: no extra stat
-                    links.append(f"{folder}/{item.name}")
-                elif item.is_file(follow_symlinks=False):
-                    names.append(item.name)
+        try:
+            with os.scandir(self.root / folder) as found:
+                for item in found:
+                    if not item.name.endswith(".md") or item.name[0] == ".":
+                        continue
+                    if item.is_symlink():  # d_type from the directory: no extra stat
+                        links.append(f"{folder}/{item.name}")
+                    elif item.is_file(follow_symlinks=False):
+                        names.append(item.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
         return sorted(names)
 
     def linked_part(self, rel: PurePosixPath) -> PurePosixPath | None:
@@ -535,14 +535,7 @@ class Vault:
         (one that is still only its explaining comment is left out). Links are reported, not followed."""
         links = [] if links is None else links
         for folder in (layout.CORE_DIR, layout.JOURNAL_DIR):
-            if self.linked_part(PurePosixPath(folder)) is not None:
-                links.append(folder)
-                continue
-            try:
-                names = self._file_names(folder, links)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            for name in names:
+            for name in self._file_names(folder, links):
                 rel = PurePosixPath(folder, name)
                 if not layout.is_workspace_path(rel):
                     continue
