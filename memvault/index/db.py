@@ -155,8 +155,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def applied_migrations(conn: Any) -> list[str]:
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='migrations'").fetchone()
-    if not exists:
+    if not table_exists(conn, "migrations"):
         return []
     return [row[0] for row in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
 
@@ -206,7 +205,7 @@ def check_schema(conn: Any) -> None:
     missing = [c for c in ("rowid", *ENTRY_COLUMNS) if c not in columns]
     if missing:
         raise IncompatibleIndexError(f"index table 'entries' lacks columns {', '.join(missing)}")
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name='entries_fts'").fetchone():
+    if not table_exists(conn, "entries_fts"):
         raise IncompatibleIndexError("index lacks its full-text table")
 
 
