@@ -18,6 +18,7 @@ STATE_DIR = ".memvault"
 SESSION_STATE_DIR = "session"  # .memvault/session/<conversation>/: held candidates, never committed
 KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries",
              "rule": "rules", "session": "sessions"}  # session: one episodic summary per finished session
+ROLE_OF_KIND_DIR = {folder: role for role, folder in KIND_DIRS.items()}  # 'facts' -> 'memory'
 KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries, rules, sessions
 DELETED = "deleted"
 SUMMARY_FILE = "summary.md"
@@ -251,8 +252,8 @@ def entry_defaults(rel: PurePosixPath, created_at: datetime | None) -> dict:
     derived from its path), and for a tombstone agent-cli moved (no deleted_at) its time as deleted."""
     defaults: dict = {
         "conversation_id": conversation_folder_of(rel),
-        "role": {v: k for k, v in KIND_DIRS.items()}.get(kind_of(rel)),
-        "id": id_from_filename(rel.name) or str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}")),
+        "role": ROLE_OF_KIND_DIR.get(kind_of(rel)),
+        "id": id_from_filename(rel.name) or path_id(rel),
     }
     if created_at is not None:
         defaults["created_at"] = created_at
@@ -297,14 +298,15 @@ def is_workspace_path(rel: PurePosixPath) -> bool:
     return parts[0] == JOURNAL_DIR and bool(JOURNAL_NAME.match(parts[1]))
 
 
-def workspace_id(rel: PurePosixPath) -> str:
-    """The index id of a workspace file: derived from its path, so it never changes."""
+def path_id(rel: PurePosixPath) -> str:
+    """An id derived from a file's path, so it never changes: a workspace file's, or an entry file's
+    whose name carries none."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault:{rel}"))
 
 
 def indexed_id(rel: PurePosixPath) -> str | None:
     """The id the index knows the file at `rel` by (an entry's, a workspace file's), or None."""
-    return workspace_id(rel) if is_workspace_path(rel) else id_from_filename(rel.name)
+    return path_id(rel) if is_workspace_path(rel) else id_from_filename(rel.name)
 
 
 HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)

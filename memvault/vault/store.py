@@ -522,7 +522,7 @@ class Vault:
         except OSError:
             created = now()
         return Entry(text=layout.workspace_text(content), role=layout.WORKSPACE_ROLES[rel.parts[0]],
-                     conversation_id=layout.GLOBAL, id=layout.workspace_id(rel), created_at=created)
+                     conversation_id=layout.GLOBAL, id=layout.path_id(rel), created_at=created)
 
     def read_workspace(self, rel: PurePosixPath) -> str | None:
         """A workspace file's whole text as on disk (comments included), None when there is none."""
