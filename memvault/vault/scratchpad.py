@@ -16,7 +16,6 @@ from pathlib import Path
 from memvault.errors import NotFoundError, UsageError
 from memvault.vault import layout
 
-SESSION_DIR = "session"
 FILE_NAME = "scratchpad.json"
 MAX_KEYS = 100
 MAX_KEY_CHARS = 100
@@ -25,8 +24,9 @@ MAX_TOTAL_CHARS = 64_000  # all keys and values of one pad
 
 
 def session_folder(state_dir: Path, conversation: str) -> Path:
-    """`.memvault/session/<conversation>/`: the conversation name checked, so it stays one folder."""
-    return Path(state_dir) / SESSION_DIR / layout.folder_for(conversation)
+    """`.memvault/session/<conversation>/`: the conversation name checked, so it stays one folder. The
+    session buffer's folder (core.session_buffer), which ending the session removes, pad and all."""
+    return Path(state_dir) / layout.SESSION_STATE_DIR / layout.folder_for(conversation)
 
 
 def check_key(key: str) -> str:
