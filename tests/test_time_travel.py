@@ -136,3 +136,19 @@ def test_a_past_index_embeds_only_the_texts_todays_index_lacks(history):
         assert index.count() == 2
     assert asked == [TEAL]  # Bob's text is today's too: its vector was copied, not embedded again
     memvault.close()
+
+
+def test_a_past_index_takes_today_s_vectors_of_the_texts_today_holds(history):
+    # Bob's fact is in today's index: its stored vector is reused; the deleted fact's texts are not.
+    import numpy as np
+
+    from memvault.index.past import vectors_of
+    from memvault.index.store import FILE_NAME
+
+    cli, _ = history
+    bob = "Bob walks his dog every morning"
+    texts = {hashlib.md5(t.encode()).hexdigest(): t for t in (bob, TEAL, CRIMSON)}
+    found = vectors_of(cli.vault / ".memvault" / FILE_NAME, "minilm-l6-v2-int8:384", texts)
+    assert set(found) == {bob} and found[bob].shape == (384,)
+    assert abs(float(np.linalg.norm(found[bob])) - 1.0) < 1e-4  # a stored unit vector, not a placeholder
+    assert vectors_of(cli.vault / ".memvault" / FILE_NAME, "another-model:384", texts) == {}

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.index import db
-from memvault.index.store import FILE_NAME, IndexStore
+from memvault.index.store import FILE_NAME, IndexStore, stored_vectors
 from memvault.index.sync import Pending, write_entries
 from memvault.vault.entry import Entry
 from memvault.vault.timetravel import PastCommit, entries_at
@@ -56,8 +56,8 @@ def _build(index: IndexStore, vault: Vault, embedder: Embedder, past: PastCommit
     known = vectors_of(vault.state_dir / FILE_NAME, embedder.identity, texts)
     from memvault.models.embedders import KnownVectors
 
-    new_texts = [text for text in texts.values() if text not in known]  # embedded once, in batches
-    write_entries(index, KnownVectors(embedder, new_texts, known), list(items.values()))
+    # Only what today's index lacks is embedded, once, in batches.
+    write_entries(index, KnownVectors(embedder, list(texts.values()), known), list(items.values()))
     index.take_rebuild_reason()
     index.finish_build()
 
@@ -67,7 +67,6 @@ def vectors_of(path: Path, identity: str, texts: dict[str, str]) -> dict[str, An
     embedded by the same model. Read-only: the file is never changed. Empty when it is missing,
     unreadable or of another model."""
     import apsw
-    import numpy as np
 
     if not texts or not path.exists():
         return {}
@@ -79,14 +78,18 @@ def vectors_of(path: Path, identity: str, texts: dict[str, str]) -> dict[str, An
         if f"{db.get_meta(conn, 'embedder')}" != identity:
             return {}
         wanted = set(texts.values())
-        found: dict[str, Any] = {}
+        rows_of: dict[str, list[int]] = {}
         for rowid, text in conn.execute(
                 "SELECT rowid, text FROM entries WHERE text_hash IN (SELECT value FROM json_each(?))",
                 (json.dumps(list(texts)),)):
-            if text in wanted and text not in found:
-                row = conn.execute("SELECT embedding FROM entries_vec WHERE rowid = ?", (rowid,)).fetchone()
-                if row is not None:
-                    found[text] = np.frombuffer(row[0], dtype=np.float32).copy()
+            if text in wanted:
+                rows_of.setdefault(text, []).append(rowid)
+        vectors = stored_vectors(conn, [rowid for rowids in rows_of.values() for rowid in rowids])
+        found: dict[str, Any] = {}
+        for text, rowids in rows_of.items():  # the first of its rows that has a vector
+            vector = next((vectors[rowid] for rowid in rowids if rowid in vectors), None)
+            if vector is not None:
+                found[text] = vector
         return found
     except apsw.Error:
         return {}

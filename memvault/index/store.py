@@ -576,15 +576,7 @@ class IndexStore:
     @_guarded
     def vectors(self, rowids: Iterable[int]) -> dict[int, np.ndarray]:
         """rowid -> its stored unit vector."""
-        import numpy as np
-
-        # One point lookup per row: vec0 answers `rowid = ?` directly but scans every chunk for `rowid IN (...)`.
-        found = {}
-        for rowid in dict.fromkeys(rowids):
-            row = self.conn.execute("SELECT embedding FROM entries_vec WHERE rowid = ?", (int(rowid),)).fetchone()
-            if row is not None:
-                found[rowid] = np.frombuffer(row[0], dtype=np.float32).copy()
-        return found
+        return stored_vectors(self.conn, rowids)
 
     @_guarded
     def by_id(self, memory_id: str) -> dict[str, Any] | None:
@@ -681,3 +673,16 @@ def _row_dict(rowid: int, values: Sequence[Any]) -> dict[str, Any]:
     except ValueError:
         row["metadata"] = {}
     return row
+
+
+def stored_vectors(conn: Any, rowids: Iterable[int]) -> dict[int, np.ndarray]:
+    """rowid -> its stored unit vector, for those of `rowids` that have one (any connection to an index)."""
+    import numpy as np
+
+    # One point lookup per row: vec0 answers `rowid = ?` directly but scans every chunk for `rowid IN (...)`.
+    found = {}
+    for rowid in dict.fromkeys(rowids):
+        row = conn.execute("SELECT embedding FROM entries_vec WHERE rowid = ?", (int(rowid),)).fetchone()
+        if row is not None:
+            found[rowid] = np.frombuffer(row[0], dtype=np.float32).copy()
+    return found
