@@ -142,7 +142,7 @@ def scan(vault: Vault, indexed: dict[str, IndexedFile]) -> Snapshot:
     for folder, name in vault.entry_names(links=links):
         key = f"{folder}/{name}"
         row = indexed.get(key)
-        if row is not None and row.mtime_ns and _stat_unchanged(root + key, row):
+        if row and row.mtime_ns and _stat_unchanged(root + key, row):  # no stat for a file never indexed
             unchanged.add(key)
         else:
             files.append(_scan_one(vault, root, PurePosixPath(key), row))
@@ -156,7 +156,7 @@ def _stat_unchanged(path: str, row: IndexedFile) -> bool:
         stat = os.stat(path, follow_symlinks=False)
     except OSError:
         return False  # _scan_one reports it
-    return (stat.st_mtime_ns, stat.st_size) == (row.mtime_ns, row.size)
+    return _stat_matches(row, stat.st_mtime_ns, stat.st_size)
 
 
 def _scan_one(vault: Vault, root: str, rel: PurePosixPath, row: IndexedFile | None) -> ScannedFile:
