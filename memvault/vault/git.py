@@ -292,8 +292,8 @@ class VaultGit:
                 cwd = os.readlink(entry / "cwd")
             except (FileNotFoundError, ProcessLookupError):
                 continue  # it exited meanwhile (ENOENT or ESRCH, depending on when)
-            except PermissionError:
-                unknown = True  # another user's git: we cannot see where it works
+            except OSError:
+                unknown = True  # another user's git (EACCES), or /proc will not say: we cannot see where it works
                 continue
             if "cat-file" in args[1:3]:
                 continue  # gitpython's persistent object reader: it never takes a lock
