@@ -101,12 +101,11 @@ class SessionBuffer:
         if self.root is None:
             return self.memory.setdefault(conversation, SessionRecord(conversation))
         folder = folder or self.folder_of(conversation)
-        try:
-            state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            state = {}
-        return SessionRecord(conversation, state if isinstance(state, dict) else {},
-                             jsonlines.read(folder / HELD_FILE))
+        return self._record(conversation, folder, state_of(folder))
+
+    @staticmethod
+    def _record(conversation: str, folder: Path, state: dict) -> SessionRecord:
+        return SessionRecord(conversation, state, jsonlines.read(folder / HELD_FILE))
 
     def save_state(self, record: SessionRecord) -> None:
         if self.root is None:
@@ -154,7 +153,8 @@ class SessionBuffer:
         found = []
         for folder in self.folders():
             if (folder / STATE_FILE).exists() or (folder / HELD_FILE).exists():
-                found.append(self.read(self.conversation_of(folder), folder))
+                state = state_of(folder)
+                found.append(self._record(conversation_in(folder, state), folder, state))
         return sorted(found, key=lambda r: r.last_activity)
 
     def folders(self) -> list[Path]:
@@ -168,17 +168,6 @@ class SessionBuffer:
         """The conversation's folder: layout.folder_for's safe name (any id, no path tricks)."""
         return self.root / layout.folder_for(conversation)
 
-    @staticmethod
-    def conversation_of(folder: Path) -> str:
-        """The conversation id a folder holds: as its state says (ids that are not folder names), else its name."""
-        try:
-            named = json.loads((folder / STATE_FILE).read_text(encoding="utf-8")).get("conversation")
-        except (OSError, ValueError, AttributeError):
-            named = None
-        if isinstance(named, str) and named:
-            return named
-        return folder.name.split("__", 1)[0] if folder.parent.name == ENDING_DIR else folder.name
-
     def take(self, conversation: str) -> tuple[SessionRecord, Path | None] | None:
         """The session's buffer, moved aside for ending (None when no session is open). A turn that
         arrives meanwhile opens a new session; a half-ended one (a stop during its end) is taken too."""
@@ -186,13 +175,14 @@ class SessionBuffer:
             if self.root is None:
                 record = self.memory.pop(conversation, None)
                 return (record, None) if record is not None else None
-            candidates = [f for f in self.folders() if self.conversation_of(f) == conversation]
+            states = {folder: state_of(folder) for folder in self.folders()}  # each state file read once
+            candidates = [f for f, state in states.items() if conversation_in(f, state) == conversation]
             if not candidates:
                 return None
             merged = SessionRecord(conversation)
             moved: list[Path] = []
             for folder in candidates:
-                part = self.read(conversation, folder)
+                part = self._record(conversation, folder, states[folder])
                 merge(merged, part)
                 if folder.parent.name != ENDING_DIR:
                     target = self.root / ENDING_DIR / f"{layout.folder_for(conversation)}__{uuid.uuid4().hex[:12]}"
@@ -220,6 +210,23 @@ class SessionBuffer:
         if folder is not None:
             with self.locked():
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def state_of(folder: Path) -> dict:
+    """A session folder's state (empty when missing or unreadable)."""
+    try:
+        state = json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def conversation_in(folder: Path, state: dict) -> str:
+    """The conversation id a folder holds: as its state says (ids that are not folder names), else its name."""
+    named = state.get("conversation")
+    if isinstance(named, str) and named:
+        return named
+    return folder.name.split("__", 1)[0] if folder.parent.name == ENDING_DIR else folder.name
 
 
 def state_json(record: SessionRecord) -> bytes:
