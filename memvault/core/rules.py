@@ -21,19 +21,18 @@ from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
 RULES_DIR = layout.KIND_DIRS["rule"]
 
 
-SUPERSEDED = "superseded by"  # how an archived rule's reason starts when a newer rule replaced it
-
-
 @dataclass
 class RuleResult:
     """What adding a rule did. `event`: ADD (stored), NONE (already in force: `rule` is that one) or
-    DROP (refused: `reason` says why; nothing was written). `archived`: (rule, why) soft-deleted."""
+    DROP (refused: `reason` says why; nothing was written). `archived`: (rule, why) soft-deleted;
+    `superseded`: those of them the new rule replaces (archived with `replaced_by`)."""
 
     event: str
     rule: Entry | None = None
     archived: list[tuple[Entry, str]] = field(default_factory=list)
     reason: str | None = None
     notes: list[str] = field(default_factory=list)
+    superseded: list[Entry] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"event": self.event, "id": self.rule.id if self.rule else None,
@@ -130,9 +129,9 @@ class Rules:
         superseded = [active[i] for i in review.replaces]
         kept = [r for r in active if r not in superseded]
         over_cap = kept[:max(0, len(kept) + 1 - self.settings.rules.max_active)]  # oldest first
-        return RuleResult("ADD", rule, [(r, f"{SUPERSEDED} {rule.id[:8]}") for r in superseded]
+        return RuleResult("ADD", rule, [(r, f"superseded by {rule.id[:8]}") for r in superseded]
                           + [(r, f"over rules.max_active ({self.settings.rules.max_active})") for r in over_cap],
-                          notes=review.notes)
+                          notes=review.notes, superseded=superseded)
 
     @staticmethod
     def write_planned_rule(tx, result: RuleResult) -> None:
@@ -140,8 +139,8 @@ class Rules:
         archives (superseded ones with `replaced_by`)."""
         rule = result.rule
         tx.write(rule, event="ADD")
-        for old, why in result.archived:
-            if why.startswith(SUPERSEDED):
+        for old, _ in result.archived:
+            if old in result.superseded:
                 tx.soft_delete(old, replaced_by=rule.id, event="UPDATE")
             else:
                 tx.soft_delete(old)
