@@ -181,7 +181,8 @@ class Memory:
             if message.get("role") == "system":
                 continue
             entries.append(Entry(
-                text=self._core.clean_text(str(message["content"])), conversation_id=self._conversation(scopes),
+                text=self._core.clean_text(str(message["content"])),
+                conversation_id=layout.conversation_for_scopes(scopes),
                 metadata={**metadata, "role": message.get("role") or "user"}, actor_id=message.get("name") or None,
                 **({"created_at": given_time(created)} if created is not None else {}),
                 **{k: v for k, v in fields.items() if v is not None}, **scopes))
@@ -344,9 +345,6 @@ class Memory:
         if entry is None:
             raise NotFoundError(message.format(memory_id=str(memory_id)[:80]))
         return entry
-
-    def _conversation(self, scopes: dict[str, str]) -> str:
-        return layout.scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
 
     def _index_notes(self) -> list[str]:
         """A note when writes wait in the journal because the embedder failed (they are stored)."""

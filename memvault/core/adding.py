@@ -47,8 +47,7 @@ def placed(messages: str | dict | list, conversation: str | None,
     """(conversation, scopes, messages) of an add: the conversation defaults to the scopes' folder;
     an add with nothing to say is a UsageError."""
     scopes = check_scopes(scopes)
-    conversation = layout.check_conversation_id(conversation or layout.scope_conversation(
-        scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id")))
+    conversation = layout.check_conversation_id(conversation or layout.conversation_for_scopes(scopes))
     chat = as_messages(messages)
     if not chat:
         raise UsageError("the memory text is empty")

@@ -41,10 +41,6 @@ class RuleResult:
                 "notes": self.notes}
 
 
-def rule_conversation(scopes: dict[str, str]) -> str:
-    return layout.scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
-
-
 def same_scopes(entry: Entry, scopes: dict[str, str]) -> bool:
     return all(getattr(entry, key) == scopes.get(key) for key in SCOPE_KEYS)
 
@@ -80,7 +76,7 @@ class Rules:
         """The active rules (archived ones with `archived`) of exactly this scope, oldest first;
         `conversation` None: the one the scopes imply (as for `add`)."""
         scopes = check_scopes(scopes)
-        conversation = conversation or rule_conversation(scopes)
+        conversation = conversation or layout.conversation_for_scopes(scopes)
         return [rule for rule in self.rule_entries(conversation, archived) if same_scopes(rule, scopes)]
 
     def active_rules(self, conversation: str, scopes: dict[str, Any] | None = None) -> list[str]:
@@ -117,7 +113,7 @@ class Rules:
         if problem:
             return RuleResult("DROP", reason=problem)
         scopes = check_scopes(scopes)
-        conversation = layout.check_conversation_id(conversation or rule_conversation(scopes))
+        conversation = layout.check_conversation_id(conversation or layout.conversation_for_scopes(scopes))
         active = self.rules(conversation, scopes)
         twin = next((rule for rule in active if same_rule(rule.text, text)), None)
         if twin is not None:

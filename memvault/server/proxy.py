@@ -132,13 +132,13 @@ def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
     My_Chat-<hash>_). A scoped key's conversations live inside its scope: '<scope folder>+chat-<memory_id>',
     every turn stamped with the scope, and the search filtered on it, so no memory_id (e.g. "user-bob")
     reaches another scope's conversation. A bad id is a 400 before anything is sent or stored."""
-    from memvault.vault.layout import check_conversation_id, scope_conversation
+    from memvault.vault.layout import check_conversation_id, conversation_for_scopes
 
     memory_id = check_conversation_id(memory_id)
     if allowed is EVERYTHING:
         return memory_id, {}
     scopes = {name: value for name, value in confine(allowed, {}).items() if value}
-    folder = scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
+    folder = conversation_for_scopes(scopes)
     return check_conversation_id(f"{folder}+chat-{memory_id}"), scopes
 
 

@@ -149,8 +149,7 @@ def entry_of(memvault: Memvault, memory: Memory, conversation: str | None, notes
         notes.append(f"mem0 memory {memory.id}: left out: {exc}")
         return None
     created = epoch_time(memory.created_at) or now()
-    name = conversation or (layout.scope_conversation(scopes.get("user_id"), scopes.get("agent_id"),
-                                                      scopes.get("run_id")) if scopes else NO_SCOPE_CONVERSATION)
+    name = conversation or (layout.conversation_for_scopes(scopes) if scopes else NO_SCOPE_CONVERSATION)
     deleted = (epoch_time(memory.deleted_at) or created) if memory.deleted_at else None
     return Entry(text=text, conversation_id=layout.check_conversation_id(name), id=memory_id, created_at=created,
                  updated_at=epoch_time(memory.updated_at) or created, metadata=metadata, deleted_at=deleted,

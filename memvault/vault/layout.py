@@ -128,6 +128,11 @@ def check_full_id(text: str) -> str:
     return text
 
 
+def conversation_for_scopes(scopes: dict) -> str:
+    """`scope_conversation` of a scopes mapping (user_id, agent_id, run_id; missing ones unset)."""
+    return scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
+
+
 def scope_conversation(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
     """The conversation folder for mem0-style scopes: readable, one folder per combination.
 
