@@ -113,9 +113,7 @@ class SessionBuffer:
             return
         from memvault.vault.store import atomic_write
 
-        folder = self.folder_of(record.conversation)
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / STATE_FILE, state_json(record))
+        atomic_write(self.folder_of(record.conversation) / STATE_FILE, state_json(record))  # makes the folder
 
     def append_held(self, record: SessionRecord, items: list[dict]) -> None:
         record.held.extend(items)
@@ -126,12 +124,7 @@ class SessionBuffer:
         """Rewrite the held candidates (after one was promoted or replaced)."""
         if self.root is None:
             return
-        from memvault.vault.store import atomic_write
-
-        folder = self.folder_of(record.conversation)
-        folder.mkdir(parents=True, exist_ok=True)
-        data = "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in record.held)
-        atomic_write(folder / HELD_FILE, data.encode("utf-8"))
+        jsonlines.rewrite(self.folder_of(record.conversation) / HELD_FILE, record.held)
 
     def note_turn(self, record: SessionRecord, turn_id: str | None, scopes: dict[str, str]) -> None:
         """One more user turn in the session (its first opens it)."""

@@ -6,7 +6,6 @@ between curates it at the next start (memvault.server.turns.resume_curation).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from memvault.vault import jsonlines
@@ -45,12 +44,9 @@ class CurationQueue:
 
     def compact(self) -> list[dict]:
         """Rewrite the file with only the pending turns (at start-up, before any writer); returns them."""
-        from memvault.vault.store import atomic_write
-
         waiting = self.pending()
         if waiting:
-            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in waiting)
-            atomic_write(self.path, data.encode("utf-8", "surrogatepass"))
+            jsonlines.rewrite(self.path, waiting)
         else:
             self.path.unlink(missing_ok=True)
         return waiting

@@ -31,6 +31,14 @@ def append(path: Path, records: list[dict], mode: int = 0o644, sync: bool = Fals
         os.close(fd)
 
 
+def rewrite(path: Path, records: list[dict]) -> None:
+    """Replace the file with `records`, one JSON line each, atomically (a reader sees the old file or the new)."""
+    from memvault.vault.store import atomic_write
+
+    data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    atomic_write(path, data.encode("utf-8", "surrogatepass"))
+
+
 def read(path: Path) -> list[dict]:
     """The JSON objects in the file, in order; lines that are not one (torn, not UTF-8, not JSON, not
     an object) are skipped. A missing file has none."""
