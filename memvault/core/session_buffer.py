@@ -124,7 +124,9 @@ class SessionBuffer:
         """Rewrite the held candidates (after one was promoted or replaced)."""
         if self.root is None:
             return
-        jsonlines.rewrite(self.folder_of(record.conversation) / HELD_FILE, record.held)
+        from memvault.vault.store import atomic_write
+
+        atomic_write(self.folder_of(record.conversation) / HELD_FILE, jsonlines.encode(record.held))
 
     def note_turn(self, record: SessionRecord, turn_id: str | None, scopes: dict[str, str]) -> None:
         """One more user turn in the session (its first opens it)."""

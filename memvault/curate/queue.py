@@ -44,9 +44,11 @@ class CurationQueue:
 
     def compact(self) -> list[dict]:
         """Rewrite the file with only the pending turns (at start-up, before any writer); returns them."""
+        from memvault.vault.store import atomic_write
+
         waiting = self.pending()
         if waiting:
-            jsonlines.rewrite(self.path, waiting)
+            atomic_write(self.path, jsonlines.encode(waiting))
         else:
             self.path.unlink(missing_ok=True)
         return waiting

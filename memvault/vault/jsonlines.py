@@ -18,25 +18,22 @@ def append(path: Path, records: list[dict], mode: int = 0o644, sync: bool = Fals
     if not records:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    data = encode(records)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, mode)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            data = "\n" + data  # a crash tore the last line: never glue a record to it
-        os.write(fd, data.encode("utf-8", "surrogatepass"))
+            data = b"\n" + data  # a crash tore the last line: never glue a record to it
+        os.write(fd, data)
         if sync:
             os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def rewrite(path: Path, records: list[dict]) -> None:
-    """Replace the file with `records`, one JSON line each, atomically (a reader sees the old file or the new)."""
-    from memvault.vault.store import atomic_write
-
-    data = "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-    atomic_write(path, data.encode("utf-8", "surrogatepass"))
+def encode(records: list[dict]) -> bytes:
+    """`records` as the file holds them: one JSON line each, UTF-8 (lone surrogates passed through)."""
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8", "surrogatepass")
 
 
 def read(path: Path) -> list[dict]:
