@@ -269,6 +269,7 @@ class Memory:
         if as_of is None:  # a past question reads the past's own index: today's is neither built nor written
             self._sync_once()
         overrides = {"reranker": ""} if not rerank else {}
+        as_of = self._core.resolve_as_of(as_of)  # once: the hits and their relations read the same past
         hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
                                  score_threshold=threshold, as_of=as_of, **overrides)
         found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}

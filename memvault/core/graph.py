@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
 from memvault.vault import layout
 from memvault.vault.entry import check_scopes
+
+if TYPE_CHECKING:
+    from memvault.vault.timetravel import PastCommit
 
 MAX_RELATIONS = 20  # relations returned with one search: a neighbourhood, not the whole graph
 
@@ -40,17 +43,12 @@ class Graphing:
             return self._graph_query(index, conversation, scopes).neighbourhood(entity, int(depth))
 
     def relations(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
-                  filters: dict | None = None, limit: int = MAX_RELATIONS, as_of: str | None = None) -> list:
+                  filters: dict | None = None, limit: int = MAX_RELATIONS,
+                  as_of: str | PastCommit | None = None) -> list:
         """mem0's `relations` for a search: the relations of the entities `query` names, among the facts
         a search with the same conversation, scopes and filters would see. [] when the graph is off.
         `as_of`: from the vault as it was then (the past's own index, as `search` reads it)."""
         if not self.settings.graph.enabled or not isinstance(query, str) or not query.strip():
             return []
-        if as_of is not None:  # the past's relations, never today's: today's index is not opened
-            from memvault.index.past import past_index
-            from memvault.vault.timetravel import resolve
-
-            with past_index(self.vault, self.embedder(), resolve(self.vault.git, as_of)) as index:
-                return self._graph_query(index, conversation, scopes, filters).for_query(query, limit)
-        with self.keeper.caught_up() as index:
+        with self.index_as_of(as_of) as (index, _):  # the past's relations, never today's
             return self._graph_query(index, conversation, scopes, filters).for_query(query, limit)

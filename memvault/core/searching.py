@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
 from memvault.settings import RetrievalSettings
 from memvault.vault import layout
 from memvault.vault.entry import check_scopes
+
+if TYPE_CHECKING:
+    from memvault.vault.timetravel import PastCommit
 
 
 @dataclass(frozen=True)
@@ -39,8 +44,29 @@ class RetrievalOverrides:
 class Searching:
     """Queries over the index (caught up with every write first)."""
 
+    def resolve_as_of(self, as_of: str | PastCommit | None) -> PastCommit | None:
+        """The commit a date, time or commit name stands for (None stays None): resolved once, a
+        search and its relations read the same past."""
+        from memvault.vault.timetravel import PastCommit, resolve
+
+        return as_of if as_of is None or isinstance(as_of, PastCommit) else resolve(self.vault.git, as_of)
+
+    @contextmanager
+    def index_as_of(self, as_of: str | PastCommit | None) -> Iterator[tuple[Any, Any]]:
+        """(index, the moment it stands for): today's, caught up with every write (moment None: now),
+        or for `as_of` the past's own cached index (memvault.index.past), today's not even opened."""
+        past = self.resolve_as_of(as_of)
+        if past is None:
+            with self.keeper.caught_up() as index:
+                yield index, None
+            return
+        from memvault.index.past import past_index
+
+        with past_index(self.vault, self.embedder(), past) as index:
+            yield index, past.moment
+
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
-               filters: dict | None = None, include_global: bool = True, as_of: str | None = None,
+               filters: dict | None = None, include_global: bool = True, as_of: str | PastCommit | None = None,
                **overrides: Any) -> list:
         """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
         (all conversations when None); `overrides` replace retrieval settings for this call (see
@@ -54,17 +80,9 @@ class Searching:
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
         query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
-        if as_of is not None:  # the past's own cached index (memvault.index.past); today's is not opened
-            from memvault.index.past import past_index
-            from memvault.vault.timetravel import resolve
-
-            past = resolve(self.vault.git, as_of)
-            with past_index(self.vault, self.embedder(), past) as index:
-                return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes,
-                              filters, now=past.moment, query_vector=query_vector)
-        with self.keeper.caught_up() as index:
+        with self.index_as_of(as_of) as (index, moment):
             return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes, filters,
-                          query_vector=query_vector)
+                          now=moment, query_vector=query_vector)
 
     def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
                limit: int | None = None) -> list[dict[str, Any]]:

@@ -59,6 +59,7 @@ def search(
     memvault = open_memvault(vault, config)
     show_notices(memvault)
     scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
+    as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
     hits = memvault.search(query, conversation, scopes, filters, as_of=as_of,
                            top_k=top_k, recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
     if json:
