@@ -48,7 +48,7 @@ def test_a_date_before_1973_is_read_as_that_date_not_as_today(tmp_path):
     assert too_early.exit_code == 2 and "no commit at or before 1971-06-01" in too_early.stderr
 
 
-def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untouched(tmp_path):
+def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untouched(tmp_path, monkeypatch):
     # `search --as-of` printed the relations of TODAY's facts beside the past hits (and caught up,
     # so wrote, today's index): only --json, which prints no relations, was tested untouched.
     def on(day: str) -> dict[str, str]:
@@ -73,6 +73,14 @@ def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untou
     past = vault_cli.ok("search", "Alice", "--as-of", "2026-03-02").stdout
     assert "Relations" in past and "acme" in past.split("Relations", 1)[1].lower()
     assert hashlib.sha256(index.read_bytes()).hexdigest() == today
+    # The hits and their relations read one resolved past: the date is asked of git once.
+    from memvault.vault import timetravel
+
+    asked = []
+    real = timetravel.resolve
+    monkeypatch.setattr(timetravel, "resolve", lambda git, when: asked.append(when) or real(git, when))
+    assert "Relations" in vault_cli.ok("search", "Alice", "--as-of", "2026-03-02").stdout
+    assert asked == ["2026-03-02"]
 
 
 def test_memory_search_as_of_neither_builds_nor_writes_todays_index(tmp_path, monkeypatch):
