@@ -14,12 +14,12 @@ memvault slugs scopes, and kept in `metadata.agent_cli_conversation`.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UnsafePathError, UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, stable_id
+from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, mapped_id
 from memvault.vault import layout
 from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry, check_metadata, check_scopes, yaml_handler
 
@@ -90,24 +90,15 @@ def entry_of(memvault: Memvault, file: Path, rel: Path, conversation: str | None
         notes.append(f"{file}: left out: {exc}")
         return None
     name = conversation or folder_name(source_conversation, metadata)
-    memory_id = mapped_id(str(meta["id"]), metadata, "agent_cli_id")
+    memory_id = mapped_id(FORMAT, str(meta["id"]), metadata, "agent_cli_id")
     if meta.get("summary_kind"):
         metadata["summary_kind"] = str(meta["summary_kind"])
     deleted = DELETED in rel.parts[:-1]
     return Entry(text=text, role=role, conversation_id=name, id=memory_id, created_at=created, metadata=metadata,
-                 source=mapped_id(str(meta["source_id"])) if meta.get("source_id") else None,
-                 replaced_by=mapped_id(str(meta["replaced_by"])) if meta.get("replaced_by") else None,
+                 source=mapped_id(FORMAT, str(meta["source_id"])) if meta.get("source_id") else None,
+                 replaced_by=mapped_id(FORMAT, str(meta["replaced_by"])) if meta.get("replaced_by") else None,
                  # agent-cli does not note when it deleted: the tombstone's last change tells.
                  deleted_at=(epoch_time(meta.get("deleted_at")) or modified(file)) if deleted else None, **scopes)
-
-
-def mapped_id(value: str, metadata: dict | None = None, key: str = "") -> str:
-    """The id as it is when it is a UUID (so sources and replacements still point at it), else a stable one."""
-    if layout.UUID_SHAPE.match(value.lower()):
-        return value.lower()
-    if metadata is not None:
-        metadata[key] = value
-    return stable_id(FORMAT, value)
 
 
 def folder_name(conversation_id: str, metadata: dict) -> str:
@@ -119,5 +110,4 @@ def folder_name(conversation_id: str, metadata: dict) -> str:
 
 
 def modified(file: Path) -> datetime:
-    moment = datetime.fromtimestamp(file.stat().st_mtime, timezone.utc)
-    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+    return epoch_time(file.stat().st_mtime)

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import EntryFormatError, MemvaultError, UsageError
-from memvault.transfer.runner import Batch, Item, stable_id
+from memvault.errors import EntryFormatError, UsageError
+from memvault.transfer.runner import Batch, Item, read_bytes, stable_id
 from memvault.vault import layout
 from memvault.vault.entry import (
     FIELD_ORDER,
@@ -182,12 +182,7 @@ def read_source(path: str) -> str:
     import sys
     from pathlib import Path
 
-    try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
-    except OSError as exc:
-        raise MemvaultError(f"cannot read {path}: {exc.strerror}") from None
+    data = sys.stdin.buffer.read() if path == "-" else read_bytes(Path(path))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

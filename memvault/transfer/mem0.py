@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import MemvaultError, UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, json_of, stable_id
+from memvault.errors import UsageError
+from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, json_of, mapped_id, read_bytes
 from memvault.vault import layout
 from memvault.vault.entry import Entry, check_metadata, check_scopes, now
 
@@ -88,13 +88,8 @@ def batches(memvault: Memvault, paths: list[Path], conversation: str | None, not
 
 def read_dump(path: Path, memories: dict[str, Memory], data: Any = None) -> None:
     """Add the memories of a `get_all` dump (`data`: its JSON, when already read) to `memories`."""
-    try:
-        if data is None:
-            data = json_of(path.read_bytes(), path, "mem0 get_all dump")
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
-    except OSError as exc:
-        raise MemvaultError(f"cannot read {path}: {exc.strerror}") from None
+    if data is None:
+        data = json_of(read_bytes(path), path, "mem0 get_all dump")
     records = data.get("results") if isinstance(data, dict) else data
     if not isinstance(records, list) or not all(isinstance(r, dict) and r.get("id") for r in records):
         raise UsageError(f"{path} is not a mem0 get_all dump: expected {{\"results\": [{{\"id\", \"memory\", ...}}]}}")
@@ -138,10 +133,7 @@ def entry_of(memvault: Memvault, memory: Memory, conversation: str | None, notes
     if text is None:
         return None
     metadata = dict(memory.metadata or {})
-    memory_id = memory.id.lower()
-    if not layout.UUID_SHAPE.match(memory_id):
-        metadata["mem0_id"] = memory.id
-        memory_id = stable_id(FORMAT, memory.id)
+    memory_id = mapped_id(FORMAT, memory.id, metadata, "mem0_id")
     try:
         scopes = check_scopes({k: v for k, v in (memory.scopes or {}).items() if v is not None})
         metadata = check_metadata(metadata)

@@ -111,6 +111,26 @@ def stable_id(*parts: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "memvault-import:" + "\x1f".join(parts)))
 
 
+def mapped_id(fmt: str, value: str, metadata: dict | None = None, key: str = "") -> str:
+    """A source's id as memvault's: the id itself when it is a UUID (so sources and replacements still
+    point at it), else a stable one derived from it, the original then kept in `metadata[key]`."""
+    if layout.UUID_SHAPE.match(value.lower()):
+        return value.lower()
+    if metadata is not None:
+        metadata[key] = value
+    return stable_id(fmt, value)
+
+
+def read_bytes(path: Path) -> bytes:
+    """A source file's bytes; a missing or unreadable file is a one-line error."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise MemvaultError(f"cannot read {path}: {exc.strerror}") from None
+
+
 def conversation_name(prefix: str, title: str, source_id: str) -> str:
     """A readable, stable, portable folder name: 'chatgpt-trip-to-lisbon-1a2b3c4d'."""
     import re
