@@ -16,6 +16,10 @@ from typing import Any
 
 from memvault.errors import ConfigError
 
+# A chat's memory mode (chat --memory-mode, the proxy's "memory_mode", Memory(mode=)) -> incognito:
+# neither reads stored memories nor writes anything.
+MEMORY_MODES = {"normal": False, "incognito": True, "guest": True}
+
 
 @dataclass
 class VaultSettings:

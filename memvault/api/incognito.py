@@ -17,18 +17,16 @@ from memvault.api.errors import NotFoundError, translated
 from memvault.api.shapes import memory_item
 from memvault.core import as_messages
 from memvault.curate.policy import guard, jaccard
-from memvault.settings import Settings
+from memvault.settings import MEMORY_MODES, Settings
 from memvault.vault.entry import now
-
-MODES = {"normal": False, "incognito": True, "guest": True}  # mode -> incognito
 
 
 def is_incognito(mode: str) -> bool:
     from memvault.api.errors import ValidationError
 
-    if mode not in MODES:
-        raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
-    return MODES[mode]
+    if mode not in MEMORY_MODES:
+        raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MEMORY_MODES)})")
+    return MEMORY_MODES[mode]
 
 
 class IncognitoMemory:

@@ -34,6 +34,7 @@ from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_k
 from memvault.server.errors import error_body, error_response, upstream_error
 from memvault.server.state import ServerState, server_state
 from memvault.server.upstream import client_model, curator
+from memvault.settings import MEMORY_MODES
 
 if TYPE_CHECKING:
     from memvault.converse import ChatTurn, MemoryChat
@@ -42,7 +43,6 @@ log = logging.getLogger("memvault.server")
 router = APIRouter(tags=["chat"])
 passthrough_router = APIRouter()
 MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold", "memory_mode"}
-MEMORY_MODES = {"normal": False, "incognito": True, "guest": True}  # mode -> incognito
 # The body parameters of OpenAI's chat.completions.create (openai 2.x), messages/model/stream aside.
 # Nothing else reaches litellm: its own keyword arguments (api_base, base_url, api_key, extra_headers,
 # custom_llm_provider, metadata, mock_response...) would let a client send the key anywhere.

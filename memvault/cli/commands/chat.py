@@ -83,11 +83,9 @@ def chat(
     interactive(session, llm, show)
 
 
-MEMORY_MODES = {"normal": False, "incognito": True, "guest": True}
-
-
 def is_incognito(incognito: bool, memory_mode: str | None) -> bool:
     from memvault.errors import UsageError
+    from memvault.settings import MEMORY_MODES
 
     if memory_mode is not None and memory_mode.strip().lower() not in MEMORY_MODES:
         raise UsageError(f"unknown memory mode {memory_mode!r} (expected one of {', '.join(MEMORY_MODES)})")
