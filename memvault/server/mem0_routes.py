@@ -21,9 +21,10 @@ from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from memvault import __version__
-from memvault.errors import MemvaultError, NotFoundError
+from memvault.errors import MemvaultError
+from memvault.server import memories
 from memvault.server.auth import EVERYTHING, allowed_scopes
-from memvault.server.memories import AddRequest, Scopes, UpdateRequest, call, scopes_of
+from memvault.server.memories import Scopes, call, scopes_of
 from memvault.vault.entry import SCOPE_KEYS
 
 router = APIRouter(tags=["mem0"])
@@ -97,10 +98,9 @@ async def ping(request: Request) -> dict[str, Any]:
             "org_id": "memvault", "project_id": "memvault"}
 
 
-@router.post("/v3/memories/add/", summary="Add memories (mem0 MemoryClient)")
-@mem0_errors
-async def add_v3(body: AddRequest, request: Request) -> dict[str, Any]:
-    return await call(request, "add", body.chat(), **scopes_of(request, body), **body.options())
+# Where mem0's paths do what memvault's /v1 routes do, the same route functions serve them, with
+# mem0's error shape (memvault.server.memories).
+router.post("/v3/memories/add/", summary="Add memories (mem0 MemoryClient)")(mem0_errors(memories.add_memories))
 
 
 @router.post("/v3/memories/", summary="List memories, paginated (mem0 MemoryClient)")
@@ -119,12 +119,9 @@ async def list_v3(body: ListBody, page: Annotated[Page, Query()], request: Reque
 
 
 @router.post("/v3/memories/search/", summary="Search memories (mem0 MemoryClient)")
+@router.post("/search", summary="Search memories (mem0 OSS server)")
 @mem0_errors
-async def search_v3(body: SearchBody, request: Request) -> dict[str, Any]:
-    return await search(request, body)
-
-
-async def search(request: Request, body: SearchBody) -> dict[str, Any]:
+async def search(body: SearchBody, request: Request) -> dict[str, Any]:
     scopes, filters = scopes_and_filters(request, body, body.filters)
     return await call(request, "search", body.query, **scopes, filters=filters, top_k=body.top_k, limit=body.limit,
                       threshold=body.threshold, rerank=body.rerank, explain=body.explain,
@@ -155,10 +152,7 @@ for prefix in PLATFORM_ONLY:
 
 # -- mem0's OSS server paths ---------------------------------------------------------------------------
 
-@router.post("/memories", summary="Create memories (mem0 OSS server)")
-@mem0_errors
-async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
-    return await call(request, "add", body.chat(), **scopes_of(request, body), **body.options())
+router.post("/memories", summary="Create memories (mem0 OSS server)")(mem0_errors(memories.add_memories))
 
 
 @router.get("/memories", summary="Get memories (mem0 OSS server)")
@@ -174,20 +168,8 @@ async def delete_memories(params: Annotated[Scopes, Query()], request: Request) 
     return {"message": "All relevant memories deleted"}
 
 
-@router.get("/memories/{memory_id}", summary="Get a memory (mem0 OSS server)")
-@mem0_errors
-async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    found = await call(request, "get", memory_id, **scopes_of(request, params))
-    if found is None:
-        raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
-    return found
-
-
-@router.put("/memories/{memory_id}", summary="Update a memory (mem0 OSS server)")
-@mem0_errors
-async def update_memory(memory_id: str, body: UpdateRequest, params: Annotated[Scopes, Query()],
-                        request: Request) -> dict[str, Any]:
-    return await call(request, "update", memory_id, **body.options(), **scopes_of(request, params, body))
+router.get("/memories/{memory_id}", summary="Get a memory (mem0 OSS server)")(mem0_errors(memories.get_memory))
+router.put("/memories/{memory_id}", summary="Update a memory (mem0 OSS server)")(mem0_errors(memories.update_memory))
 
 
 @router.delete("/memories/{memory_id}", summary="Delete a memory (mem0 OSS server)")
@@ -202,12 +184,6 @@ async def delete_memory(memory_id: str, params: Annotated[Scopes, Query()], requ
 async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], request: Request
                          ) -> list[dict[str, Any]]:
     return await call(request, "history", memory_id, **scopes_of(request, params))
-
-
-@router.post("/search", summary="Search memories (mem0 OSS server)")
-@mem0_errors
-async def search_memories(body: SearchBody, request: Request) -> dict[str, Any]:
-    return await search(request, body)
 
 
 @router.post("/reset", summary="Reset all memories (mem0 OSS server; only with server.allow_reset)")
