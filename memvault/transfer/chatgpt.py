@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, conversation_name, epoch_time, read_export, stable_id
-from memvault.vault.entry import Entry, now
+from memvault.transfer.runner import Batch, chat_turn, checked_text, conversation_name, epoch_time, read_export
+from memvault.vault.entry import now
 
 if TYPE_CHECKING:
     from memvault.core import Memvault
@@ -52,11 +52,8 @@ def batch_of(memvault: Memvault, chat: dict, conversation: str | None, notes: li
         text = checked_text(memvault, message_text(message), f"{title!r}, message {message_id}", notes)
         if text is None or not message_id:
             continue
-        entry = Entry(text=text, role=role, conversation_id=name, id=stable_id(FORMAT, chat_id, message_id),
-                      created_at=epoch_time(message.get("create_time")) or started,
-                      metadata={"imported_from": FORMAT, "source_conversation": chat_id,
-                                "source_message": message_id, "title": title})
-        items.append(Item(entry))
+        items.append(chat_turn(FORMAT, chat_id, name, title, message_id, role, text,
+                               epoch_time(message.get("create_time")) or started))
     return Batch(chat_id, name, title, items, curatable=True)
 
 

@@ -25,6 +25,8 @@ from memvault.vault import jsonlines, layout
 from memvault.vault.entry import Entry
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from memvault.core import Memvault
     from memvault.curate.llm import LLM
 
@@ -109,6 +111,15 @@ def stable_id(*parts: str) -> str:
     import uuid
 
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "memvault-import:" + "\x1f".join(parts)))
+
+
+def chat_turn(fmt: str, chat_id: str, name: str, title: str, message_id: str, role: str, text: str,
+              created: datetime) -> Item:
+    """One message of an exported chat as a turn of conversation `name`: its id derived from the
+    source's ids (a re-import finds it again), the source named in metadata (FACT_METADATA reads it)."""
+    return Item(Entry(text=text, role=role, conversation_id=name, id=stable_id(fmt, chat_id, message_id),
+                      created_at=created, metadata={"imported_from": fmt, "source_conversation": chat_id,
+                                                    "source_message": message_id, "title": title}))
 
 
 def mapped_id(fmt: str, value: str, metadata: dict | None = None, key: str = "") -> str:
