@@ -11,6 +11,7 @@ import subprocess
 
 from tests.support.cli import Cli
 from tests.test_agentcli_vault import JANE, SUMMARY, cli  # noqa: F401 - the fixture, shared
+from tests.test_time_travel import on
 
 
 def test_show_as_of_reaches_ids_that_are_no_uuid(cli):  # noqa: F811 - the fixture
@@ -32,9 +33,6 @@ def test_a_past_agentcli_tombstone_reads_as_deleted_as_it_does_today(cli):  # no
 def test_a_date_before_1973_is_read_as_that_date_not_as_today(tmp_path):
     # git reads '--before=@<seconds>' below 1e8 (March 1973) as an approximate date, not a time:
     # --as-of 1971-06-01 answered with today's vault. A vault whose history starts in 1972 shows it.
-    def on(day: str) -> dict[str, str]:
-        return {"GIT_AUTHOR_DATE": f"{day}T12:00:00+00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00+00:00"}
-
     vault_cli = Cli(tmp_path / "vault")
     vault_cli.ok("init", env=on("1972-01-01"))
     vault_cli.ok("add", "The first fact, from 1972", "--no-llm", env=on("1972-01-02"))
@@ -51,9 +49,6 @@ def test_a_date_before_1973_is_read_as_that_date_not_as_today(tmp_path):
 def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untouched(tmp_path, monkeypatch):
     # `search --as-of` printed the relations of TODAY's facts beside the past hits (and caught up,
     # so wrote, today's index): only --json, which prints no relations, was tested untouched.
-    def on(day: str) -> dict[str, str]:
-        return {"GIT_AUTHOR_DATE": f"{day}T12:00:00+00:00", "GIT_COMMITTER_DATE": f"{day}T12:00:00+00:00"}
-
     vault_cli = Cli(tmp_path / "vault")
     vault_cli.ok("init", env=on("2026-03-01"))
     fact = "0b1f3c52-6a0e-4c55-9d0e-3f6f4b1e9b01"
@@ -89,14 +84,14 @@ def test_memory_search_as_of_neither_builds_nor_writes_todays_index(tmp_path, mo
     import memvault
     from memvault.settings import Settings
 
-    def on(day: str) -> None:
-        for name in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
-            monkeypatch.setenv(name, f"{day}T12:00:00+00:00")
+    def live_on(day: str) -> None:  # this process's commits dated that day
+        for name, value in on(day).items():
+            monkeypatch.setenv(name, value)
 
     with memvault.Memory(vault=tmp_path / "vault", settings=Settings()) as memory:
-        on("2026-03-01")
+        live_on("2026-03-01")
         [added] = memory.add("Alice's favourite colour is teal", user_id="alice", infer=False)["results"]
-        on("2026-03-02")
+        live_on("2026-03-02")
         memory.update(added["id"], "Alice's favourite colour is crimson")
     index = tmp_path / "vault" / ".memvault" / "index.sqlite"
     index.unlink()  # today's index gone (a fresh clone has none): a past question must not build it
