@@ -147,6 +147,13 @@ def test_serve_starts_with_a_stale_lock_and_commits_the_turns_left_over(vault):
     assert all(str(change.rel) in tracked for change in written)
 
 
+def running_as_git(process: subprocess.Popen) -> None:
+    """Wait until a just-started git has exec'd (a busy machine may take a while to)."""
+    deadline = time.monotonic() + 10
+    while not Path(f"/proc/{process.pid}/comm").read_text().startswith("git") and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_a_lock_a_live_git_takes_during_a_commit_is_waited_for(vault, monkeypatch):
     """A person's `git status` refreshes the index under index.lock: one that starts between our
     stale-lock check and our `git add` made the commit fail (the proxy's turns then stayed
@@ -159,9 +166,7 @@ def test_a_lock_a_live_git_takes_during_a_commit_is_waited_for(vault, monkeypatc
         removed = checked(self)
         person = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=vault, stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL)  # a live git working in the repository
-        deadline = time.monotonic() + 10
-        while not Path(f"/proc/{person.pid}/comm").read_text().startswith("git") and time.monotonic() < deadline:
-            time.sleep(0.01)  # a busy machine may not have exec'd it yet: a real git holds its lock once running
+        running_as_git(person)  # a real git holds its lock once running
         lock = leave_lock(vault)
 
         def their_git_finishes():
@@ -198,6 +203,7 @@ def test_a_git_that_exits_while_proc_is_read_is_not_an_unknown_holder(vault, tmp
             raise ProcessLookupError(3, "No such process")
         return real_readlink(path, *args, **kwargs)
 
+    running_as_git(elsewhere)  # before, /proc shows python, and the test would read nothing of it
     monkeypatch.setattr(git_module.os, "readlink", exiting)
     try:
         lock = leave_lock(vault)
