@@ -29,7 +29,8 @@ from memvault import errors
 from memvault.api.config import build_settings
 from memvault.api.errors import NotFoundError, ScopeError, ValidationError, translated
 from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
-from memvault.core import Memvault, short
+from memvault.core import Memvault
+from memvault.core.base import add_subject
 from memvault.settings import Settings
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS, Entry
@@ -187,9 +188,7 @@ class Memory:
                 **({"created_at": given_time(created)} if created is not None else {}),
                 **{k: v for k, v in fields.items() if v is not None}, **scopes))
         if entries:
-            subject = (f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]" if len(entries) == 1
-                       else f"memvault add: {len(entries)} memories")
-            self._core.add_entries(entries, subject)
+            self._core.add_entries(entries, add_subject(entries))
         out: dict[str, Any] = {"results": [
             {"id": e.id, "memory": e.text, "event": "ADD", "actor_id": e.actor_id, "role": e.metadata["role"]}
             for e in entries]}

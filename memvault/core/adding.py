@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memvault.core.base import short
+from memvault.core.base import add_subject, short
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import TRIPLE_KEYS, Entry, check_scopes, now
@@ -90,9 +90,7 @@ class Adding:
             entries = [Entry(text=self.clean_text(str(m["content"])), conversation_id=conversation,
                              metadata={**(metadata or {}), **({"role": m["role"]} if len(chat) > 1 else {})},
                              **scopes) for m in chat]
-            subject = (f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]" if len(entries) == 1
-                       else f"memvault add: {len(entries)} memories")
-            self.add_entries(entries, subject)
+            self.add_entries(entries, add_subject(entries))
             notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
             return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
         return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn)

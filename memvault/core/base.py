@@ -32,6 +32,13 @@ def short(text: str, width: int = 50) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def add_subject(entries: list) -> str:
+    """The commit subject of memories stored as given: the one memory, or how many."""
+    if len(entries) == 1:
+        return f"memvault add: {short(entries[0].text)} [{entries[0].id[:8]}]"
+    return f"memvault add: {len(entries)} memories"
+
+
 class MemvaultBase:
     """A vault and what is derived from it, configured by one Settings object."""
 
