@@ -29,7 +29,8 @@ class ScriptedServer:
             def do_POST(self):  # noqa: N802 - http.server's naming
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append(body)
-                server.headers.append(dict(self.headers))
+                # Header names are case-insensitive (RFC 9110): litellm/openai now send them in lower case.
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status = server.script.pop(0) if server.script else 200
                 if status == "break":
                     self.send_stream(body, broken=True)
@@ -116,7 +117,7 @@ def test_complete_sends_the_configured_request(server):
     assert request["temperature"] == 0.0
     assert request["response_format"]["json_schema"]["schema"] == {"type": "array"}
     assert request["max_tokens"] == LLMSettings().max_tokens  # curation answers are bounded
-    assert server.headers[0]["Authorization"] == "Bearer test-key"
+    assert server.headers[0]["authorization"] == "Bearer test-key"
 
 
 def test_stream_yields_several_deltas(server):
