@@ -82,6 +82,15 @@ def workload(samples: list[Sample], size: int, questions: int | None) -> tuple[d
             [(q.category, q.evidence, name) for name, q in asked])
 
 
+def recall(scoring: list[tuple], found: list[list[str | None]]) -> dict[str, float]:
+    """bench_locomo's turn-level recall of each question's hits (dia_ids, best first; a null is a hit
+    that is no LoCoMo turn and keeps its place)."""
+    scores = Scores()
+    for (category, evidence, conversation), hits in zip(scoring, found, strict=True):
+        scores.add(category, hits, evidence, conversation)
+    return scores.summary()
+
+
 def run_phase(name: str, phase: str, store: Path, workload_file: Path, home: Path) -> tuple[dict[str, Any], float]:
     """One runner process: its JSON answer and its wall time from start to answer."""
     python, runner = SYSTEMS[name]
@@ -118,10 +127,7 @@ def measure(name: str, workdir: Path, workload_file: Path, scoring: list[tuple],
     cold, cold_wall = run_phase(name, "cold", folder, workload_file, home)
     if "error" in cold:
         return {"error": cold["error"]}
-    scores = Scores()
-    for (category, evidence, conversation), found in zip(scoring, built["found"], strict=True):
-        scores.add(category, found, evidence, conversation)  # a null (not a turn) keeps its place
-    summary = scores.summary()
+    summary = recall(scoring, built["found"])
     latencies = built["latencies_ms"][:queries]
     memories = json.loads(workload_file.read_text())["memories"]
     return {"store_s": built["bulk_s"], "store_cpu_s": built["bulk_cpu_s"], "per_s": len(memories) / built["bulk_s"], "add_one_s": built["add_one_s"],
