@@ -11,7 +11,8 @@ with the system's Python, writes one JSON request to its stdin and reads one JSO
 
 - build: open a new store in DIR, store every memory (grouped by conversation, in order), then `extra`
   alone, then ask every question; answers the seconds of each step, per question its latency and the
-  dia_ids of its hits (best first; null for a hit that is no LoCoMo turn), and the peak RSS.
+  dia_ids of its hits (best first; null for a hit that is no LoCoMo turn), and the peak RSS. Times
+  come as wall and CPU (this process's threads and the children it waited for).
 - cold: open the store DIR as it was left and ask the first question; answers the seconds to open and
   to search, and the peak RSS. bench_peers.py times the whole process from outside as well.
 
@@ -104,13 +105,15 @@ def build(open_store: Opener, folder: Path, workload: dict[str, Any]) -> dict[st
     started = time.perf_counter()
     store.add_one(workload["extra"])
     one = time.perf_counter() - started
-    latencies, found = [], []
+    latencies, cpus, found = [], [], []
     for question in workload["questions"]:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         hits = store.search(question, workload["top_k"])
         latencies.append((time.perf_counter() - started) * 1000)
+        cpus.append((time.process_time() - cpu) * 1000)
         found.append(hits)
-    return {"open_s": opened, "bulk_s": bulk, "bulk_cpu_s": bulk_cpu, "add_one_s": one, "latencies_ms": latencies, "found": found,
+    return {"open_s": opened, "bulk_s": bulk, "bulk_cpu_s": bulk_cpu, "add_one_s": one, "latencies_ms": latencies,
+            "search_cpu_ms": cpus, "found": found,
             "peak_rss_mb": peak_rss_mb(), "notes": store.notes}
 
 
