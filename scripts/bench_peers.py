@@ -87,7 +87,7 @@ def recall(scoring: list[tuple], found: list[list[str | None]]) -> dict[str, flo
     that is no LoCoMo turn and keeps its place)."""
     scores = Scores()
     for (category, evidence, conversation), hits in zip(scoring, found, strict=True):
-        scores.add(category, hits, evidence, conversation)
+        scores.add(category, [hit or "" for hit in hits], evidence, conversation)  # "" credits no turn
     return scores.summary()
 
 
