@@ -62,6 +62,7 @@ SYSTEMS = {  # name -> (its Python, its runner)
 FILLER = "filler"  # the synthetic memories' conversation
 EXTRA = "The user just switched from green tea to oolong."
 TOP_K = 10
+PHASE_TIMEOUT = 20 * 60  # a runner that hangs costs its row, not the run
 # No telemetry and no model hub: the run is offline, and a library that tried would only wait on it.
 OFFLINE_ENV = {"MEM0_TELEMETRY": "False", "ANONYMIZED_TELEMETRY": "False", "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1", "ORT_DISABLE_TELEMETRY": "1", "OPENAI_API_KEY": "sk-offline-unused"}
@@ -97,8 +98,11 @@ def run_phase(name: str, phase: str, store: Path, workload_file: Path, home: Pat
     env = {**os.environ, **OFFLINE_ENV, "HOME": str(home), "PYTHONPATH": str(REPO)}
     request = json.dumps({"phase": phase, "store": str(store), "workload": str(workload_file)})
     started = time.perf_counter()
-    done = subprocess.run([str(python), str(runner)], input=request, capture_output=True, text=True, env=env,
-                          cwd=str(store.parent))
+    try:
+        done = subprocess.run([str(python), str(runner)], input=request, capture_output=True, text=True, env=env,
+                              cwd=str(store.parent), timeout=PHASE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"{phase} took longer than {PHASE_TIMEOUT} s: stopped"}, time.perf_counter() - started
     wall = time.perf_counter() - started
     try:
         answer = json.loads(done.stdout)

@@ -92,7 +92,8 @@ class AgentCliStore:
                                    start_watcher=False, enable_git_versioning=True)
         self.dia = dia_ids_by_text(workload_of(folder)["memories"])
         self.notes = ["memvault's MiniLM-L6 int8 as the Chroma collection's embedding function",
-                      "its cross-encoder cannot be downloaded offline: the candidates' dense similarity stands in"]
+                      "its cross-encoder cannot be downloaded offline: the candidates' dense similarity stands in",
+                      "its start-up (MemoryClient) embeds every memory file into Chroma again: the cold start row"]
 
     def persist(self, conversation: str, memories: list[dict[str, Any]], message: str) -> None:
         from agent_cli.memory._git import commit_changes
