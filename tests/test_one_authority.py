@@ -1,0 +1,43 @@
+"""The rules of what a memory is hold on every door (issue: the house III). Each test names the
+disagreement between surfaces it pins down; each failed before core became the one authority."""
+
+from __future__ import annotations
+
+import pytest
+
+import memvault
+from memvault.converse.prompt import gather
+from memvault.vault.layout import conversation_for_scopes
+from tests.support.cli import Cli
+
+SECRET_PLACE = "Alice keeps her diary in the blue notebook"
+
+
+@pytest.fixture
+def vault_path(tmp_path):
+    return tmp_path / "vault"
+
+
+def test_an_expired_memory_is_hidden_on_every_door_not_only_the_mem0_api(vault_path):
+    """B2: expiration_date hid a memory from Memory.search only; the core search (CLI, MCP recall)
+    returned it and chat and the proxy injected it."""
+    with memvault.Memory(vault=vault_path) as m:
+        expired = m.add("The user is in Lisbon this week", user_id="alice", infer=False,
+                        expiration_date="2020-01-01")["results"][0]["id"]
+        live = m.add("The user is learning the cello", user_id="alice", infer=False)["results"][0]["id"]
+        core = m._core
+        found = [hit.id for hit in core.search("Lisbon this week", None, {"user_id": "alice"})]
+        assert expired not in found
+        assert expired in [hit.id for hit in core.search("Lisbon this week", None, {"user_id": "alice"},
+                                                         show_expired=True)]
+        assert expired not in [row["id"] for row in core.select({"user_id": "alice"})]
+        assert {expired, live} <= {row["id"] for row in core.select({"user_id": "alice"}, show_expired=True)}
+        context = gather(core, "Where is the user this week? Lisbon?", conversation_for_scopes({"user_id": "alice"}),
+                         {"user_id": "alice"})
+        assert all(hit.id != expired for hit in context.memories)
+
+    cli = Cli(vault_path)
+    plain = cli.ok("search", "Lisbon this week", "--json").json()
+    assert expired not in [hit["id"] for hit in plain]
+    shown = cli.ok("search", "Lisbon this week", "--show-expired", "--json").json()
+    assert expired in [hit["id"] for hit in shown]
