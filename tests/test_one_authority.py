@@ -41,3 +41,20 @@ def test_an_expired_memory_is_hidden_on_every_door_not_only_the_mem0_api(vault_p
     assert expired not in [hit["id"] for hit in plain]
     shown = cli.ok("search", "Lisbon this week", "--show-expired", "--json").json()
     assert expired in [hit["id"] for hit in shown]
+
+
+def test_incognito_applies_the_filters_it_is_given_so_one_user_never_sees_another(tmp_path):
+    """B1: incognito dropped `filters`, so bob's filtered search and list returned alice's memory."""
+    with memvault.Memory(mode="incognito", vault=tmp_path / "vault") as m:
+        alice = m.add(SECRET_PLACE, user_id="alice", infer=False, metadata={"topic": "diary"})["results"][0]["id"]
+        m.add("Bob's bike is green", user_id="bob", infer=False, metadata={"topic": "bike"})
+        assert m.search("blue notebook", filters={"user_id": "bob"})["results"] == []
+        assert [item["memory"] for item in m.get_all(filters={"user_id": "bob"})["results"]] == ["Bob's bike is green"]
+        assert [item["id"] for item in m.search("blue notebook", filters={"user_id": "alice"})["results"]] == [alice]
+        # the rest of mem0's filter language, as the index applies it
+        assert m.get_all(filters={"user_id": "alice", "AND": [{"topic": "bike"}]})["results"] == []
+        assert [item["id"] for item in m.get_all(filters={"user_id": {"in": ["alice", "carol"]},
+                                                          "topic": {"icontains": "DIA"}})["results"]] == [alice]
+        m.delete(alice)
+        assert m.get_all(filters={"user_id": "alice"})["results"] == []
+    assert not (tmp_path / "vault").exists()
