@@ -58,3 +58,21 @@ def test_incognito_applies_the_filters_it_is_given_so_one_user_never_sees_anothe
         m.delete(alice)
         assert m.get_all(filters={"user_id": "alice"})["results"] == []
     assert not (tmp_path / "vault").exists()
+
+
+def test_mem0_shapes_history_ids_are_stable_uuids_and_attributed_to_is_promoted(vault_path):
+    """mem0 2.2.1: history records have UUID ids; `attributed_to` stands beside the scopes, not in metadata."""
+    import uuid
+
+    with memvault.Memory(vault=vault_path) as m:
+        added = m.add("Pia bakes sourdough", user_id="pia", infer=False,
+                      metadata={"attributed_to": "user", "topic": "baking"})["results"][0]["id"]
+        m.update(added, "Pia bakes sourdough and rye", user_id="pia")
+        first, second = m.history(added), m.history(added)
+        assert [record["id"] for record in first] == [record["id"] for record in second]  # stable across reads
+        assert len({record["id"] for record in first}) == 2
+        assert all(uuid.UUID(record["id"]) and len(record["commit"]) == 40 for record in first)
+        item = m.get(added)
+        assert item["attributed_to"] == "user" and item["metadata"] == {"topic": "baking"}
+        [listed] = m.get_all(user_id="pia")["results"]
+        assert listed["attributed_to"] == "user" and "attributed_to" not in (listed["metadata"] or {})
