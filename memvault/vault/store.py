@@ -470,6 +470,42 @@ class Vault:
             return []
         return sorted(names)
 
+    def stray_files(self, limit: int = 100) -> list[PurePosixPath]:
+        """Markdown files under entries/ in no folder memvault reads entries from (entries/notes/x.md,
+        entries/x.md, entries/<conversation>/turns/x.md): never indexed, so `reindex` and `doctor` name
+        them (at most `limit`). The kind folders themselves are not walked: the cost is that of the odd
+        folders, not of the vault."""
+        read_here: dict[str, set[str]] = {}  # facts: {} (read whole), turns: {user, assistant} (only those)
+        for kind in layout.KIND_DIRS.values():
+            top, _, sub = kind.partition("/")
+            read_here.setdefault(top, set()).update([sub] if sub else [])
+        stray: list[PurePosixPath] = []
+
+        def walk(rel: PurePosixPath, depth: int, skip: dict[str, set[str]] | set[str]) -> None:
+            try:
+                items = sorted(os.scandir(self.root / rel), key=lambda item: item.name)
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                return
+            for item in items:
+                if len(stray) >= limit or item.name.startswith(".") or item.is_symlink():
+                    continue
+                if item.is_file(follow_symlinks=False) and item.name.endswith(".md"):
+                    stray.append(rel / item.name)
+                elif not item.is_dir(follow_symlinks=False) or (depth == 0 and item.name == layout.DELETED):
+                    continue
+                elif isinstance(skip, dict) and item.name in skip:
+                    if skip[item.name]:  # turns/: its user/ and assistant/ are read, not what else it holds
+                        walk(rel / item.name, depth + 1, skip[item.name])
+                elif isinstance(skip, set) and item.name in skip:
+                    continue
+                elif depth == 0:
+                    walk(rel / item.name, 1, {**read_here, layout.DELETED: set()})  # a conversation's folder
+                else:
+                    walk(rel / item.name, depth + 1, set())
+
+        walk(PurePosixPath(layout.ENTRIES), 0, set())
+        return stray
+
     def linked_part(self, rel: PurePosixPath) -> PurePosixPath | None:
         """The first part of `rel` (from the vault root down) that is a symbolic link, or None."""
         path = self.root
