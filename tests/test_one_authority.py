@@ -76,3 +76,32 @@ def test_mem0_shapes_history_ids_are_stable_uuids_and_attributed_to_is_promoted(
         assert item["attributed_to"] == "user" and item["metadata"] == {"topic": "baking"}
         [listed] = m.get_all(user_id="pia")["results"]
         assert listed["attributed_to"] == "user" and "attributed_to" not in (listed["metadata"] or {})
+
+
+def test_a_session_end_names_its_own_commit_even_when_another_writer_commits_right_after(tmp_path, monkeypatch):
+    """B6: SessionEnd read HEAD after the lock was released, so it could name another writer's commit."""
+    import subprocess
+
+    from memvault import settings
+    from memvault.core import Memvault
+    from tests.test_policy import policy_llm
+    from tests.test_sessions import TURNS, talk
+
+    core = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    try:
+        llm = policy_llm({}, summary="The user planned a trip to Oslo to see the fjords.")
+        talk(core, TURNS, llm)
+        record = core.keeper.record
+
+        def another_writer_lands_first(changes):  # runs after the session's lock is released
+            record(changes)
+            monkeypatch.setattr(core.keeper, "record", record)
+            core.add_verbatim("Another writer's fact", "elsewhere")
+
+        monkeypatch.setattr(core.keeper, "record", another_writer_lands_first)
+        ended = core.end_session("default", llm)
+        subject = subprocess.run(["git", "-C", str(core.vault.root), "log", "-1", "--format=%s", ended.commit],
+                                 capture_output=True, text=True, check=True).stdout
+        assert subject.startswith("memvault session end: default"), subject
+    finally:
+        core.close()

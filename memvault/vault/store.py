@@ -101,6 +101,7 @@ class Transaction:
     conversation: str | None = None
     events: list[tuple[str, str]] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    commit_sha: str | None = None  # the commit this transaction made (None: nothing changed)
 
     def _touch(self, rel: PurePosixPath, entry: Entry | None, data: bytes | None = None) -> None:
         """Write `entry` at `rel` (as rendered, or as `data` when given), or remove the file (None)."""
@@ -284,7 +285,7 @@ class Vault:
             try:
                 yield tx
                 paths = [str(change.rel) for change in tx.changes]
-                self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
+                tx.commit_sha = self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
             except BaseException:
                 tx.rollback()
                 raise
