@@ -22,6 +22,7 @@ from typing import Any
 
 from memvault.errors import EntryFormatError, MemvaultError, VaultError, first_line
 from memvault.settings import Settings
+from memvault.vault import layout
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 # --fix actions, in the order they are applied.
@@ -214,6 +215,16 @@ def check_entry_files(vault) -> tuple[Check, Check]:
     else:
         tomb = Check("tombstones", OK, f"{len(tombstones)} replaced_by link(s) resolve")
     return files, tomb
+
+
+def check_stray_files(vault) -> Check:
+    """Markdown under entries/ that no reindex reads (entries/notes/x.md): a person's file, not lost, not indexed."""
+    stray = [str(rel) for rel in vault.stray_files()]
+    if not stray:
+        return Check("stray files", OK, "every markdown file under entries/ is where memvault reads it")
+    return Check("stray files", WARN, f"{len(stray)} file(s) under entries/ are never indexed: {listed(stray)}",
+                 fix=f"move each into entries/<conversation>/{{{', '.join(layout.KIND_DIRS.values())}}}/ "
+                     "(a fact: facts/), or out of entries/", paths=stray)
 
 
 # -- index -------------------------------------------------------------------------------------------
@@ -422,7 +433,7 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
         return [opened]
     files, tombstones = check_entry_files(vault)
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
-            check_uncommitted(vault), check_temp_files(vault), files, tombstones,
+            check_uncommitted(vault), check_temp_files(vault), files, tombstones, check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 
 

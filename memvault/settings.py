@@ -158,8 +158,16 @@ def split_key(key: str) -> tuple[str, str]:
     fields = {f.name: f for f in dataclasses.fields(Settings) if f.name != "sources"}
     names = {f.name for f in dataclasses.fields(fields[section].default_factory())} if section in fields else set()
     if name not in names:
-        raise ConfigError(f"unknown setting {key!r}")
+        raise ConfigError(f"unknown setting {key!r}{did_you_mean(key)}")
     return section, name
+
+
+def did_you_mean(key: str) -> str:
+    """"; did you mean 'llm.model'?" for a near miss among the settings' names, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(key, Settings().keys(), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 # Integer settings besides limits.* for which 0 or less means nothing could work.

@@ -117,13 +117,17 @@ def test_core_files_come_first_and_an_oversized_one_is_cut_with_a_warning(tmp_pa
     memvault.close()
 
 
-def test_a_core_file_reached_through_a_link_is_neither_read_nor_written(memvault, tmp_path, caplog):
+def test_a_core_file_reached_through_a_link_is_neither_read_nor_written(memvault, tmp_path, caplog, monkeypatch):
     memvault.ensure_core()
     outside = tmp_path / "outside.md"
     outside.write_text("secret of another program\n", encoding="utf-8")
     user = memvault.vault.root / "core" / "USER.md"
     user.unlink()
     os.symlink(outside, user)
+    noted = []
+    note_intent = memvault.vault.note_intent
+    monkeypatch.setattr(memvault.vault, "note_intent", lambda rel, before: (noted.append((rel, before)),
+                                                                            note_intent(rel, before))[1])
     with pytest.raises(MemvaultError, match="symbolic link"):
         memvault.update_core("USER", "overwritten")
     with pytest.raises(UnsafePathError, match="symbolic link"), memvault.vault.transaction("core", "x") as tx:
@@ -131,6 +135,10 @@ def test_a_core_file_reached_through_a_link_is_neither_read_nor_written(memvault
     with pytest.raises(UnsafePathError, match="only core/"), memvault.vault.transaction("core", "x") as tx:
         tx.write_file(PurePosixPath("entries/default/facts/x.md"), "not a workspace file")
     assert outside.read_text(encoding="utf-8") == "secret of another program\n"
+    # Not read either: a write through the link would first copy the target's bytes into the
+    # transaction's crash journal (.memvault/transaction.jsonl, base64), from where a crash's recovery
+    # would write them into the vault.
+    assert [before for _, before in noted if before and b"secret of another program" in before] == []
     with caplog.at_level(logging.WARNING, logger="memvault"):
         assert memvault.core_context() == []
     report = memvault.reindex()

@@ -223,3 +223,20 @@ def test_writes_waiting_in_the_journal_are_not_reported_as_an_index_out_of_step(
     path.write_text(path.read_text().replace("Alice drinks green tea", "Alice drinks black tea"))
     _, checks, _ = doctor(vault, "--no-llm-check")
     assert checks["index sync"]["status"] == "warn" and "changed since indexed" in checks["index sync"]["detail"]
+
+
+def test_markdown_outside_the_folders_memvault_reads_is_named_by_reindex_and_doctor(indexed, vault):
+    """A hand file in entries/notes/ used to be ignored with "0 added" and no word of why."""
+    stray = ["entries/notes/x.md", "entries/y.md", "entries/c1/turns/odd.md", "entries/c1/misc/deep/z.md"]
+    read = ["entries/c1/facts/by-hand.md", "entries/c1/turns/user/said.md"]
+    for rel in stray + read:
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text(f"Written by hand at {rel}\n")
+    reindexed = Cli(vault)("reindex")
+    assert reindexed.exit_code == 0
+    named = sorted(line.split("ignored ")[1].split(":")[0] for line in reindexed.stderr.splitlines()
+                   if "ignored " in line)
+    assert named == sorted(stray)
+    assert "2 added" in reindexed.stderr  # the two in folders memvault reads
+    _, checks, _ = doctor(vault)
+    assert checks["stray files"]["status"] == "warn" and sorted(checks["stray files"]["paths"]) == sorted(stray)

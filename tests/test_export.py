@@ -11,8 +11,9 @@ from memvault.vault.entry import Entry, render
 from tests.support.cli import Cli, run_memvault
 
 
-def files_of(vault: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(vault)): p.read_bytes() for p in sorted((vault / "entries").rglob("*")) if p.is_file()}
+def files_of(vault: Path, folders: tuple[str, ...] = ("entries", "core", "journal")) -> dict[str, bytes]:
+    return {str(p.relative_to(vault)): p.read_bytes() for folder in folders
+            for p in sorted((vault / folder).rglob("*")) if p.is_file()}
 
 
 def git(vault: Path, *args: str) -> str:
@@ -22,7 +23,7 @@ def git(vault: Path, *args: str) -> str:
 def without_file_times(exported: str) -> list[dict]:
     lines = [json.loads(line) for line in exported.splitlines()]
     for line in lines:
-        if not line.get("file", "---").startswith("---"):
+        if "text" in line and not line.get("file", "---").startswith("---"):
             del line["created_at"], line["updated_at"]
     return lines
 
@@ -64,6 +65,14 @@ def source(tmp_path_factory):
         (vault / "entries/work/facts/crlf.md").write_bytes(
             b"---\r\nid: 7d0c5a4e-0a8e-4d52-9e0c-2f3b8f6f9b11\r\nrole: memory\r\nconversation_id: work\r\n"
             b"created_at: '2026-01-01T00:00:00+00:00'\r\n---\r\n\r\nWindows text\r\n")
+        # A fact with its triple, a core file a person wrote in, and a journal day: the round trip keeps them.
+        triple = Entry(text="Alice's sister is called Ana.", conversation_id="work", user_id="alice",
+                       category="relationship", subject="Alice", predicate="HAS_SISTER", object="Ana",
+                       evidence="my sister Ana")
+        (vault / f"entries/work/facts/20260102T000000000Z__{triple.id}.md").write_text(render(triple))
+        (vault / "core/USER.md").write_text("# USER\n\nAlice, a tea drinker who lives in Lisbon.\n")
+        (vault / "journal").mkdir(exist_ok=True)
+        (vault / "journal/2026-01-02.md").write_text("# 2026-01-02\n\n## 10:00 UTC · chat\n- ADD Alice likes tea\n")
         commit_by_hand(vault, "hand-written files")
         exported = cli.ok("export").stdout
     return vault, exported
@@ -72,7 +81,15 @@ def source(tmp_path_factory):
 def test_export_is_one_line_per_entry_file_with_every_front_matter_field(source):
     vault, exported = source
     lines = [json.loads(line) for line in exported.splitlines()]
-    assert sorted(line["path"] for line in lines) == sorted(files_of(vault))
+    assert sorted(line["path"] for line in lines) == sorted(files_of(vault, ("entries",)) | {
+        "core/USER.md": b"", "journal/2026-01-02.md": b""})  # core templates nobody wrote in are left out
+    workspace = {line["path"]: line for line in lines if "text" not in line}
+    assert workspace["core/USER.md"] == {"path": "core/USER.md",
+                                         "file": "# USER\n\nAlice, a tea drinker who lives in Lisbon.\n"}
+    triple = next(line for line in lines if line.get("text") == "Alice's sister is called Ana.")
+    assert (triple["subject"], triple["predicate"], triple["object"], triple["evidence"], triple["category"]) == (
+        "Alice", "HAS_SISTER", "Ana", "my sister Ana", "relationship")
+    lines = [line for line in lines if "text" in line]
     tea = next(line for line in lines if line["text"] == "Alice likes green tea")
     assert (tea["user_id"], tea["agent_id"], tea["run_id"], tea["metadata"]) == ("alice", "bot", "r1",
                                                                                  {"topic": "drinks"})
@@ -93,7 +110,8 @@ def test_round_trip_into_an_empty_vault_reproduces_every_file_byte_for_byte(sour
     assert files_of(copy.vault) == files_of(vault)
     assert git(copy.vault, "status", "--porcelain") == ""
     commits = git(copy.vault, "log", "--format=%s").splitlines()
-    assert len([c for c in commits if c.startswith("memvault import")]) == 3  # one per conversation
+    # one per conversation, and one for the core file and the journal day
+    assert len([c for c in commits if c.startswith("memvault import")]) == 4
     # Exported again, the same lines; but a file without front matter takes its time from the file's
     # modification time, which a copy (like a git clone) does not keep.
     assert without_file_times(copy.ok("export").stdout) == without_file_times(exported)
@@ -116,7 +134,8 @@ def test_importing_the_same_export_again_changes_nothing(source, tmp_path):
     for state in (copy.vault / ".memvault/imports").iterdir():
         state.unlink()
     report = copy.ok("import", str(tmp_path / "vault.jsonl"), "--json").json()
-    assert (report["entries"], report["present"]) == (0, len(exported.splitlines()))
+    entry_lines = [line for line in exported.splitlines() if "text" in json.loads(line)]
+    assert (report["entries"], report["present"]) == (0, len(entry_lines))
     assert git(copy.vault, "rev-parse", "HEAD") == head
 
 
@@ -125,7 +144,7 @@ def test_export_to_a_file_through_the_real_program(source, tmp_path):
     done = run_memvault("export", "-o", str(tmp_path / "out.jsonl"), "--vault", str(vault))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == exported
-    assert b"exported 9 entries" in done.stderr
+    assert b"exported 12 files" in done.stderr  # 10 entries, a core file and a journal day
 
 
 def test_a_line_made_by_hand_needs_only_text(tmp_path):
@@ -166,7 +185,7 @@ def test_a_bad_line_stops_the_import_before_anything_is_written(tmp_path, line, 
     assert result.exit_code == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    assert git(cli.vault, "rev-parse", "HEAD") == head and files_of(cli.vault) == {}
+    assert git(cli.vault, "rev-parse", "HEAD") == head and files_of(cli.vault, ("entries",)) == {}
 
 
 def test_an_existing_file_is_never_overwritten(tmp_path):
@@ -213,3 +232,19 @@ def test_a_file_in_the_place_of_an_imported_one_is_kept(tmp_path):
     assert (report["entries"], report["present"]) == (0, 1)
     assert (cli.vault / "entries/work/summaries/summary.md").read_text() == render(ours)
 
+
+
+def test_a_core_file_line_fills_a_template_but_never_overwrites_what_a_person_wrote(tmp_path):
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    (cli.vault / "core/SOUL.md").write_text("Be brief.\n")
+    commit_by_hand(cli.vault, "my soul")
+    lines = [{"path": "core/USER.md", "file": "Bruno keeps bees.\n"}, {"path": "core/SOUL.md", "file": "Be verbose.\n"}]
+    report = cli.ok("import", "-", "--format", "jsonl", "--json",
+                    input="".join(json.dumps(line) + "\n" for line in lines)).json()
+    assert (cli.vault / "core/USER.md").read_text() == "Bruno keeps bees.\n"
+    assert (cli.vault / "core/SOUL.md").read_text() == "Be brief.\n"
+    assert any("core/SOUL.md" in note for note in report["notes"])
+    assert git(cli.vault, "status", "--porcelain") == ""
+    bad = cli("import", "-", "--format", "jsonl", input='{"path": "core/USER.md", "file": "x", "text": "y"}\n')
+    assert bad.exit_code == 2 and "'path' and 'file' only" in bad.stderr

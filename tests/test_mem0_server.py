@@ -94,7 +94,7 @@ def test_mem0_oss_server_paths_over_plain_http(served):
         ("ADD", None, "Carol speaks Welsh"), ("UPDATE", "Carol speaks Welsh", "Carol speaks Welsh and Breton")]
     assert http.delete(f"/memories/{memory_id}").json() == {"message": "Memory deleted successfully"}
     missing = http.get(f"/memories/{memory_id}")
-    assert missing.status_code == 404 and missing.json()["detail"] == f"Memory with id {memory_id} not found"
+    assert (missing.status_code, missing.json()) == (200, None)  # mem0's server: Memory.get's None
     assert http.delete("/memories", params={"user_id": "carol"}).json() == {"message": "All relevant memories deleted"}
 
 
@@ -126,3 +126,36 @@ def test_a_scoped_key_cannot_reach_past_its_scope_through_mem0_s_filters(served)
     assert [m["memory"] for m in mine.json()["results"]] == ["alice plays chess"]
     listed = http.post("/v3/memories/", json={}, headers=alice).json()  # the key's one scope is implied
     assert [m["memory"] for m in listed["results"]] == ["alice plays chess"] and listed["count"] == 1
+
+
+def test_mem0_oss_paths_read_an_explicit_null_as_omitted_as_mem0s_server_does(served):
+    """mem0's OSS server drops None values before calling Memory: `"infer": null` is not a 422."""
+    added = served.http.post("/memories", json={"messages": [{"role": "user", "content": "Nina plays the oboe"}],
+                                                "user_id": "nina", "infer": None, "metadata": None})
+    assert added.status_code == 200, added.text
+    found = served.http.post("/search", json={"query": "oboe", "user_id": "nina", "explain": None,
+                                              "show_expired": None, "rerank": None, "top_k": None})
+    assert found.status_code == 200, found.text
+    assert [m["memory"] for m in found.json()["results"]] == ["Nina plays the oboe"]
+    listed = served.http.post("/v3/memories/", json={"filters": {"user_id": "nina"}, "show_expired": None})
+    assert listed.status_code == 200 and listed.json()["count"] == 1
+
+
+def test_get_memories_honours_top_k_and_show_expired_on_both_paths(served):
+    for n in range(3):
+        served.http.post("/memories", json={"messages": f"Olga's note number {n}", "user_id": "olga", "infer": False})
+    served.http.post("/memories", json={"messages": "Olga was in Riga last week", "user_id": "olga", "infer": False,
+                                        "expiration_date": "2020-01-01"})
+    for path in ("/memories", "/v1/memories/"):
+        assert len(served.http.get(path, params={"user_id": "olga", "top_k": 2}).json()["results"]) == 2
+        shown = served.http.get(path, params={"user_id": "olga"}).json()["results"]
+        assert "Olga was in Riga last week" not in [m["memory"] for m in shown] and len(shown) == 3
+        with_expired = served.http.get(path, params={"user_id": "olga", "show_expired": "true"}).json()["results"]
+        assert "Olga was in Riga last week" in [m["memory"] for m in with_expired]
+
+
+def test_an_unknown_id_is_a_200_null_on_mem0s_oss_path_and_a_404_on_memvaults_own(served):
+    unknown = "00000000-0000-4000-8000-000000000000"
+    oss = served.http.get(f"/memories/{unknown}", params={"user_id": "alice"})
+    assert (oss.status_code, oss.json()) == (200, None)
+    assert served.http.get(f"/v1/memories/{unknown}/", params={"user_id": "alice"}).status_code == 404

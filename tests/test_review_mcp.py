@@ -38,6 +38,10 @@ BAD_CALLS = [
 def test_every_tool_refuses_bad_arguments_as_a_tool_error(stdio, tool, arguments):
     message = failed(stdio.live.call(tool, **arguments))
     assert message and "Traceback" not in message
+    # A refusal says why; a crash (an exception memvault did not turn into a refusal) reaches the
+    # client as the SDK's bare "Error executing tool <name>", with nothing after it.
+    explanation = message.removeprefix(f"Error executing tool {tool}").lstrip(": ").strip()
+    assert explanation, f"{tool} crashed instead of refusing: {message!r}"
 
 
 def test_any_printable_conversation_id_works_as_in_the_cli_and_stays_in_the_vault(stdio):

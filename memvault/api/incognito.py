@@ -2,11 +2,15 @@
 
 No vault is opened or created: no file, commit, index row or session state is written, and stored
 memories are never read. What is added is kept in a dict until the object goes; search ranks it by
-word overlap (no model is loaded: an incognito memory holds a session's worth of text).
+word overlap (no model is loaded: an incognito memory holds a session's worth of text). Which items
+a call sees is decided by the index's own rules: scopes and mem0 filters compile through
+memvault.retrieve.filters into SQL run over an in-memory table shaped like the index's `entries`.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import threading
 import uuid
 from pathlib import Path
@@ -41,6 +45,11 @@ class IncognitoMemory:
         self._llm = llm
         self._items: dict[str, dict[str, Any]] = {}
         self._lock = threading.RLock()
+        # The columns filters may name (retrieve.filters TEXT_COLUMNS and TIME_COLUMNS, metadata as JSON).
+        self._table = sqlite3.connect(":memory:", check_same_thread=False)
+        self._table.execute("CREATE TABLE entries (id TEXT PRIMARY KEY, role TEXT, conversation_id TEXT, text TEXT, "
+                            "user_id TEXT, agent_id TEXT, run_id TEXT, created_at REAL, updated_at REAL, "
+                            "metadata TEXT)")
 
     def __enter__(self) -> IncognitoMemory:
         return self
@@ -49,7 +58,7 @@ class IncognitoMemory:
         self.close()
 
     def close(self) -> None:
-        self._items.clear()
+        self.reset()
 
     def add(self, messages: str | dict | list, user_id: str | None = None, agent_id: str | None = None,
             run_id: str | None = None, metadata: dict | None = None, filters: dict | None = None,
@@ -69,7 +78,7 @@ class IncognitoMemory:
                 moment = now()
                 item = {"id": str(uuid.uuid4()), "text": text, "metadata": dict(metadata or {}), "scopes": scopes,
                         "created_at": moment, "updated_at": moment}
-                self._items[item["id"]] = item
+                self._keep(item)
                 results.append({"id": item["id"], "memory": text, "event": "ADD"})
             return {"results": results}
 
@@ -97,10 +106,10 @@ class IncognitoMemory:
         generations' forms (scopes as keywords or inside `filters`; `top_k` or `limit`)."""
         from memvault.api.memory import pick_top_k, scoped
 
-        scopes, _filters = scoped(user_id, agent_id, run_id, filters)
+        scopes, filters = scoped(user_id, agent_id, run_id, filters)
         limit = pick_top_k(top_k, limit)
-        with self._lock:
-            scored = [(jaccard(query, item["text"]), item) for item in self._owned(scopes)]
+        with self._lock, translated():
+            scored = [(jaccard(query, item["text"]), item) for item in self._owned(scopes, filters)]
             scored = [(score, item) for score, item in scored if score > (threshold or 0.0)]
             scored.sort(key=lambda pair: pair[0], reverse=True)
             return {"results": [self._shape(item, round(score, 6)) for score, item in scored[:limit]]}
@@ -114,9 +123,10 @@ class IncognitoMemory:
                 **_: Any) -> dict[str, Any]:
         from memvault.api.memory import pick_top_k, scoped
 
-        scopes, _filters = scoped(user_id, agent_id, run_id, filters)
+        scopes, filters = scoped(user_id, agent_id, run_id, filters)
         limit = pick_top_k(top_k, limit)
-        items = sorted(self._owned(scopes), key=lambda item: item["created_at"], reverse=True)
+        with self._lock, translated():
+            items = sorted(self._owned(scopes, filters), key=lambda item: item["created_at"], reverse=True)
         return {"results": [self._shape(item) for item in items[:limit]]}
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict | None = None, *,
@@ -125,10 +135,11 @@ class IncognitoMemory:
         new_text = text if text is not None else data  # data: mem0 1.x's name for it
         item.update(text=item["text"] if new_text is None else new_text,
                     metadata={**item["metadata"], **(metadata or {})}, updated_at=now())
+        self._keep(item)
         return {"message": "Memory updated successfully!"}
 
     def delete(self, memory_id: str, **scopes: Any) -> dict[str, Any]:
-        self._items.pop(self._require(memory_id, scopes)["id"])
+        self._forget(self._require(memory_id, scopes)["id"])
         return {"message": "Memory deleted successfully!"}
 
     def delete_all(self, user_id: str | None = None, agent_id: str | None = None,
@@ -136,17 +147,39 @@ class IncognitoMemory:
         from memvault.api.memory import ADD_SCOPE_REQUIRED, required_scopes
 
         for item in self._owned(required_scopes(user_id, agent_id, run_id, ADD_SCOPE_REQUIRED)):
-            self._items.pop(item["id"])
+            self._forget(item["id"])
         return {"message": "Memories deleted successfully!"}
 
     def history(self, memory_id: str, **scopes: Any) -> list[dict[str, Any]]:
         return []  # nothing incognito has a history: no git
 
     def reset(self) -> None:
-        self._items.clear()
+        with self._lock:
+            self._items.clear()
+            self._table.execute("DELETE FROM entries")
 
-    def _owned(self, scopes: dict[str, Any]) -> list[dict[str, Any]]:
-        return [item for item in list(self._items.values()) if self._owns(item, scopes)]
+    def _keep(self, item: dict[str, Any]) -> None:
+        with self._lock:
+            self._items[item["id"]] = item
+            scopes = item["scopes"]
+            self._table.execute("INSERT OR REPLACE INTO entries VALUES (?, 'memory', 'incognito', ?, ?, ?, ?, ?, ?, ?)",
+                                (item["id"], item["text"], scopes.get("user_id"), scopes.get("agent_id"),
+                                 scopes.get("run_id"), item["created_at"].timestamp(),
+                                 item["updated_at"].timestamp(), json.dumps(item["metadata"])))
+
+    def _forget(self, memory_id: str) -> None:
+        with self._lock:
+            self._items.pop(memory_id, None)
+            self._table.execute("DELETE FROM entries WHERE id = ?", (memory_id,))
+
+    def _owned(self, scopes: dict[str, Any], filters: dict | None = None) -> list[dict[str, Any]]:
+        """The items within every scope given that pass `filters` (mem0's expressions, as the index applies them)."""
+        from memvault.retrieve.filters import and_where, compile_filter, scope_where
+
+        where, params = and_where(scope_where(None, scopes), compile_filter(filters))
+        with self._lock:
+            ids = [row[0] for row in self._table.execute(f"SELECT e.id FROM entries e WHERE {where}", params)]
+            return [self._items[memory_id] for memory_id in ids]
 
     @staticmethod
     def _owns(item: dict[str, Any], scopes: dict[str, Any]) -> bool:

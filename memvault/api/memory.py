@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -269,12 +269,13 @@ class Memory:
             self._sync_once()
         overrides = {"reranker": ""} if not rerank else {}
         as_of = self._core.resolve_as_of(as_of)  # once: the hits and their relations read the same past
-        hits = self._core.search(query, None, scopes, memories_matching(filters, show_expired), top_k=top_k,
-                                 score_threshold=threshold, as_of=as_of, **overrides)
+        hits = self._core.search(query, None, scopes, memories_matching(filters), top_k=top_k,
+                                 score_threshold=threshold, as_of=as_of, show_expired=show_expired, **overrides)
         found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}
         # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
         # names entities that have relations (graph.enabled, on by default).
-        relations = self._core.relations(query, None, scopes, memories_matching(filters, show_expired), as_of=as_of)
+        relations = self._core.relations(query, None, scopes, memories_matching(filters), as_of=as_of,
+                                         show_expired=show_expired)
         if relations:
             found["relations"] = [relation.to_dict() for relation in relations]
         return found
@@ -297,7 +298,7 @@ class Memory:
         if top_k == 0:
             return {"results": []}
         self._sync_once()
-        rows = self._core.select(scopes, unexpired(filters, show_expired), limit=top_k)
+        rows = self._core.select(scopes, filters, limit=top_k, show_expired=show_expired)
         return {"results": [item_from_row(row) for row in rows]}
 
     @serialised
@@ -416,20 +417,9 @@ def filter_scope(value: Any, key: str) -> Any:
     return entity_id(value, key)
 
 
-def memories_matching(filters: dict | None, show_expired: bool = False) -> dict:
-    """The user's filter, restricted to facts (turns and summaries are not mem0 memories) and,
-    unless `show_expired`, to memories not past their expiration_date."""
-    return {"AND": [MEMORY_ONLY, unexpired(filters, show_expired) or {}]}
-
-
-def unexpired(filters: dict | None, show_expired: bool) -> dict | None:
-    """`filters` and, unless `show_expired`, "not expired": mem0 hides a memory whose expiration date
-    (YYYY-MM-DD) is before today (UTC). An entry without one never expires (NOT of an absent field)."""
-    if show_expired:
-        return filters
-    today = datetime.now(UTC).date().isoformat()
-    alive = {"NOT": [{"expiration_date": {"lt": today}}]}
-    return {"AND": [alive, filters]} if filters else alive
+def memories_matching(filters: dict | None) -> dict:
+    """The user's filter, restricted to facts (turns and summaries are not mem0 memories)."""
+    return {"AND": [MEMORY_ONLY, filters or {}]}
 
 
 def expiration(value: Any) -> str | None:

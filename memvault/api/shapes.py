@@ -3,7 +3,7 @@
 The memory item is mem0 2.x's `MemoryItem`: id, memory, hash, metadata (None when empty), score
 (None from `get`, absent from `get_all`), created_at, updated_at, then the "promoted" keys that are
 set: user_id, agent_id, run_id, actor_id, role (the message's role for a memory stored as given),
-expiration_date. memory_type stays in metadata, as mem0 keeps it.
+attributed_to, expiration_date. memory_type stays in metadata, as mem0 keeps it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from memvault.vault.entry import SCOPE_KEYS, Entry, metadata_with_mem0_fields, text_hash
 
-PROMOTED = ("actor_id", "role", "expiration_date")  # kept beside the scopes, not in metadata
+PROMOTED = ("actor_id", "role", "attributed_to", "expiration_date")  # beside the scopes, not in metadata (mem0 2.2.1)
 NO_SCORE = object()  # get_all: mem0 leaves the key out
 
 

@@ -21,6 +21,7 @@ app = typer.Typer(
     add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
+    suggest_commands=False,  # click already says "Did you mean ...?": typer's own would say it twice
     # Plain click help: typer's rich help imports rich.markdown and markdown-it, which alone cost more
     # than the 0.3 s that `--help` and every TAB completion may take.
     rich_markup_mode=None,

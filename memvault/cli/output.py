@@ -34,7 +34,8 @@ def console():
     if _console is None:
         from rich.console import Console
 
-        _console = Console(highlight=False, soft_wrap=False)
+        # Into a pipe or file rich would wrap at 80 columns: a table there keeps each row on one line.
+        _console = Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 100_000)
     return _console
 
 
@@ -43,7 +44,7 @@ def err_console():
     if _err_console is None:
         from rich.console import Console
 
-        _err_console = Console(stderr=True, highlight=False)
+        _err_console = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 100_000)
     return _err_console
 
 
@@ -55,6 +56,12 @@ def say(message: str) -> None:
     """A line for the person at the terminal (on stderr, so stdout stays clean for pipes); a long
     one is shortened, control characters are shown escaped."""
     err_console().print(for_terminal(shortened(message)), markup=False)
+
+
+def result_line(event: str, memory_id: str | None, text: str) -> None:
+    """One line of a write's result on stdout, for pipes: the event, the whole id, then the text
+    (shortened, control characters escaped), so `memvault add ... | cut -f2` gives the id."""
+    sys.stdout.write(f"{event}\t{memory_id or '-'}\t{for_terminal(shortened(text))}\n")
 
 
 def warn(message: str) -> None:

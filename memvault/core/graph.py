@@ -18,15 +18,15 @@ class Graphing:
     """Reads of the graph the index derives from triples (docs/architecture.md, Graph)."""
 
     def _graph_query(self, index, conversation: str | None, scopes: dict[str, Any] | None,
-                     filters: dict | None = None):
+                     filters: dict | None = None, show_expired: bool = False):
         from memvault.index.graph import GraphQuery
-        from memvault.retrieve.filters import and_where, compile_filter, scope_where
+        from memvault.retrieve.filters import and_where, compile_filter, scope_where, unexpired
         from memvault.retrieve.search import conversations_for
 
         if conversation is not None:
             layout.check_conversation_id(conversation)
         where, params = and_where(scope_where(conversations_for(conversation), check_scopes(scopes)),
-                                  compile_filter(filters))
+                                  compile_filter(unexpired(filters, show_expired)))
         return GraphQuery(index.conn, where, params)
 
     def graph(self, entity: str, depth: int = 1, conversation: str | None = None,
@@ -44,11 +44,12 @@ class Graphing:
 
     def relations(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                   filters: dict | None = None, limit: int = MAX_RELATIONS,
-                  as_of: str | PastCommit | None = None) -> list:
+                  as_of: str | PastCommit | None = None, show_expired: bool = False) -> list:
         """mem0's `relations` for a search: the relations of the entities `query` names, among the facts
-        a search with the same conversation, scopes and filters would see. [] when the graph is off.
+        a search with the same conversation, scopes and filters would see (expired ones only with
+        `show_expired`). [] when the graph is off.
         `as_of`: from the vault as it was then (the past's own index, as `search` reads it)."""
         if not self.settings.graph.enabled or not isinstance(query, str) or not query.strip():
             return []
         with self.index_as_of(as_of) as (index, _):  # the past's relations, never today's
-            return self._graph_query(index, conversation, scopes, filters).for_query(query, limit)
+            return self._graph_query(index, conversation, scopes, filters, show_expired).for_query(query, limit)

@@ -54,6 +54,10 @@ class Maintenance:
             raise
         return self.reindex()
 
+    def stray_files(self) -> list:
+        """Markdown files under entries/ that are in no folder memvault reads (see Vault.stray_files)."""
+        return self.vault.stray_files()
+
     def reset(self) -> int:
         """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
         from the files. Files with broken front matter are left alone. Returns how many were deleted."""

@@ -67,10 +67,12 @@ class Searching:
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, as_of: str | PastCommit | None = None,
-               **overrides: Any) -> list:
+               show_expired: bool = False, **overrides: Any) -> list:
         """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
         (all conversations when None); `overrides` replace retrieval settings for this call (see
-        RetrievalOverrides). `as_of` (a date, time or commit) searches the vault as it was then."""
+        RetrievalOverrides). `as_of` (a date, time or commit) searches the vault as it was then.
+        Memories past their expiration_date are left out unless `show_expired`, on every door."""
+        from memvault.retrieve.filters import unexpired
         from memvault.retrieve.search import conversations_for, embed_query, search
 
         if conversation is not None:
@@ -81,16 +83,18 @@ class Searching:
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
         query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
         with self.index_as_of(as_of) as (index, moment):
-            return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes, filters,
-                          now=moment, query_vector=query_vector)
+            return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes,
+                          unexpired(filters, show_expired), now=moment, query_vector=query_vector)
 
     def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
-               limit: int | None = None) -> list[dict[str, Any]]:
+               limit: int | None = None, show_expired: bool = False) -> list[dict[str, Any]]:
         """Index rows of live entries whose given scopes all match and that pass a mem0 filter
-        expression, newest first; nothing is embedded. Summaries are never listed (as in search)."""
-        from memvault.retrieve.filters import and_where, compile_filter, scope_where
+        expression, newest first; nothing is embedded. Summaries are never listed (as in search),
+        nor memories past their expiration_date unless `show_expired`."""
+        from memvault.retrieve.filters import and_where, compile_filter, scope_where, unexpired
 
-        where, params = and_where(scope_where(None, check_scopes(scopes)), compile_filter(filters),
+        where, params = and_where(scope_where(None, check_scopes(scopes)),
+                                  compile_filter(unexpired(filters, show_expired)),
                                   ("e.role = ?", [role]) if role else ("1", []))
         with self.keeper.caught_up() as index:
             return index.select(where, params, limit)

@@ -282,7 +282,7 @@ class Sessions:
                 tx.write(result.summary, event="SESSION")
             self.log_day(tx, learned_events(record, result.events), f"session in {conversation}")
         self.keeper.record(tx.changes)
-        result.commit = self.vault.git.head_sha()
+        result.commit = tx.commit_sha  # this session's commit, not HEAD: another writer may have come since
 
     # -- reading sessions --------------------------------------------------------------------------
     def latest_session(self, conversation: str, scopes: dict[str, Any] | None = None) -> Entry | None:

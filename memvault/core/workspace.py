@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
 from memvault.core.base import short
+from memvault.errors import UsageError
 from memvault.vault import layout
 from memvault.vault.scratchpad import Scratchpad
 
@@ -137,6 +138,31 @@ class Workspace:
             tx.write_file(rel, text)
         self.keeper.record(tx.changes)
         return rel, True
+
+    def restore_workspace(self, files: dict[PurePosixPath, str]) -> tuple[list[PurePosixPath], list[str]]:
+        """Core files and journal days brought back as they were exported (`memvault export | memvault
+        import -`), in one commit. A file is written where the vault has none, or only an untouched
+        core template, or the same text; a file a person has written differently is kept, and named
+        in the notes. Returns (paths written, notes)."""
+        written_paths, notes = [], []
+        wanted = {}
+        for rel, text in files.items():
+            if not layout.is_workspace_path(rel):
+                raise UsageError(f"{rel} is not a core file or a journal day")
+            current = self.vault.read_workspace(rel)
+            if current == text:
+                continue
+            if current is not None and layout.workspace_text(current):
+                notes.append(f"{rel}: kept the vault's own text (it differs from the imported one)")
+                continue
+            wanted[rel] = text
+        if wanted:
+            names = ", ".join(str(rel) for rel in wanted)
+            with self.vault.transaction("import", f"memvault import: {short(names, 60)}") as tx:
+                for rel, text in wanted.items():
+                    written_paths.append(tx.write_file(rel, text))
+            self.keeper.record(tx.changes)
+        return written_paths, notes
 
     def core_context(self) -> list[CoreFile]:
         """The core files with something in them, in their fixed order, each cut to `core.max_chars`

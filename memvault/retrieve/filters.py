@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from memvault.errors import UsageError
@@ -312,3 +312,13 @@ def to_epoch(value: Any, key: str = "time") -> float:
         return iso_time(value).timestamp()
     except ValueError:
         raise UsageError(f"{key}: not an ISO 8601 time: {value!r:.60}") from None
+
+
+def unexpired(filters: dict | None, show_expired: bool) -> dict | None:
+    """`filters` and, unless `show_expired`, "not expired": mem0 hides a memory whose expiration date
+    (YYYY-MM-DD) is before today (UTC). An entry without one never expires (NOT of an absent field)."""
+    if show_expired:
+        return filters
+    today = datetime.now(UTC).date().isoformat()
+    alive = {"NOT": [{"expiration_date": {"lt": today}}]}
+    return {"AND": [alive, filters]} if filters else alive

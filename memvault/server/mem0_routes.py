@@ -24,7 +24,7 @@ from memvault import __version__
 from memvault.errors import MemvaultError
 from memvault.server import memories
 from memvault.server.auth import EVERYTHING, allowed_scopes
-from memvault.server.memories import Scopes, call, scopes_of
+from memvault.server.memories import ListQuery, NullIsOmitted, Scopes, call, scopes_of
 from memvault.vault.entry import SCOPE_KEYS
 
 router = APIRouter(tags=["mem0"])
@@ -52,7 +52,7 @@ def mem0_errors(route):
     return wrapper
 
 
-class SearchBody(Scopes):
+class SearchBody(NullIsOmitted, Scopes):
     query: str = Field(min_length=1)
     filters: dict[str, Any] | None = None
     top_k: int | None = Field(None, ge=0, le=1000)
@@ -63,7 +63,7 @@ class SearchBody(Scopes):
     show_expired: bool = False
 
 
-class ListBody(Scopes):
+class ListBody(NullIsOmitted, Scopes):
     filters: dict[str, Any] | None = None
     top_k: int | None = Field(None, ge=0, le=10000)
     show_expired: bool = False
@@ -157,8 +157,8 @@ router.post("/memories", summary="Create memories (mem0 OSS server)")(mem0_error
 
 @router.get("/memories", summary="Get memories (mem0 OSS server)")
 @mem0_errors
-async def list_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "get_all", **scopes_of(request, params))
+async def list_memories(params: Annotated[ListQuery, Query()], request: Request) -> dict[str, Any]:
+    return await memories.list_memories(params, request)
 
 
 @router.delete("/memories", summary="Delete all memories of a scope (mem0 OSS server)")
@@ -168,7 +168,11 @@ async def delete_memories(params: Annotated[Scopes, Query()], request: Request) 
     return {"message": "All relevant memories deleted"}
 
 
-router.get("/memories/{memory_id}", summary="Get a memory (mem0 OSS server)")(mem0_errors(memories.get_memory))
+@router.get("/memories/{memory_id}", summary="Get a memory (mem0 OSS server: null when unknown)")
+@mem0_errors
+async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any] | None:
+    # mem0's server returns Memory.get's None as a 200 null; memvault's own /v1 path answers 404.
+    return await call(request, "get", memory_id, **scopes_of(request, params))
 router.put("/memories/{memory_id}", summary="Update a memory (mem0 OSS server)")(mem0_errors(memories.update_memory))
 
 

@@ -16,7 +16,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from memvault.errors import NotFoundError, UsageError
 from memvault.retrieve.filters import filter_from_json
@@ -39,7 +39,25 @@ class Scopes(BaseModel):
     run_id: str | None = None
 
 
-class AddRequest(Scopes):
+class NullIsOmitted(BaseModel):
+    """A body where an explicit null means "not given", as mem0's OSS server reads its bodies (it
+    drops None values before calling Memory): `"infer": null` is infer's default, not a 422."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_nulls(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items()
+                    if value is not None or cls._null_allowed(key)}
+        return data
+
+    @classmethod
+    def _null_allowed(cls, key: str) -> bool:
+        known = cls.model_fields.get(key)
+        return known is None or known.default is None  # where null is the default, passing it changes nothing
+
+
+class AddRequest(NullIsOmitted, Scopes):
     messages: list[Message] | str = Field(description="A string, or chat messages {role, content}.")
     metadata: dict[str, Any] | None = None
     infer: bool = Field(True, description="Extract and reconcile facts with the LLM; false: store as given.")
@@ -74,6 +92,7 @@ class SearchQuery(Scopes):
 class ListQuery(Scopes):
     limit: int = Field(20, ge=1, le=10000, validation_alias=AliasChoices("limit", "top_k"))
     filters: str | None = Field(None, description="mem0 filter expression as JSON.")
+    show_expired: bool = Field(False, description="Include memories past their expiration_date.")
 
 
 class UpdateRequest(Scopes):
@@ -127,7 +146,7 @@ async def search_memories_post(body: SearchRequest, request: Request) -> dict[st
 @router.get("/memories/", summary="List the memories of a scope")
 async def list_memories(params: Annotated[ListQuery, Query()], request: Request) -> dict[str, Any]:
     return await call(request, "get_all", **scopes_of(request, params), limit=params.limit,
-                      filters=filter_from_json(params.filters))
+                      filters=filter_from_json(params.filters), show_expired=params.show_expired)
 
 
 @router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them)")

@@ -61,19 +61,24 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
     if conversation is not None:
         conversation = check_conversation_id(conversation)
     notes: list[str] = []
-    batches, key = read_batches(memvault, fmt, sources, conversation, notes, read)
+    workspace: dict = {}  # core files and journal days a memvault export carries
+    batches, key = read_batches(memvault, fmt, sources, conversation, notes, read, workspace)
     if llm is not None and not any(batch.curatable for batch in batches):
         raise UsageError(f"--curate turns chat turns into facts; a {fmt} source holds no chat turns to curate")
     importer = Importer(memvault, key, fmt, llm, prompt, on_progress)
     report = importer.run(batches, len(batches))
+    if workspace:
+        _, kept = memvault.restore_workspace(workspace)
+        notes.extend(kept)
     report.notes[:0] = notes
     return report
 
 
 def read_batches(memvault: Memvault, fmt: str, sources: list[Path], conversation: str | None,
-                 notes: list[str], read: Any = None) -> tuple[list, str]:
+                 notes: list[str], read: Any = None, workspace: dict | None = None) -> tuple[list, str]:
     """The source's batches, and the key its progress file is named by (the format and the sources).
-    `read`: the first source's JSON when `detect` has parsed it already."""
+    `read`: the first source's JSON when `detect` has parsed it already; `workspace` receives the
+    core files and journal days of a memvault export."""
     from memvault.transfer import agentcli, chatgpt, claude, jsonl, mem0
 
     identity = "\0".join(str(source.resolve()) for source in sources)
@@ -82,7 +87,8 @@ def read_batches(memvault: Memvault, fmt: str, sources: list[Path], conversation
         stdin = str(sources[0]) == "-"
         if stdin:  # the same text piped twice is the same source
             identity = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        batches = jsonl.batches(memvault.vault, text, "standard input" if stdin else str(sources[0]), conversation)
+        batches = jsonl.batches(memvault.vault, text, "standard input" if stdin else str(sources[0]), conversation,
+                                workspace)
     elif fmt == "mem0":
         batches = mem0.batches(memvault, sources, conversation, notes, read)
     elif fmt == "agent-cli":

@@ -6,6 +6,9 @@ When memvault's own rendering of the entry would not give the file's bytes back 
 a key memvault does not know, a time to the microsecond), the line also carries `file`: the file as
 it is. Importing the export into an empty vault so reproduces every file byte for byte, tombstones and
 summaries included. Lines made by hand or by other programs may leave out everything but `text`.
+
+Core files a person has written in and journal days come after the entries, as `path` and `file`
+only: they are not entries, and import restores them through the facade (Workspace.restore_workspace).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from memvault.transfer.runner import Batch, Item, read_bytes, stable_id
 from memvault.vault import layout
 from memvault.vault.entry import (
     FIELD_ORDER,
+    MEM0_FIELDS,
+    TRIPLE_KEYS,
     Entry,
     check_metadata,
     check_scopes,
@@ -49,6 +54,10 @@ def export_lines(vault: Vault, skipped: list[str]) -> Iterator[str]:
         if render(item).encode("utf-8") != data:
             record["file"] = data.decode("utf-8")
         yield json.dumps(record, ensure_ascii=False) + "\n"
+    for rel in vault.workspace_files():
+        text = vault.read_workspace(rel)
+        if text is not None:
+            yield json.dumps({"path": str(rel), "file": text}, ensure_ascii=False) + "\n"
 
 
 def read_records(text: str, where: str) -> list[tuple[str, dict]]:
@@ -70,12 +79,21 @@ def read_records(text: str, where: str) -> list[tuple[str, dict]]:
     return records
 
 
-def batches(vault: Vault, text: str, where: str, conversation: str | None = None) -> list[Batch]:
+def batches(vault: Vault, text: str, where: str, conversation: str | None = None,
+            workspace: dict[PurePosixPath, str] | None = None) -> list[Batch]:
     """Every line checked before anything is written (one bad line stops the import with its line
-    number), then one batch per conversation, in the order they first appear."""
+    number), then one batch per conversation, in the order they first appear. Lines that carry a core
+    file or a journal day go into `workspace` (path -> text) instead."""
     grouped: dict[str, list[Item]] = {}
     places: dict[str, str] = {}  # file -> the line that gives it
     for place, record in read_records(text, where):
+        rel = PurePosixPath(str(record.get("path") or ""))
+        if layout.is_workspace_path(rel) and not rel.is_absolute():
+            if not isinstance(record.get("file"), str) or set(record) - {"path", "file"}:
+                raise UsageError(f"{place}: a core file or journal day is given as 'path' and 'file' only")
+            if workspace is not None:
+                workspace[rel] = check_text(record["file"], f"{place}: 'file'")
+            continue
         try:
             item = item_of(vault, record, conversation)
         except (EntryFormatError, UsageError) as exc:
@@ -140,6 +158,8 @@ def entry_of(record: dict, rel: PurePosixPath | None, conversation: str | None) 
         "metadata": check_metadata(record.get("metadata") or {}),
         **check_scopes({key: record.get(key) for key in ("user_id", "agent_id", "run_id")}),
         **{key: str(record[key]) for key in TEXT_FIELDS if record.get(key)},
+        # The triple and mem0's fields: front matter the export writes, so the round trip keeps them.
+        **{key: str(record[key]) for key in (*TRIPLE_KEYS, *MEM0_FIELDS) if record.get(key)},
     }
     if created is not None:
         fields["created_at"] = created

@@ -6,6 +6,7 @@ and the spec's (`old_value`, `new_value`, `timestamp`: when this event happened)
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -46,9 +47,15 @@ class Event:
     def is_deleted(self) -> bool:
         return self.event in ("DELETE", "PURGE") or bool(self.replaced_by)
 
+    @property
+    def record_id(self) -> str:
+        """A UUID, as mem0's history records have, derived from the commit and the memory: the same
+        event has the same id on every read (the commit itself stays a field of its own)."""
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memvault-history:{self.commit}:{self.memory_id}"))
+
     def to_dict(self) -> dict:
         entry = self.entry
-        return {"id": self.commit[:12] + ":" + self.memory_id[:8], "memory_id": self.memory_id, "event": self.event,
+        return {"id": self.record_id, "memory_id": self.memory_id, "event": self.event,
                 "old_memory": self.old_memory, "new_memory": self.new_memory,
                 "created_at": (entry.created_at if entry else self.time).isoformat(),
                 "updated_at": self.moment.isoformat(), "is_deleted": self.is_deleted,

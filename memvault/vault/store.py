@@ -101,6 +101,7 @@ class Transaction:
     conversation: str | None = None
     events: list[tuple[str, str]] = field(default_factory=list)
     changes: list[Change] = field(default_factory=list)
+    commit_sha: str | None = None  # the commit this transaction made (None: nothing changed)
 
     def _touch(self, rel: PurePosixPath, entry: Entry | None, data: bytes | None = None) -> None:
         """Write `entry` at `rel` (as rendered, or as `data` when given), or remove the file (None)."""
@@ -284,7 +285,7 @@ class Vault:
             try:
                 yield tx
                 paths = [str(change.rel) for change in tx.changes]
-                self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
+                tx.commit_sha = self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
             except BaseException:
                 tx.rollback()
                 raise
@@ -469,6 +470,42 @@ class Vault:
         except (FileNotFoundError, NotADirectoryError):
             return []
         return sorted(names)
+
+    def stray_files(self, limit: int = 100) -> list[PurePosixPath]:
+        """Markdown files under entries/ in no folder memvault reads entries from (entries/notes/x.md,
+        entries/x.md, entries/<conversation>/turns/x.md): never indexed, so `reindex` and `doctor` name
+        them (at most `limit`). The kind folders themselves are not walked: the cost is that of the odd
+        folders, not of the vault."""
+        read_here: dict[str, set[str]] = {}  # facts: {} (read whole), turns: {user, assistant} (only those)
+        for kind in layout.KIND_DIRS.values():
+            top, _, sub = kind.partition("/")
+            read_here.setdefault(top, set()).update([sub] if sub else [])
+        stray: list[PurePosixPath] = []
+
+        def walk(rel: PurePosixPath, depth: int, skip: dict[str, set[str]] | set[str]) -> None:
+            try:
+                items = sorted(os.scandir(self.root / rel), key=lambda item: item.name)
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                return
+            for item in items:
+                if len(stray) >= limit or item.name.startswith(".") or item.is_symlink():
+                    continue
+                if item.is_file(follow_symlinks=False) and item.name.endswith(".md"):
+                    stray.append(rel / item.name)
+                elif not item.is_dir(follow_symlinks=False) or (depth == 0 and item.name == layout.DELETED):
+                    continue
+                elif isinstance(skip, dict) and item.name in skip:
+                    if skip[item.name]:  # turns/: its user/ and assistant/ are read, not what else it holds
+                        walk(rel / item.name, depth + 1, skip[item.name])
+                elif isinstance(skip, set) and item.name in skip:
+                    continue
+                elif depth == 0:
+                    walk(rel / item.name, 1, {**read_here, layout.DELETED: set()})  # a conversation's folder
+                else:
+                    walk(rel / item.name, depth + 1, set())
+
+        walk(PurePosixPath(layout.ENTRIES), 0, set())
+        return stray
 
     def linked_part(self, rel: PurePosixPath) -> PurePosixPath | None:
         """The first part of `rel` (from the vault root down) that is a symbolic link, or None."""

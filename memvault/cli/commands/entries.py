@@ -4,6 +4,7 @@ import functools
 import os
 import shlex
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
@@ -24,7 +25,7 @@ from memvault.cli.options import (
     UserOpt,
     VaultOpt,
 )
-from memvault.cli.output import age, print_json, print_text, say, table, warn
+from memvault.cli.output import age, print_json, print_text, result_line, say, table, warn
 from memvault.errors import EntryFormatError, UsageError
 
 
@@ -61,6 +62,8 @@ def add(
                                                         show_default=False)] = None,
     policy: Annotated[bool, typer.Option("--policy", help="Apply chat's write policy: a fact may be held until "
                                          "the session ends, or dropped (HOLD/DROP events).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the ids of the memories stored "
+                                        "(for `id=$(memvault add -q ...)`).")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
@@ -75,7 +78,7 @@ def add(
         given = {key: value for key, value in defaults.items() if value}
         events = add_verbatim(memvault, [{**given, **item} for item in items])
         show_added({"results": [e.to_dict() for e in events], "notes": [], "turn_id": None, "curated": False},
-                   events, json)
+                   events, json, quiet)
         return
     prompt = load_prompt(str(prompt_file) if prompt_file else memvault.settings.llm.extraction_prompt_file)
     for item in items:  # validated before the first is stored
@@ -86,7 +89,7 @@ def add(
     shown = results[0].to_dict() if len(results) == 1 else {
         "results": [e.to_dict() for r in results for e in r.events], "notes": [n for r in results for n in r.notes],
         "turn_id": None, "curated": any(r.curated for r in results)}
-    show_added(shown, [e for r in results for e in r.events], json)
+    show_added(shown, [e for r in results for e in r.events], json, quiet)
 
 
 def given_items(texts: list[str], lines: bool, jsonl: bool) -> list[dict]:
@@ -134,7 +137,7 @@ def add_verbatim(memvault, items: list[dict]) -> list:
     return [MemoryEvent("ADD", e.id, None, e.text) for e in entries]
 
 
-def show_added(shown: dict, events: list, json: bool) -> None:
+def show_added(shown: dict, events: list, json: bool, quiet: bool = False) -> None:
     for note in dict.fromkeys(shown["notes"]):  # the same note from each text: said once
         warn(note)
     if json:
@@ -143,10 +146,13 @@ def show_added(shown: dict, events: list, json: bool) -> None:
     if not events:
         say("Nothing to remember in that.")
     for event in events:
-        say(f"{event.event:<6} {(event.id or '')[:8]:<8}  "
-            + (f"{event.old_memory} -> {event.new_memory}" if event.event == "UPDATE"
-               else event.new_memory or event.old_memory or "")
-            + (f" ({event.reason})" if event.reason else ""))
+        if quiet:
+            if event.id and event.event in ("ADD", "UPDATE", "NONE"):
+                sys.stdout.write(event.id + "\n")
+            continue
+        result_line(event.event, event.id, (f"{event.old_memory} -> {event.new_memory}" if event.event == "UPDATE"
+                                            else event.new_memory or event.old_memory or "")
+                    + (f" ({event.reason})" if event.reason else ""))
 
 
 @command("list")
@@ -254,7 +260,7 @@ def edit(
         print_json({"results": [{"event": "UPDATE", "id": updated.id, "old_memory": entry.text,
                                  "memory": updated.text}]})
     else:
-        say(f"UPDATE {updated.id[:8]}  {updated.text}")
+        result_line("UPDATE", updated.id, updated.text)
 
 
 @command("rm")
@@ -269,4 +275,4 @@ def rm(
         print_json({"results": [{"event": "DELETE", "id": e.id, "memory": e.text} for e in removed]})
     else:
         for entry in removed:
-            say(f"DELETE {entry.id[:8]}  {entry.text}")
+            result_line("DELETE", entry.id, entry.text)

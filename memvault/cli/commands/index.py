@@ -48,6 +48,9 @@ def reindex(
         report = memvault.reindex(full=full)
     for path, reason in report.broken:
         warn(f"skipped {path}: {reason}")
+    for path in memvault.stray_files():
+        warn(f"ignored {path}: not in a folder memvault reads entries from (a fact goes in "
+             f"entries/<conversation>/facts/)")
     if json:
         print_json(report.to_dict())
     elif not quiet:

@@ -26,7 +26,8 @@ def mcp(
     """Serve the memory to agents over the Model Context Protocol (MCP).
 
     By default over stdio: an MCP client (Claude Desktop, Claude Code, Cursor...) starts `memvault mcp`
-    itself. Tools: remember, recall, get_memory, list_memories, update_memory, forget, memory_history.
+    itself. Tools: remember, recall, get_memory, list_memories, update_memory, forget, memory_history,
+    list_rules, add_rule, scratchpad_write, scratchpad_read, scratchpad_list, read_core, update_core.
 
     With --http, streamable HTTP at http://HOST:PORT/mcp until Ctrl-C; with server.api_key set, clients
     must send it (Authorization: Bearer KEY).

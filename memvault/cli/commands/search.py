@@ -48,6 +48,8 @@ def search(
         "mem0 filter expression as JSON, e.g. "
         "'{\"AND\": [{\"user_id\": \"alice\"}, {\"topic\": {\"in\": [\"food\"]}}]}'."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help="Show every stage's scores.")] = False,
+    show_expired: Annotated[bool, typer.Option("--show-expired",
+                                               help="Include memories past their expiration_date.")] = False,
     as_of: AsOfOpt = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Search memories: dense + lexical candidates, rerank, threshold, recency, MMR."""
@@ -60,7 +62,7 @@ def search(
     show_notices(memvault)
     scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
     as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
-    hits = memvault.search(query, conversation, scopes, filters, as_of=as_of,
+    hits = memvault.search(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired,
                            top_k=top_k, recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
     if json:
         print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])
@@ -68,7 +70,7 @@ def search(
     table(["#", "id", "text", "role", "conversation", "age", "relevance", "recency", "score"],
           [[hit.rank, hit.id[:8], hit.text, hit.role, hit.conversation_id, age(hit.created_at),
             f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
-    relations = memvault.relations(query, conversation, scopes, filters, as_of=as_of)
+    relations = memvault.relations(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired)
     if relations:
         console().print("Relations (from facts' triples):")
         table(["source", "relationship", "destination", "id"],

@@ -106,7 +106,7 @@ def export(
             count, skipped = export_jsonl(memvault, out)
     for problem in skipped:
         warn(f"skipped {problem}")
-    say(f"exported {count} entries" + (f" to {output}" if output else ""))
+    say(f"exported {count} files" + (f" to {output}" if output else ""))
 
 
 def open_output(path: Path):
