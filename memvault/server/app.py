@@ -105,6 +105,7 @@ def create_app(settings: Settings) -> FastAPI:
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
     from memvault.server.origin import BrowserGuard
+    from memvault.ui.app import mount as mount_ui
 
     app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
@@ -128,6 +129,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
+    mount_ui(app, lambda: app.state.server.core)  # the web page at /ui: after the key check, behind the guards
     origins = settings.server.cors_origin_list
     if origins:  # outside the key check: a browser's preflight carries no key, and is answered here
         from starlette.middleware.cors import CORSMiddleware

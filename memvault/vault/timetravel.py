@@ -77,6 +77,14 @@ def _moment(when: str) -> datetime | None:
 
 def files_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, bytes]]:
     """The entry files of the vault at `past` (live ones only unless `include_deleted`) and their bytes."""
+    wanted = listing_at(git, past, include_deleted)
+    contents = _blobs(git, [blob for _, blob in wanted])
+    return [(rel, contents[blob]) for rel, blob in wanted]
+
+
+def listing_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, str]]:
+    """The entry files of the vault at `past` and their blob names, nothing read: a page of a big
+    vault's past reads only its own files (`parsed_at`)."""
     listing = git.run("ls-tree", "-r", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
     wanted: list[tuple[PurePosixPath, str]] = []
     for record in listing.split("\0"):
@@ -89,8 +97,14 @@ def files_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> 
             continue  # a symbolic link is never followed, in the past as today
         if include_deleted or not layout.is_deleted_path(rel):
             wanted.append((rel, blob))
+    return wanted
+
+
+def parsed_at(git: VaultGit, past: PastCommit, wanted: list[tuple[PurePosixPath, str]]
+              ) -> list[tuple[PurePosixPath, Entry | EntryFormatError]]:
+    """These files of `listing_at`, parsed as `entries_at` parses them."""
     contents = _blobs(git, [blob for _, blob in wanted])
-    return [(rel, contents[blob]) for rel, blob in wanted]
+    return [(rel, _parsed(rel, contents[blob], past)) for rel, blob in wanted]
 
 
 def entries_at(git: VaultGit, past: PastCommit, include_deleted: bool = False

@@ -1,0 +1,36 @@
+"""`memvault ui`: the web page to browse, search, audit and edit the vault, until Ctrl-C."""
+
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.base import command
+from memvault.cli.options import ConfigOpt, VaultOpt
+from memvault.cli.output import say
+
+
+@command("ui")
+def ui(
+    host: Annotated[Optional[str], typer.Option("--host", help="Address to bind (default 127.0.0.1; any other "
+                                                "needs server.api_key / MEMVAULT_API_KEY).",
+                                                show_default=False)] = None,
+    port: Annotated[Optional[int], typer.Option("--port", "-p", min=0, max=65535, help="Port (default 8765; 0: "
+                                                "any free port).", show_default=False)] = None,
+    no_browser: Annotated[bool, typer.Option("--no-browser", help="Do not open the page in a browser.")] = False,
+    vault: VaultOpt = None, config: ConfigOpt = None,
+) -> None:
+    """Serve the vault's web page (browse, search, history, time travel, edit) until Ctrl-C.
+
+    With a key (server.api_key), the browser asks for it: any user name, the key as password.
+    """
+    from memvault import settings as settings_module
+    from memvault.ui.app import serve
+
+    flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port}
+    settings = settings_module.load(config, flags)
+    say(f"vault: {settings.vault.path}")
+    try:
+        serve(settings, open_browser=not no_browser, on_listening=lambda url: say(f"the page: {url} (Ctrl-C to stop)"))
+    except KeyboardInterrupt:
+        pass
+    say("memvault: page stopped")
