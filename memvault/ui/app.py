@@ -12,18 +12,17 @@ from memvault.ui import PREFIX
 
 
 def mount(app, get_core: Callable[[], Any]) -> None:
-    """The pages and their static files at /ui; a key may come as a browser's Basic password there.
-    Call it after the key check's middleware is added, so the Basic password is read before it."""
+    """The pages and their static files at /ui (before any catch-all route). Add
+    `security.BasicKey` after the key check's middleware, so a browser's Basic password is read first."""
     from importlib.resources import files
 
     from starlette.staticfiles import StaticFiles
 
     from memvault.ui.routes import make_router
-    from memvault.ui.security import BasicKey, Csrf
+    from memvault.ui.security import Csrf
 
     app.mount(PREFIX + "/static", StaticFiles(directory=str(files("memvault.ui") / "static")), name="ui-static")
     app.include_router(make_router(get_core, Csrf()))
-    app.add_middleware(BasicKey)
 
 
 def create_app(settings: Settings):
@@ -37,6 +36,7 @@ def create_app(settings: Settings):
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.limits import BodyLimit
     from memvault.server.origin import BrowserGuard
+    from memvault.ui.security import BasicKey
 
     opened: dict[str, Any] = {}
 
@@ -59,6 +59,7 @@ def create_app(settings: Settings):
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
     mount(app, lambda: opened["core"])
+    app.add_middleware(BasicKey)
     app.add_middleware(BrowserGuard, bind=settings.server.host, cors_origins=[])
     return app
 
@@ -67,11 +68,13 @@ def serve(settings: Settings, open_browser: bool = True, on_listening=None) -> N
     """Serve the page until interrupted; refuses a non-loopback address without a key."""
     import uvicorn
 
+    from memvault.core import Memvault
     from memvault.errors import MemvaultError
     from memvault.server.auth import check_bind
     from memvault.server.run import base_url, listen
 
     check_bind(settings.server.host, settings.server.api_key or "".join(settings.server.keys))
+    Memvault.open(settings).close()  # a missing or broken vault: one clear line before anything listens
     sock = listen(settings.server.host, settings.server.port)
     url = base_url(sock) + PREFIX + "/"
     if on_listening:

@@ -28,9 +28,9 @@ def ui(
 
     flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port}
     settings = settings_module.load(config, flags)
-    say(f"vault: {settings.vault.path}")
     try:
-        serve(settings, open_browser=not no_browser, on_listening=lambda url: say(f"the page: {url} (Ctrl-C to stop)"))
+        serve(settings, open_browser=not no_browser,
+              on_listening=lambda url: say(f"the page of {settings.vault.path}: {url} (Ctrl-C to stop)"))
     except KeyboardInterrupt:
         pass
     say("memvault: page stopped")
