@@ -115,17 +115,17 @@ def test_an_edit_is_one_commit_and_bad_edits_change_nothing(client):
     c, found = client
     page = c.get(f"/ui/m/{found.xss}").text
     before = commits(found.root)
-    done = c.post(f"/ui/m/{found.fact}/text", data={"text": "Alice lives in Porto.", "csrf_token": token(page)},
+    done = c.post(f"/ui/m/{found.note}/text", data={"text": "Bob plays the cello.", "csrf_token": token(page)},
                   headers=SELF, follow_redirects=False)
     assert done.status_code == 303 and commits(found.root) == before + 1
-    assert "Alice lives in Porto." in c.get(f"/ui/m/{found.fact}").text
-    content = c.get(f"/ui/m/{found.fact}").text
+    assert "Bob plays the cello." in c.get(f"/ui/m/{found.note}").text
+    content = c.get(f"/ui/m/{found.note}").text
     file_text = re.search(r'<textarea id="content"[^>]*>(.*?)</textarea>', content, re.S).group(1)
     for bad, why in ((file_text.replace("id: ", "id: 0", 1), "id"), ("---\n: [\n---\nx", "front matter"),
-                     (file_text.replace("Alice lives in Porto.", "   "), "empty")):
+                     (file_text.replace("Bob plays the cello.", "   "), "empty")):
         import html as html_module
 
-        answer = c.post(f"/ui/m/{found.fact}/file", data={"content": html_module.unescape(bad),
+        answer = c.post(f"/ui/m/{found.note}/file", data={"content": html_module.unescape(bad),
                                                            "csrf_token": token(page)}, headers=SELF)
         assert answer.status_code == 400, why
         assert "nothing changed" in error_of(answer.text), why

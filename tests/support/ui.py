@@ -32,6 +32,7 @@ class Built:
     xss: str
     turn: str
     fact: str
+    note: str  # a plain fact that tests may edit
 
 
 @contextmanager
@@ -75,7 +76,9 @@ def build_vault(root: Path) -> Built:
         with dated(YESTERDAY):
             tea = Entry(TEA_BEFORE, conversation_id="alice", created_at=noon(YESTERDAY))
             xss = Entry(XSS, conversation_id="alice", created_at=noon(YESTERDAY) + timedelta(minutes=1))
-            core.add_entries([tea, xss], "memvault add: 2 memories")
+            note = Entry("Bob plays the violin on Sundays.", conversation_id="alice",
+                         created_at=noon(YESTERDAY) + timedelta(minutes=2))
+            core.add_entries([tea, xss, note], "memvault add: 3 memories")
             turn = Entry("I moved to Lisbon last spring, and I work at Acme.", role="user", conversation_id="trip",
                          created_at=noon(YESTERDAY) + timedelta(minutes=5))
             fact = Entry("Alice lives in Lisbon.", conversation_id="trip", source=turn.id, subject="Alice",
@@ -89,7 +92,7 @@ def build_vault(root: Path) -> Built:
         core.update_core("USER", "The user is Alice. She lives in Lisbon.\n")
     finally:
         core.close()
-    return Built(root, tea.id, xss.id, turn.id, fact.id)
+    return Built(root, tea.id, xss.id, turn.id, fact.id, note.id)
 
 
 @contextmanager
