@@ -18,18 +18,28 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--no-first-run", "--disable-sync"]
 
 
+def missing(reason: str) -> None:
+    """Skip with the reason; under CI (CI set) the browser must be there, so fail instead."""
+    import os
+
+    (pytest.fail if os.environ.get("CI") else pytest.skip)(reason)
+
+
 def launch(playwright):
     """Debian's chromium under Playwright, or a skip that says what is missing."""
     import os
 
     if not os.path.exists(CHROMIUM):
-        pytest.skip("no chromium at /usr/bin/chromium: `apt-get install chromium` (scripts/test does, as root)")
+        missing("no chromium at /usr/bin/chromium: `apt-get install chromium` (scripts/test does, as root)")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing("playwright is not installed (pip install playwright; it is in .[dev])")
     home = tmp_path_factory.mktemp("home")
     with isolated_env(home):
         built = build_vault(tmp_path_factory.mktemp("browser") / "vault")
@@ -151,3 +161,12 @@ def test_the_graph_renders(page, tmp_path):
     labels = tab.locator("svg.graph text").all_text_contents()
     assert {"alice", "lisbon", "acme"} <= set(labels)
     assert svg.screenshot(path=str(tmp_path / "graph.png"))
+
+
+def test_the_readme_screenshots_are_taken(site, tmp_path):
+    """The pictures of README's "The page" (scripts/screenshots.py writes them to docs/)."""
+    from tests.support.ui import shoot
+
+    base, built, browser = site
+    for path in shoot(browser, base, built, tmp_path):
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5_000, path.name

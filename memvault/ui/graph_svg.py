@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 
 SIZE = 640
-RING = 130  # pixels between hops
+MARGIN = 60  # room for the outer ring's circles and names
 MAX_EDGES = 60  # a picture, not the whole graph: the list below it names every fact
 
 
@@ -33,8 +33,9 @@ def layout(neighbourhood) -> Drawing:
         rings.setdefault(hop, []).append(key)
     where: dict[str, tuple[float, float]] = {}
     drawing = Drawing(SIZE, cut=len(neighbourhood.relations) - len(relations))
+    ring = (centre - MARGIN) / max(rings)  if max(rings) else 0.0  # the outermost hop at the edge
     for hop, keys in sorted(rings.items()):
-        radius = min(hop, 2) * RING + (hop > 2) * 20 * (hop - 2)
+        radius = hop * ring
         for i, key in enumerate(sorted(keys)):
             angle = 2 * math.pi * i / len(keys) + hop * 0.4
             x, y = centre + radius * math.cos(angle), centre + radius * math.sin(angle)

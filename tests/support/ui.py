@@ -117,3 +117,27 @@ def serving(settings: Settings) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()
+
+
+def shoot(browser, base: str, built: Built, out: Path) -> list[Path]:
+    """Screenshots of the main pages (README's "The page"), wide and one narrow; returns the files."""
+    shots = {
+        "overview": "/ui/", "conversation": "/ui/c/trip", "memory": f"/ui/m/{built.tea}",
+        "search": "/ui/search?q=where+does+Alice+live", "graph": "/ui/graph?entity=Alice",
+        "as-of": f"/ui/m/{built.tea}?at={YESTERDAY}", "log": "/ui/log",
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for width, suffix in ((1100, ""), (390, "-narrow")):
+        context = browser.new_context(viewport={"width": width, "height": 760}, device_scale_factor=1)
+        tab = context.new_page()
+        for name, path in shots.items():
+            if suffix and name not in ("conversation", "memory"):
+                continue
+            tab.goto(base + path)
+            if name == "search":
+                tab.locator("details").first.evaluate("element => element.open = true")
+            written.append(out / f"ui-{name}{suffix}.png")
+            tab.screenshot(path=str(written[-1]), full_page=name != "memory")
+        context.close()
+    return written

@@ -24,7 +24,7 @@ def ui(
     With a key (server.api_key), the browser asks for it: any user name, the key as password.
     """
     from memvault import settings as settings_module
-    from memvault.ui.app import serve
+    from memvault.ui.run import serve
 
     flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port}
     settings = settings_module.load(config, flags)
