@@ -140,18 +140,20 @@ class Browsing:
 
     def entries_as_of(self, as_of: str | PastCommit, conversation: str | None = None, role: str | None = None,
                       scopes: dict[str, Any] | None = None, offset: int = 0, limit: int = 50) -> tuple[Page, Any]:
-        """The live entries of a past moment, newest first, one page (only its files are read;
-        without a role or scope given, the total counts files; with them, only a page is parsed)."""
+        """The live entries of a past moment, newest first, one page: the folders say the conversation
+        and the role, so only the page's files are read (scopes, in the files only, need them all)."""
         from memvault.core.reading import matches
         from memvault.vault.timetravel import listing_at, parsed_at
 
         past = self.resolve_as_of(as_of)
         folder = layout.folder_for(layout.check_conversation_id(conversation)) if conversation else None
+        kind = layout.KIND_DIRS.get(role) if role else None  # the role from the folder: nothing parsed
         listing = [(rel, blob) for rel, blob in listing_at(self.vault.git, past)
-                   if folder is None or layout.conversation_folder_of(rel) == folder]
+                   if (folder is None or layout.conversation_folder_of(rel) == folder)
+                   and (kind is None or layout.kind_of(rel) == kind)]
         listing.sort(key=lambda pair: pair[0].name, reverse=True)  # names start with their creation time
         wanted = check_scopes(scopes)
-        if role is None and not wanted:
+        if (role is None or kind is not None) and not wanted:
             chosen = parsed_at(self.vault.git, past, listing[offset:offset + limit])
             return Page([e for _, e in chosen if isinstance(e, Entry)], len(listing), offset, limit), past
         kept = [e for _, e in parsed_at(self.vault.git, past, listing)

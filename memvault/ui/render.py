@@ -4,7 +4,6 @@ shown as text; the security headers on every answer; URLs that keep the page's m
 from __future__ import annotations
 
 import functools
-import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -42,15 +41,11 @@ def when(value: Any) -> str:
 
 
 def page(template: str, status: int = 200, **context: Any):
-    """The HTML answer of a template, with the security headers and the server time it took."""
+    """The HTML answer of a template, with the security headers."""
     from starlette.responses import HTMLResponse
 
-    started = context.pop("started", None)
     html = environment().get_template(template).render(**context)
-    response = HTMLResponse(html, status_code=status, headers=HEADERS)
-    if started is not None:
-        response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
-    return response
+    return HTMLResponse(html, status_code=status, headers=HEADERS)
 
 
 def paging(offset: int | None, limit: int | None) -> tuple[int, int]:
