@@ -80,6 +80,13 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
         if reason:
             raise Forbidden(reason)
 
+    def written(request: Request, token: str, memory_id: str, live: bool = True) -> tuple[Any, Any]:
+        """(core, the memory) for a write on it: from this page, with the token, within the key's scopes."""
+        checked_write(request, token)
+        core = get_core()
+        _, entry = core.get_live(memory_id) if live else core.get(memory_id)
+        return core, core.require_scopes(entry, scopes_of(request))
+
     def moved(path: str, **params: Any) -> RedirectResponse:
         return RedirectResponse(url(path, **params), status_code=303, headers=HEADERS)
 
@@ -204,10 +211,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @router.post("/m/{memory_id}/text")
     @view
     def edit_text(request: Request, memory_id: str, text: str = Form(""), csrf_token: str = Form("")):
-        checked_write(request, csrf_token)
-        core = get_core()
-        _, entry = core.get_live(memory_id)
-        core.require_scopes(entry, scopes_of(request))
+        core, entry = written(request, csrf_token, memory_id)
         core.update(entry.id, text=text)
         return moved(f"/m/{entry.id}", saved="1")
 
@@ -216,10 +220,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     def edit_file(request: Request, memory_id: str, content: str = Form(""), csrf_token: str = Form("")):
         from memvault.vault.entry import parse
 
-        checked_write(request, csrf_token)
-        core = get_core()
-        _, entry = core.get_live(memory_id)
-        core.require_scopes(entry, scopes_of(request))
+        core, entry = written(request, csrf_token, memory_id)
         try:  # validated as `memvault edit` validates the file a person saved
             replacement = core.require_scopes(parse(content, "the edited file"), scopes_of(request))
             core.update(entry.id, replacement=replacement)
@@ -230,20 +231,14 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @router.post("/m/{memory_id}/delete")
     @view
     def delete(request: Request, memory_id: str, csrf_token: str = Form("")):
-        checked_write(request, csrf_token)
-        core = get_core()
-        _, entry = core.get_live(memory_id)
-        core.require_scopes(entry, scopes_of(request))
+        core, entry = written(request, csrf_token, memory_id)
         core.delete([entry.id])
         return moved(f"/m/{entry.id}", saved="deleted")
 
     @router.post("/m/{memory_id}/restore")
     @view
     def restore(request: Request, memory_id: str, csrf_token: str = Form("")):
-        checked_write(request, csrf_token)
-        core = get_core()
-        _, entry = core.get(memory_id)
-        core.require_scopes(entry, scopes_of(request))
+        core, entry = written(request, csrf_token, memory_id, live=False)
         core.restore(entry.id)
         return moved(f"/m/{entry.id}", saved="restored")
 
@@ -252,10 +247,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     def erase(request: Request, memory_id: str, confirm: str = Form(""), csrf_token: str = Form("")):
         # ERASE HOOK: `Memvault.erase` (the forgetting issue) removes a memory from every commit. Until
         # it lands, the page says so; once it does, this calls it after the id is typed back.
-        checked_write(request, csrf_token)
-        core = get_core()
-        _, entry = core.get(memory_id)
-        core.require_scopes(entry, scopes_of(request))
+        core, entry = written(request, csrf_token, memory_id, live=False)
         if not hasattr(core, "erase"):
             raise UsageError("erasing (removing a memory from every commit) is not available in this version")
         if confirm.strip() != entry.id[:8]:
@@ -281,10 +273,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @router.post("/rules/{rule_id}/remove")
     @view
     def remove_rule(request: Request, rule_id: str, csrf_token: str = Form("")):
-        checked_write(request, csrf_token)
-        core = get_core()
-        _, entry = core.get_live(rule_id)
-        core.require_scopes(entry, scopes_of(request))
+        core, entry = written(request, csrf_token, rule_id)
         core.remove_rule(entry.id)
         return moved(f"/c/{entry.conversation_id}")
 

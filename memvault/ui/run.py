@@ -8,12 +8,10 @@ from memvault.ui import PREFIX
 
 def serve(settings: Settings, open_browser: bool = True, on_listening=None) -> None:
     """Serve the page until interrupted; refuses a non-loopback address without a key."""
-    import uvicorn
-
     from memvault.core import Memvault
     from memvault.errors import MemvaultError
     from memvault.server.auth import check_bind
-    from memvault.server.run import base_url, listen
+    from memvault.server.run import base_url, listen, uvicorn_server
     from memvault.ui.app import create_app
 
     check_bind(settings.server.host, settings.server.api_key or "".join(settings.server.keys))
@@ -22,8 +20,7 @@ def serve(settings: Settings, open_browser: bool = True, on_listening=None) -> N
     url = base_url(sock) + PREFIX + "/"
     if on_listening:
         on_listening(url)
-    config = uvicorn.Config(create_app(settings), port=sock.getsockname()[1], log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = uvicorn_server(settings, sock, "warning", create_app(settings))
     if open_browser:
         import threading
         import webbrowser

@@ -7,8 +7,6 @@ a memory whose text is an XSS attempt; a rule; a core file with words in it."""
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,25 +96,11 @@ def build_vault(root: Path) -> Built:
 @contextmanager
 def serving(settings: Settings) -> Iterator[str]:
     """`memvault ui`'s app on a free loopback port in a thread; yields the page's base URL."""
-    import uvicorn
-
-    from memvault.server.run import base_url, listen
+    from memvault.server.run import running
     from memvault.ui.app import create_app
 
-    sock = listen(settings.server.host, 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the page's server did not start"
-        time.sleep(0.05)
-    try:
-        yield base_url(sock)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
+    with running(settings, app=create_app(settings)) as base:
+        yield base
 
 
 def shoot(browser, base: str, built: Built, out: Path) -> list[Path]:
