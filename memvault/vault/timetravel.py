@@ -8,6 +8,7 @@ names a commit by (`HEAD~3`, a short sha, a tag).
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from dataclasses import dataclass
@@ -85,7 +86,14 @@ def files_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> 
 def listing_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, str]]:
     """The entry files of the vault at `past` and their blob names, nothing read: a page of a big
     vault's past reads only its own files (`parsed_at`)."""
-    listing = git.run("ls-tree", "-r", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    return list(_listing(git, past.sha, include_deleted))
+
+
+@functools.lru_cache(maxsize=8)
+def _listing(git: VaultGit, sha: str, include_deleted: bool) -> tuple[tuple[PurePosixPath, str], ...]:
+    """listing_at's answer, kept: a commit never changes, and the web page reads pages of one past
+    in a row (10k files' paths cost more to make than a page to read)."""
+    listing = git.run("ls-tree", "-r", "-z", sha, "--", git.repo_path(layout.ENTRIES))
     wanted: list[tuple[PurePosixPath, str]] = []
     # Every path lies under the vault's folder: cut its prefix (os.path.relpath per file costs more
     # than the whole ls-tree on a 10k vault).
@@ -101,7 +109,7 @@ def listing_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -
             continue  # a symbolic link is never followed, in the past as today
         if include_deleted or not layout.is_deleted_path(rel):
             wanted.append((rel, blob))
-    return wanted
+    return tuple(wanted)
 
 
 def parsed_at(git: VaultGit, past: PastCommit, wanted: list[tuple[PurePosixPath, str]]
