@@ -209,3 +209,11 @@ def test_ui_on_a_missing_vault_says_so_in_one_line(tmp_path):
     done = run_memvault("ui", "--no-browser", "--port", "0", "--vault", str(tmp_path / "nothing"))
     assert done.returncode != 0
     assert "Traceback" not in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
+
+
+def test_the_time_box_opens_a_page_that_can_show_the_past(client):
+    c, found = client
+    assert 'class="timepicker" action="/ui/memories"' in c.get("/ui/log").text
+    assert f'class="timepicker" action="/ui/m/{found.tea}"' in c.get(f"/ui/m/{found.tea}").text
+    search = c.get("/ui/search?q=tea").text
+    assert 'class="timepicker" action="/ui/search"' in search and 'type="hidden" name="q" value="tea"' in search

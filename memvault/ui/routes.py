@@ -20,6 +20,7 @@ from memvault.ui.render import page, paging, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
 from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance
 
+TRAVELLING = ("/memories", "/m/", "/search")  # the pages that show the vault as of a date or commit
 ROLES = ("memory", "user", "assistant", "session", "rule", "summary", "core", "journal")
 
 
@@ -72,8 +73,10 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
         return page("error.html", status, **common(request), title="Error", message=message)
 
     def common(request: Request, at: str | None = None) -> dict[str, Any]:
-        return {"csrf": csrf.token, "at": at or "", "path": request.url.path.removeprefix(PREFIX) or "/",
-                "scoped": bool(scopes_of(request))}
+        path = request.url.path.removeprefix(PREFIX) or "/"
+        return {"csrf": csrf.token, "at": at or "", "path": path, "scoped": bool(scopes_of(request)),
+                # the time box reloads a page that can show the past, else opens the list as of then
+                "travel": path if path.startswith(TRAVELLING) else "/memories"}
 
     def checked_write(request: Request, token: str | None) -> None:
         reason = foreign_write(request.headers, csrf.valid(token))
