@@ -102,6 +102,7 @@ def test_search_explains_its_ranking(client):
     html = c.get("/ui/search?q=where+does+Alice+live").text
     assert "Alice lives in Lisbon." in html
     assert "<meter" in html and "relevance" in html
+    assert 'href="/ui/core/USER"' in html  # a core file found links to its page, not to a memory
 
 
 def test_the_graph_is_an_svg_with_the_facts_behind_its_edges(client):

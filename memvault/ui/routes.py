@@ -18,7 +18,7 @@ from memvault.errors import EntryFormatError, MemvaultError, UsageError
 from memvault.ui import PREFIX
 from memvault.ui.render import page, paging, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
-from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance
+from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance, workspace_links
 
 TRAVELLING = ("/memories", "/m/", "/search")  # the pages that show the vault as of a date or commit
 ROLES = ("memory", "user", "assistant", "session", "rule", "summary", "core", "journal")
@@ -160,8 +160,10 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
             moment = core.resolve_as_of(at or None)
             hits = core.search(q, conversation or None, scopes_of(request), as_of=moment)
             relations = core.relations(q, conversation or None, scopes_of(request), as_of=moment)
+        links = workspace_links(core.journal_days(366)) if any(h.role in ("core", "journal") for h in hits) else {}
         return page("search.html", **common(request, at), title="Search", q=q, conversation=conversation,
-                    hits=hits, stages=[explain_rows(hit) for hit in hits], relations=relations, moment=moment)
+                    hits=hits, links={h.id: links.get(h.id, f"/m/{h.id}") for h in hits},
+                    stages=[explain_rows(hit) for hit in hits], relations=relations, moment=moment)
 
     # -- audit --------------------------------------------------------------------------------------
     @router.get("/log")

@@ -68,3 +68,12 @@ def provenance(entry: Entry, events: list) -> dict[str, Any]:
         "source": entry.source, "session": meta.get("session_id") or meta.get("session") or entry.run_id,
         "model": meta.get("model") or meta.get("llm_model"), "evidence": entry.evidence,
     }
+
+
+def workspace_links(days: list[str]) -> dict[str, str]:
+    """id -> page of the core files and these journal days: search finds them by their path's id."""
+    from memvault.vault import layout
+
+    links = {layout.path_id(layout.core_path(name)): f"/core/{name}" for name in layout.CORE_NAMES}
+    links.update({layout.path_id(layout.journal_path(day)): f"/journal/{day}" for day in days})
+    return links
