@@ -10,7 +10,7 @@ with `ast` and checked against the graph below.
     core           <- curate          the one facade (memvault.core.Memvault, one module per job)
     converse, doctor                  built on core (and what is under it)
     transfer                          import and export, built on core (writes through the vault's transactions)
-    api, server, mcp, cli             surfaces: they reach the index and the vault's writes through core
+    api, server, mcp, cli, ui         surfaces: they reach the index and the vault's writes through core
 
 A surface never imports `memvault.vault.store` or `memvault.index.*`, and no module reads a private
 attribute (`obj._name`) of an object other than its own (`self`, `cls`). An exception needs an entry
@@ -41,14 +41,15 @@ ALLOWED: dict[str, set[str]] = {
     "doctor": BASE | {"memvault", "vault", "models", "index", "retrieve", "curate", "core"},
     "transfer": BASE | {"vault", "curate", "core"},
     "api": BASE | {"memvault", "vault", "retrieve", "curate", "core"},
-    "server": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api"},
+    "server": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api", "ui"},
     "mcp": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api", "server"},
     "cli": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "doctor", "api", "server", "mcp",
-                   "transfer"},
+                   "transfer", "ui"},
+    "ui": BASE | {"vault", "core", "server"},  # the web page: a surface, mounted by the server at /ui
     "__main__": {"cli"},
     "memvault": {"api"},
 }
-SURFACES = {"api", "server", "mcp", "cli"}
+SURFACES = {"api", "server", "mcp", "cli", "ui"}
 FORBIDDEN_TO_SURFACES = ("memvault.vault.store", "memvault.index")
 # (importing module, imported module or private attribute) -> why it is allowed.
 ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {

@@ -33,6 +33,11 @@ HistoryIdArg = Annotated[Optional[str], typer.Argument(
 AsOfOpt = Annotated[Optional[str], typer.Option(
     "--as-of", help="The vault as it was then: a date (YYYY-MM-DD, end of day UTC), an ISO 8601 time or a commit.",
     show_default=False)]
+# The address of `serve` and `ui`.
+HostOpt = Annotated[Optional[str], typer.Option("--host", help="Address to bind (default 127.0.0.1; any other "
+                                                "needs server.api_key / MEMVAULT_API_KEY).", show_default=False)]
+PortOpt = Annotated[Optional[int], typer.Option("--port", "-p", min=0, max=65535, help="Port (default 8765; 0: any "
+                                                "free port).", show_default=False)]
 
 
 def finite(value: Optional[float]) -> Optional[float]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from memvault.core.adding import Adding, AddResult, as_messages
 from memvault.core.base import MemvaultBase, clean_text, short
+from memvault.core.browsing import Browsing
 from memvault.core.graph import Graphing
 from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
@@ -20,7 +21,7 @@ from memvault.core.workspace import Workspace
 
 
 class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
-               MemvaultBase):
+               Browsing, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

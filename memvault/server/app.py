@@ -105,6 +105,8 @@ def create_app(settings: Settings) -> FastAPI:
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
     from memvault.server.origin import BrowserGuard
+    from memvault.ui.app import mount as mount_ui
+    from memvault.ui.security import BasicKey
 
     app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
@@ -124,10 +126,12 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(mem0_routes.router)  # mem0's own paths (OSS server, hosted client): before the passthrough
     app.include_router(proxy.router)
+    mount_ui(app, lambda: app.state.server.core)  # the web page at /ui, behind the keys and guards
     app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
+    app.add_middleware(BasicKey)  # the web page's browsers send the key as a Basic password: read before the check
     origins = settings.server.cors_origin_list
     if origins:  # outside the key check: a browser's preflight carries no key, and is answered here
         from starlette.middleware.cors import CORSMiddleware

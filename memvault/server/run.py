@@ -34,13 +34,16 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_server(settings: Settings, sock: socket.socket, log_level: str = "info"):
+def uvicorn_server(settings: Settings, sock: socket.socket, log_level: str = "info", app=None):
+    """uvicorn for the server's app (or `app`: `memvault ui`'s) on `sock`."""
     import uvicorn
 
-    from memvault.server.app import create_app
+    if app is None:
+        from memvault.server.app import create_app
 
+        app = create_app(settings)
     # host and port only label the log line ("running on ..."): uvicorn serves the socket given to run().
-    config = uvicorn.Config(create_app(settings), host=settings.server.host, port=sock.getsockname()[1],
+    config = uvicorn.Config(app, host=settings.server.host, port=sock.getsockname()[1],
                             log_level=log_level, timeout_graceful_shutdown=10, lifespan="on")
     return uvicorn.Server(config)
 
@@ -64,12 +67,12 @@ def serve(settings: Settings, log_level: str = "info", on_listening=None) -> Non
 
 
 @contextmanager
-def running(settings: Settings, log_level: str = "warning") -> Iterator[str]:
-    """The server in a background thread on settings.server.host (port 0: a free port); yields its
-    base URL ("http://127.0.0.1:PORT") once it answers, stops it (lifespan shutdown) on exit."""
+def running(settings: Settings, log_level: str = "warning", app=None) -> Iterator[str]:
+    """The server (or `app`) in a background thread on settings.server.host (port 0: a free port); yields
+    its base URL ("http://127.0.0.1:PORT") once it answers, stops it (lifespan shutdown) on exit."""
     check_bind(settings.server.host, settings.server.api_key)
     sock = listen(settings.server.host, settings.server.port)
-    server = uvicorn_server(settings, sock, log_level)
+    server = uvicorn_server(settings, sock, log_level, app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="memvault-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT

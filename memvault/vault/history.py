@@ -120,6 +120,11 @@ def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, Entry |
         return content, None
 
 
+def text_at(git: VaultGit, sha: str, rel: str) -> str | None:
+    """An entry file's text at a commit (the whole file when it is no readable entry), None where absent."""
+    return _body(git, sha, rel)[0]
+
+
 def _event(git: VaultGit, commit: Commit, memory_id: str, status: str, rel: str, old_rel: str | None) -> Event | None:
     deleted_now = layout.is_deleted_path(PurePosixPath(rel))
     base = dict(memory_id=memory_id, time=commit.time, commit=commit.sha, subject=commit.subject)

@@ -177,6 +177,20 @@ class Transaction:
         self.events.append((event, entry.id))
         return new_rel
 
+    def restore(self, memory_id: str) -> tuple[PurePosixPath, Entry]:
+        """Move a tombstone back to its live place (soft_delete undone); the caller checked that the
+        memory is deleted and that no live file of its id came back meanwhile."""
+        old_rel = self.vault.path_of(memory_id)
+        if old_rel is None or not layout.is_deleted_path(old_rel):
+            raise NotFoundError(f"memory {memory_id[:8]} is not deleted: nothing to restore")
+        live = self.vault.read(old_rel).replace(deleted_at=None, replaced_by=None)
+        new_rel = layout.relative_path(live)
+        self._touch(new_rel, live)
+        self._touch(old_rel, None)
+        self.vault.remember_path(memory_id, new_rel)
+        self.events.append(("RESTORE", memory_id))
+        return new_rel, live
+
     def purge(self, rel: PurePosixPath, memory_id: str) -> None:
         """Remove a file for good (it stays in git history)."""
         self._touch(rel, None)

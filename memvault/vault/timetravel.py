@@ -8,6 +8,7 @@ names a commit by (`HEAD~3`, a short sha, a tag).
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from dataclasses import dataclass
@@ -77,20 +78,45 @@ def _moment(when: str) -> datetime | None:
 
 def files_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, bytes]]:
     """The entry files of the vault at `past` (live ones only unless `include_deleted`) and their bytes."""
-    listing = git.run("ls-tree", "-r", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    wanted = listing_at(git, past, include_deleted)
+    contents = _blobs(git, [blob for _, blob in wanted])
+    return [(rel, contents[blob]) for rel, blob in wanted]
+
+
+def listing_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -> list[tuple[PurePosixPath, str]]:
+    """The entry files of the vault at `past` and their blob names, nothing read: a page of a big
+    vault's past reads only its own files (`parsed_at`)."""
+    return list(_listing(git, past.sha, include_deleted))
+
+
+@functools.lru_cache(maxsize=8)
+def _listing(git: VaultGit, sha: str, include_deleted: bool) -> tuple[tuple[PurePosixPath, str], ...]:
+    """listing_at's answer, kept: a commit never changes, and the web page reads pages of one past
+    in a row (10k files' paths cost more to make than a page to read)."""
+    listing = git.run("ls-tree", "-r", "-z", sha, "--", git.repo_path(layout.ENTRIES))
     wanted: list[tuple[PurePosixPath, str]] = []
+    # Every path lies under the vault's folder: cut its prefix (os.path.relpath per file costs more
+    # than the whole ls-tree on a 10k vault).
+    folder = git.repo_path(".")
+    prefix = "" if folder == "." else folder.rstrip("/") + "/"
     for record in listing.split("\0"):
         if not record:
             continue
         info, _, repo_rel = record.partition("\t")
         mode, kind, blob = info.split()
-        rel = PurePosixPath(git.vault_path(repo_rel))
+        rel = PurePosixPath(repo_rel[len(prefix):] if repo_rel.startswith(prefix) else git.vault_path(repo_rel))
         if kind != "blob" or mode == "120000" or not layout.is_entry_path(rel):
             continue  # a symbolic link is never followed, in the past as today
         if include_deleted or not layout.is_deleted_path(rel):
             wanted.append((rel, blob))
+    return tuple(wanted)
+
+
+def parsed_at(git: VaultGit, past: PastCommit, wanted: list[tuple[PurePosixPath, str]]
+              ) -> list[tuple[PurePosixPath, Entry | EntryFormatError]]:
+    """These files of `listing_at`, parsed as `entries_at` parses them."""
     contents = _blobs(git, [blob for _, blob in wanted])
-    return [(rel, contents[blob]) for rel, blob in wanted]
+    return [(rel, _parsed(rel, contents[blob], past)) for rel, blob in wanted]
 
 
 def entries_at(git: VaultGit, past: PastCommit, include_deleted: bool = False
@@ -105,7 +131,14 @@ def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPat
     prefix = layout.check_id_text(prefix)  # a UUID or its prefix, or any id a file gives (matched exactly)
     by_prefix = bool(layout.ID_CHARS.match(prefix))
     found: dict[str, tuple[PurePosixPath, Entry, str]] = {}
-    for rel, content in files_at(git, past, include_deleted=True):
+    wanted = prefix.lower() if by_prefix else prefix
+    # As today's vault.resolve: a file named '<created>__<id>.md' is that id's, so only the files whose
+    # name can hold it (and those named otherwise, summary.md) are read: a page, not the whole past.
+    candidates = [(rel, blob) for rel, blob in listing_at(git, past, include_deleted=True)
+                  if (named := layout.id_from_filename(rel.name)) is None
+                  or (named.startswith(wanted) if by_prefix else named == wanted)]
+    contents = _blobs(git, [blob for _, blob in candidates])
+    for rel, content in ((rel, contents[blob]) for rel, blob in candidates):
         entry = _parsed(rel, content, past)
         if isinstance(entry, Entry) and (entry.id.startswith(prefix) if by_prefix else entry.id == prefix):
             # a live file wins over a tombstone of the same id (a restore leaves both in history)

@@ -17,5 +17,6 @@ from memvault.cli.commands import (  # noqa: F401
     serve,
     session,
     transfer,
+    ui,
     workspace,
 )

@@ -1,21 +1,17 @@
 """`memvault serve`: the OpenAI-compatible memory proxy and the REST memory API, until Ctrl-C."""
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from memvault.cli.base import command
-from memvault.cli.options import ConfigOpt, VaultOpt
+from memvault.cli.options import ConfigOpt, HostOpt, PortOpt, VaultOpt
 from memvault.cli.output import say
 
 
 @command("serve")
 def serve(
-    host: Annotated[Optional[str], typer.Option("--host", help="Address to bind (default 127.0.0.1; any other "
-                                                "needs server.api_key / MEMVAULT_API_KEY).",
-                                                show_default=False)] = None,
-    port: Annotated[Optional[int], typer.Option("--port", "-p", min=0, max=65535, help="Port (default 8765; 0: "
-                                                "any free port).", show_default=False)] = None,
+    host: HostOpt = None, port: PortOpt = None,
     allow_reset: Annotated[bool, typer.Option("--allow-reset", help="Allow POST /v1/reset/ (soft-deletes "
                                               "everything).")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None,

@@ -1,0 +1,241 @@
+"""Browsing: what a person looking at the whole vault asks (the web page, memvault.ui): pages of
+entries from the index, a conversation's timeline, one file's text today or in the past, the
+vault's past a page at a time, what changed between two moments, and restoring a soft delete.
+
+Lists come from the index (caught up with every write first), so a page of a 10k-memory vault
+reads no file; a single memory is read from its file, the source of truth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from memvault.core.base import short
+from memvault.errors import NotFoundError, UsageError
+from memvault.vault import layout
+from memvault.vault.entry import Entry, check_scopes
+
+if TYPE_CHECKING:
+    from memvault.vault.timetravel import PastCommit
+
+MAX_CHANGES = 500  # changes between two moments shown at once: a page, not a dump of a bulk import
+ENTRY_STATUS = {"A": "added", "M": "changed", "D": "removed"}
+
+
+@dataclass
+class Page:
+    """One page of a list, and how many there are in all."""
+
+    items: list[Any]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass
+class Change:
+    """One entry file changed between two moments: its text then and now (None: absent)."""
+
+    status: str  # added | changed | removed | deleted | restored
+    path: str
+    memory_id: str | None
+    old: str | None
+    new: str | None
+
+
+@dataclass
+class Changes:
+    start: PastCommit
+    end: PastCommit
+    commits: list = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    more: bool = False
+
+
+def scoped_sql(conversation: str | None, role: str | None, scopes: dict[str, Any] | None) -> tuple[str, list]:
+    """The WHERE of a listing: conversation, role and scopes, each only when given."""
+    parts, params = [], []
+    if conversation is not None:
+        parts.append("e.conversation_id = ?")
+        params.append(layout.check_conversation_id(conversation))
+    if role is not None:
+        parts.append("e.role = ?")
+        params.append(role)
+    for key, value in check_scopes(scopes).items():
+        parts.append(f"e.{key} = ?")
+        params.append(value)
+    return " AND ".join(parts) or "1", params
+
+
+class Browsing:
+    """Reads for browsing the vault, and the restore of a soft delete."""
+
+    def overview(self, scopes: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Per conversation: how many entries of each role, and the last activity (epoch seconds);
+        and the scopes (user, agent, run) with their counts."""
+        where, params = scoped_sql(None, None, scopes)
+        with self.keeper.caught_up() as index:
+            rows = index.conn.execute(
+                "SELECT conversation_id, role, count(*), max(max(created_at, updated_at)) FROM entries e "
+                f"WHERE {where} GROUP BY conversation_id, role", params).fetchall()
+            scope_rows = index.conn.execute(
+                "SELECT user_id, agent_id, run_id, count(*) FROM entries e WHERE "
+                f"{where} AND (user_id IS NOT NULL OR agent_id IS NOT NULL OR run_id IS NOT NULL) "
+                "GROUP BY user_id, agent_id, run_id ORDER BY count(*) DESC LIMIT 200", params).fetchall()
+        conversations: dict[str, dict[str, Any]] = {}
+        for conversation, role, count, last in rows:
+            found = conversations.setdefault(conversation, {"conversation": conversation, "counts": {}, "last": 0.0})
+            found["counts"][role] = count
+            found["last"] = max(found["last"], last or 0.0)
+        return {"conversations": sorted(conversations.values(), key=lambda c: -c["last"]),
+                "scopes": [{"user_id": u, "agent_id": a, "run_id": r, "count": n} for u, a, r, n in scope_rows]}
+
+    def rows_page(self, conversation: str | None = None, role: str | None = None,
+                  scopes: dict[str, Any] | None = None, offset: int = 0, limit: int = 50) -> Page:
+        """Index rows, newest first, one page of them."""
+        where, params = scoped_sql(conversation, role, scopes)
+        with self.keeper.caught_up() as index:
+            total = index.count(where, params)
+            rowids = [r for (r,) in index.conn.execute(
+                f"SELECT rowid FROM entries e WHERE {where} ORDER BY e.created_at DESC, e.rowid DESC "
+                "LIMIT ? OFFSET ?", (*params, int(limit), int(offset)))]
+            found = index.rows(rowids)
+        return Page([found[r] for r in rowids if r in found], total, offset, limit)
+
+    def timeline(self, conversation: str, scopes: dict[str, Any] | None = None, offset: int = 0,
+                 limit: int = 50) -> Page:
+        """A conversation's turns, oldest first, each with the facts taken from it (`facts`); facts
+        whose turn is not on the page (or has none) come as their own items."""
+        where, params = scoped_sql(conversation, None, scopes)
+        where += " AND e.role IN ('user', 'assistant', 'memory')"
+        with self.keeper.caught_up() as index:
+            total = index.count(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params)
+            turns = index.select(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params, None,
+                                 newest_first=False)[offset:offset + limit]
+            ids = [t["id"] for t in turns]
+            facts = index.select(where + " AND e.role = 'memory' AND e.source IN (SELECT value FROM json_each(?))",
+                                 [*params, _json(ids)], None, newest_first=False) if ids else []
+        by_turn: dict[str, list] = {}
+        for fact in facts:
+            by_turn.setdefault(fact["source"], []).append(fact)
+        return Page([{**turn, "facts": by_turn.get(turn["id"], [])} for turn in turns], total, offset, limit)
+
+    def summary(self, conversation: str) -> Entry | None:
+        """The conversation's rolling summary, None when it has none."""
+        return self.vault.summary(layout.check_conversation_id(conversation))
+
+    def entry_file(self, memory_id: str) -> tuple[PurePosixPath, Entry, str]:
+        """A memory (live or a tombstone) with its file's whole text."""
+        rel, entry = self.get(memory_id)
+        return rel, entry, self.vault.read_content(rel)
+
+    def entry_as_of(self, memory_id: str, as_of: str | PastCommit) -> tuple[PurePosixPath, Entry, str, PastCommit]:
+        """A memory as its file read at a past moment (a tombstone if it was deleted by then)."""
+        from memvault.vault.timetravel import entry_at
+
+        past = self.resolve_as_of(as_of)
+        rel, entry, content = entry_at(self.vault.git, past, memory_id)
+        return rel, entry, content, past
+
+    def entries_as_of(self, as_of: str | PastCommit, conversation: str | None = None, role: str | None = None,
+                      scopes: dict[str, Any] | None = None, offset: int = 0, limit: int = 50) -> tuple[Page, Any]:
+        """The live entries of a past moment, newest first, one page: the folders say the conversation
+        and the role, so only the page's files are read (scopes, in the files only, need them all)."""
+        from memvault.core.reading import matches
+        from memvault.vault.timetravel import listing_at, parsed_at
+
+        past = self.resolve_as_of(as_of)
+        folder = layout.folder_for(layout.check_conversation_id(conversation)) if conversation else None
+        kind = layout.KIND_DIRS.get(role) if role else None  # the role from the folder: nothing parsed
+        listing = [(rel, blob) for rel, blob in listing_at(self.vault.git, past)
+                   if (folder is None or layout.conversation_folder_of(rel) == folder)
+                   and (kind is None or layout.kind_of(rel) == kind)]
+        listing.sort(key=lambda pair: pair[0].name, reverse=True)  # names start with their creation time
+        wanted = check_scopes(scopes)
+        if (role is None or kind is not None) and not wanted:
+            chosen = parsed_at(self.vault.git, past, listing[offset:offset + limit])
+            return Page([e for _, e in chosen if isinstance(e, Entry)], len(listing), offset, limit), past
+        kept = [e for _, e in parsed_at(self.vault.git, past, listing)
+                if isinstance(e, Entry) and matches(e, None, role, wanted)]
+        return Page(kept[offset:offset + limit], len(kept), offset, limit), past
+
+    def changes_between(self, start: str | PastCommit, end: str | PastCommit | None = None) -> Changes:
+        """What changed in the entry files from `start` to `end` (now when None): the commits, and
+        each file added, changed, removed, soft-deleted or restored with its text before and after."""
+        from memvault.vault.history import vault_log
+
+        git = self.vault.git
+        first = self.resolve_as_of(start)
+        last = self.resolve_as_of(end or "HEAD")
+        found = Changes(first, last)
+        if first.sha == last.sha:
+            return found
+        found.commits = [c for c in vault_log(git, 0) if first.moment < c.time <= last.moment][:MAX_CHANGES]
+        out = git.run("diff", "--name-status", "-z", "-M", first.sha, last.sha, "--", git.repo_path(layout.ENTRIES))
+        fields = [f for f in out.split("\0") if f]
+        records, i = [], 0
+        while i < len(fields):
+            status = fields[i][0]
+            if status in "RC":
+                records.append((status, git.vault_path(fields[i + 1]), git.vault_path(fields[i + 2])))
+                i += 3
+            else:
+                records.append((status, None, git.vault_path(fields[i + 1])))
+                i += 2
+        found.more = len(records) > MAX_CHANGES
+        for status, old_rel, rel in records[:MAX_CHANGES]:
+            found.changes.append(self._change(first.sha, last.sha, status, old_rel, rel))
+        return found
+
+    def _change(self, before: str, after: str, status: str, old_rel: str | None, rel: str) -> Change:
+        from memvault.vault.history import text_at
+
+        git = self.vault.git
+        old = text_at(git, before, old_rel or rel) if status != "A" else None
+        new = text_at(git, after, rel) if status != "D" else None
+        kind = ENTRY_STATUS.get(status, "changed")
+        if status == "R":
+            was, gone = layout.is_deleted_path(PurePosixPath(old_rel)), layout.is_deleted_path(PurePosixPath(rel))
+            kind = "deleted" if gone and not was else "restored" if was and not gone else "moved"
+        return Change(kind, rel, layout.id_from_filename(PurePosixPath(rel).name), old, new)
+
+    def restore(self, memory_id: str) -> Entry:
+        """Bring a soft-deleted memory back to its live place, one commit (a RESTORE in its history)."""
+        _, entry = self.get(memory_id)
+        if not entry.deleted:
+            raise UsageError(f"memory {entry.id[:8]} is not deleted: nothing to restore")
+        if entry.role == "summary":
+            raise UsageError("a deleted summary cannot be restored here: the conversation has a new one")
+        with self.vault.transaction("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
+                                    entry.conversation_id) as tx:
+            _, live = tx.restore(entry.id)
+        self.keeper.record(tx.changes)
+        return live
+
+    def commits(self, limit: int = 50, operation: str | None = None, conversation: str | None = None) -> list:
+        """The vault's commits, newest first, filtered as `memvault log` filters them."""
+        from memvault.vault.history import vault_log
+
+        return vault_log(self.vault.git, limit, operation or None, conversation or None)
+
+    def journal_days(self, limit: int = 60) -> list[str]:
+        """The days the daily log has a file for, newest first."""
+        folder = self.vault.root / layout.JOURNAL_DIR
+        if not folder.is_dir() or self.vault.linked_part(PurePosixPath(layout.JOURNAL_DIR)) is not None:
+            return []
+        names = sorted((p.name for p in folder.iterdir() if layout.JOURNAL_NAME.match(p.name)), reverse=True)
+        return [name[:-3] for name in names[:limit]]
+
+    def require_scopes(self, entry: Entry, scopes: dict[str, Any] | None) -> Entry:
+        """`entry` if it carries every one of these scopes; NotFoundError otherwise (scopes are walls)."""
+        if any(getattr(entry, key) != value for key, value in check_scopes(scopes).items()):
+            raise NotFoundError(f"no memory with id {entry.id[:8]}")
+        return entry
+
+
+def _json(values: list[str]) -> str:
+    import json
+
+    return json.dumps(values)
+

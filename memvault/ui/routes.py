@@ -1,0 +1,285 @@
+"""The pages, each a thin door: parse the request, make one or two facade calls, render a template.
+
+A memvault error becomes an error page with the status the REST API would give (never a
+traceback); a scoped key sees only its scopes, and not the vault-wide pages (log, changes, core
+files, journal) whose texts would cross them."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import APIRouter, Form, Request
+from starlette.responses import RedirectResponse
+
+from memvault.errors import EntryFormatError, MemvaultError, UsageError
+from memvault.ui import PREFIX
+from memvault.ui.render import page, paging, url
+from memvault.ui.security import HEADERS, Csrf, foreign_write
+from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance, workspace_links
+
+TRAVELLING = ("/memories", "/m/", "/search")  # the pages that show the vault as of a date or commit
+ROLES = ("memory", "user", "assistant", "session", "rule", "summary", "core", "journal")
+
+
+class Forbidden(MemvaultError):
+    exit_code = 1
+
+
+def scopes_of(request: Request) -> dict[str, Any]:
+    """The scopes the request's key confines it to ({} for the server key or no key)."""
+    from memvault.server.auth import EVERYTHING, allowed_scopes, confine
+
+    allowed = allowed_scopes(request)
+    return {} if allowed is EVERYTHING else confine(allowed, {})
+
+
+def whole_vault(request: Request) -> None:
+    if scopes_of(request):
+        raise Forbidden("this page shows the whole vault: a scoped key cannot open it")
+
+
+def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
+    """The pages over the vault `get_core()` returns (called per request: serve opens it at start)."""
+    router = APIRouter(prefix=PREFIX, include_in_schema=False)
+
+    def view(handler: Callable) -> Callable:
+        """Run a page handler with the core; errors become an error page."""
+
+        @functools.wraps(handler)
+        def run(request: Request, *args: Any, **kwargs: Any):
+            from starlette.exceptions import HTTPException
+
+            from memvault.server.errors import status_of_memvault_error
+
+            started = time.perf_counter()
+            try:
+                response = handler(request, *args, **kwargs)
+            except Forbidden as exc:
+                response = failed(request, 403, str(exc))
+            except MemvaultError as exc:
+                response = failed(request, status_of_memvault_error(exc), str(exc))
+            except HTTPException as exc:
+                response = failed(request, exc.status_code, str(exc.detail))
+            # the page's own time (facade calls and template), for the browser's dev tools and bench_ui.py
+            response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - started) * 1000:.1f}"
+            return response
+
+        return run
+
+    def failed(request: Request, status: int, message: str):
+        return page("error.html", status, **common(request), title="Error", message=message)
+
+    def common(request: Request, at: str | None = None) -> dict[str, Any]:
+        path = request.url.path.removeprefix(PREFIX) or "/"
+        return {"csrf": csrf.token, "at": at or "", "path": path, "scoped": bool(scopes_of(request)),
+                # the time box reloads a page that can show the past, else opens the list as of then
+                "travel": path if path.startswith(TRAVELLING) else "/memories"}
+
+    def checked_write(request: Request, token: str | None) -> None:
+        reason = foreign_write(request.headers, csrf.valid(token))
+        if reason:
+            raise Forbidden(reason)
+
+    def written(request: Request, token: str, memory_id: str, live: bool = True) -> tuple[Any, Any]:
+        """(core, the memory) for a write on it: from this page, with the token, within the key's scopes."""
+        checked_write(request, token)
+        core = get_core()
+        _, entry = core.get_live(memory_id) if live else core.get(memory_id)
+        return core, core.require_scopes(entry, scopes_of(request))
+
+    def moved(path: str, **params: Any) -> RedirectResponse:
+        return RedirectResponse(url(path, **params), status_code=303, headers=HEADERS)
+
+    # -- browse -----------------------------------------------------------------------------------
+    @router.get("/")
+    @view
+    def overview(request: Request):
+        from memvault.vault import layout
+
+        core = get_core()
+        scoped = bool(scopes_of(request))
+        return page("overview.html", **common(request), title="Overview", data=core.overview(scopes_of(request)),
+                    core_names=() if scoped else layout.CORE_NAMES,
+                    days=[] if scoped else core.journal_days(14))
+
+    @router.get("/memories")
+    @view
+    def memories(request: Request, conversation: str = "", role: str = "memory", offset: int = 0,
+                 limit: int = 0, at: str = ""):
+        core = get_core()
+        offset, limit = paging(offset, limit)
+        role = role if role in ROLES else None
+        moment = None
+        if at:
+            found, moment = core.entries_as_of(at, conversation or None, role, scopes_of(request), offset, limit)
+        else:
+            found = core.rows_page(conversation or None, role, scopes_of(request), offset, limit)
+        rows = [entry_row(item) for item in found.items]
+        return page("memories.html", **common(request, at), title="Memories", rows=rows, found=found,
+                    conversation=conversation, role=role or "", roles=ROLES, moment=moment)
+
+    @router.get("/c/{conversation}")
+    @view
+    def conversation_page(request: Request, conversation: str, offset: int = 0, limit: int = 0):
+        core = get_core()
+        scopes = scopes_of(request)
+        offset, limit = paging(offset, limit)
+        timeline = core.timeline(conversation, scopes, offset, limit)
+        return page("conversation.html", **common(request), title=conversation, conversation=conversation,
+                    timeline=timeline, rows=[entry_row(i) for i in timeline.items],
+                    summary=None if scopes else core.summary(conversation),
+                    sessions=[entry_row(r) for r in core.rows_page(conversation, "session", scopes, 0, 20).items],
+                    rules=[entry_row(r) for r in core.rows_page(conversation, "rule", scopes, 0, 100).items])
+
+    @router.get("/m/{memory_id}")
+    @view
+    def memory(request: Request, memory_id: str, at: str = "", saved: str = ""):
+        core = get_core()
+        moment = None
+        if at:
+            rel, entry, content, moment = core.entry_as_of(memory_id, at)
+        else:
+            rel, entry, content = core.entry_file(memory_id)
+        core.require_scopes(entry, scopes_of(request))
+        events = core.history(entry.id)
+        return page("memory.html", **common(request, at), title=f"Memory {entry.id[:8]}", entry=entry, rel=rel,
+                    content=content, moment=moment, saved=saved, events=events,
+                    diffs=[diff_words(e.old_memory, e.new_memory) for e in events],
+                    provenance=provenance(entry, events), can_erase=hasattr(core, "erase"))
+
+    # -- search -------------------------------------------------------------------------------------
+    @router.get("/search")
+    @view
+    def search(request: Request, q: str = "", conversation: str = "", at: str = ""):
+        core = get_core()
+        hits, relations, moment = [], [], None
+        if q.strip():
+            moment = core.resolve_as_of(at or None)
+            hits = core.search(q, conversation or None, scopes_of(request), as_of=moment)
+            relations = core.relations(q, conversation or None, scopes_of(request), as_of=moment)
+        links = workspace_links(core.journal_days(366)) if any(h.role in ("core", "journal") for h in hits) else {}
+        return page("search.html", **common(request, at), title="Search", q=q, conversation=conversation,
+                    hits=hits, links={h.id: links.get(h.id, f"/m/{h.id}") for h in hits},
+                    stages=[explain_rows(hit) for hit in hits], relations=relations, moment=moment)
+
+    # -- audit --------------------------------------------------------------------------------------
+    @router.get("/log")
+    @view
+    def log(request: Request, operation: str = "", conversation: str = "", offset: int = 0, limit: int = 0):
+        whole_vault(request)
+        offset, limit = paging(offset, limit)
+        commits = get_core().commits(offset + limit + 1, operation or None, conversation or None)
+        return page("log.html", **common(request), title="Log", commits=commits[offset:offset + limit],
+                    more=len(commits) > offset + limit, offset=offset, limit=limit, operation=operation,
+                    conversation=conversation, operations=operations())
+
+    @router.get("/changes")
+    @view
+    def changes(request: Request, start: str = "", end: str = ""):
+        whole_vault(request)
+        found = get_core().changes_between(start, end or None) if start else None
+        return page("changes.html", **common(request), title="Changes", start=start, end=end, found=found,
+                    diffs=[diff_words(c.old, c.new) for c in found.changes] if found else [])
+
+    # -- the graph ----------------------------------------------------------------------------------
+    @router.get("/graph")
+    @view
+    def graph(request: Request, entity: str = "", depth: int = 1, conversation: str = ""):
+        from memvault.ui.graph_svg import layout
+
+        found = drawing = None
+        if entity.strip():
+            found = get_core().graph(entity, depth, conversation or None, scopes_of(request))
+            drawing = layout(found)
+        return page("graph.html", **common(request), title="Graph", entity=entity, depth=depth,
+                    conversation=conversation, found=found, drawing=drawing)
+
+    # -- core files and the daily log ---------------------------------------------------------------
+    @router.get("/core/{name}")
+    @view
+    def core_file(request: Request, name: str, saved: str = ""):
+        whole_vault(request)
+        rel, text = get_core().read_core(name)
+        return page("core.html", **common(request), title=rel.name, rel=rel, name=rel.stem, text=text, saved=saved)
+
+    @router.get("/journal/{day}")
+    @view
+    def journal(request: Request, day: str):
+        whole_vault(request)
+        rel, text = get_core().journal(day)
+        return page("journal.html", **common(request), title=f"Journal {day}", rel=rel, day=day, text=text)
+
+    # -- edit (POST: same origin and the CSRF token) ------------------------------------------------
+    @router.post("/m/{memory_id}/text")
+    @view
+    def edit_text(request: Request, memory_id: str, text: str = Form(""), csrf_token: str = Form("")):
+        core, entry = written(request, csrf_token, memory_id)
+        core.update(entry.id, text=text)
+        return moved(f"/m/{entry.id}", saved="1")
+
+    @router.post("/m/{memory_id}/file")
+    @view
+    def edit_file(request: Request, memory_id: str, content: str = Form(""), csrf_token: str = Form("")):
+        from memvault.vault.entry import parse
+
+        core, entry = written(request, csrf_token, memory_id)
+        try:  # validated as `memvault edit` validates the file a person saved
+            replacement = core.require_scopes(parse(content, "the edited file"), scopes_of(request))
+            core.update(entry.id, replacement=replacement)
+        except (EntryFormatError, UsageError) as exc:
+            raise UsageError(f"{exc}; nothing changed") from None
+        return moved(f"/m/{entry.id}", saved="1")
+
+    @router.post("/m/{memory_id}/delete")
+    @view
+    def delete(request: Request, memory_id: str, csrf_token: str = Form("")):
+        core, entry = written(request, csrf_token, memory_id)
+        core.delete([entry.id])
+        return moved(f"/m/{entry.id}", saved="deleted")
+
+    @router.post("/m/{memory_id}/restore")
+    @view
+    def restore(request: Request, memory_id: str, csrf_token: str = Form("")):
+        core, entry = written(request, csrf_token, memory_id, live=False)
+        core.restore(entry.id)
+        return moved(f"/m/{entry.id}", saved="restored")
+
+    @router.post("/m/{memory_id}/erase")
+    @view
+    def erase(request: Request, memory_id: str, confirm: str = Form(""), csrf_token: str = Form("")):
+        # ERASE HOOK: `Memvault.erase` (the forgetting issue) removes a memory from every commit. Until
+        # it lands, the page says so; once it does, this calls it after the id is typed back.
+        core, entry = written(request, csrf_token, memory_id, live=False)
+        if not hasattr(core, "erase"):
+            raise UsageError("erasing (removing a memory from every commit) is not available in this version")
+        if confirm.strip() != entry.id[:8]:
+            raise UsageError(f"type the memory's short id ({entry.id[:8]}) to confirm erasing it")
+        core.erase([entry.id])
+        return moved("/memories", saved="erased")
+
+    @router.post("/core/{name}")
+    @view
+    def save_core(request: Request, name: str, text: str = Form(""), csrf_token: str = Form("")):
+        checked_write(request, csrf_token)
+        whole_vault(request)
+        rel, _ = get_core().update_core(name, text.replace("\r\n", "\n"))
+        return moved(f"/core/{rel.stem}", saved="1")
+
+    @router.post("/c/{conversation}/rules")
+    @view
+    def add_rule(request: Request, conversation: str, text: str = Form(""), csrf_token: str = Form("")):
+        checked_write(request, csrf_token)
+        get_core().add_rule(text, conversation, scopes_of(request))
+        return moved(f"/c/{conversation}")
+
+    @router.post("/rules/{rule_id}/remove")
+    @view
+    def remove_rule(request: Request, rule_id: str, csrf_token: str = Form("")):
+        core, entry = written(request, csrf_token, rule_id)
+        core.remove_rule(entry.id)
+        return moved(f"/c/{entry.conversation_id}")
+
+    return router

@@ -1,0 +1,220 @@
+"""The web page in-process (FastAPI's TestClient over the real app, a real vault in git): every page
+renders and escapes, writes are one commit and refused from elsewhere, time travel reads the past,
+keys and scopes hold under /ui in `memvault serve`. The real browser: tests/test_ui_browser.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.support.cli import run_memvault
+from tests.support.server import isolated_env
+from tests.support.ui import TEA_BEFORE, TEA_NOW, XSS, YESTERDAY, build_vault, settings_for
+
+SELF = {"origin": "http://127.0.0.1"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    with isolated_env(home):
+        yield build_vault(tmp_path_factory.mktemp("ui") / "vault"), home
+
+
+@pytest.fixture()
+def client(built):
+    from memvault.ui.app import create_app
+
+    found, home = built
+    with isolated_env(home), TestClient(create_app(settings_for(found.root)), base_url="http://127.0.0.1") as c:
+        yield c, found
+
+
+def commits(root) -> int:
+    return int(subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout)
+
+
+def token(html: str) -> str:
+    return re.search(r'name="csrf_token" value="([0-9a-f]+)"', html).group(1)
+
+
+def error_of(html: str) -> str:
+    found = re.search(r'class="error"[^>]*>(.*?)</p>', html, re.S)
+    return found.group(1) if found else ""
+
+
+def test_every_page_renders_with_the_security_headers(client):
+    c, found = client
+    for path in ("/ui/", "/ui/memories", "/ui/memories?role=all", "/ui/c/trip", "/ui/c/alice",
+                 f"/ui/m/{found.fact}", "/ui/search?q=tea", "/ui/log", f"/ui/changes?start={YESTERDAY}",
+                 "/ui/graph?entity=Alice", "/ui/core/USER", f"/ui/journal/{YESTERDAY}", f"/ui/memories?at={YESTERDAY}"):
+        answer = c.get(path)
+        assert answer.status_code == 200, (path, error_of(answer.text))
+        assert "script-src 'self'" in answer.headers["content-security-policy"], path
+        assert "unsafe-inline" not in answer.headers["content-security-policy"]
+        assert "<script>" not in answer.text and "onerror=" not in answer.text.replace("onerror=alert", ""), path
+
+
+def test_stored_markup_is_shown_as_text_everywhere(client):
+    c, found = client
+    for path in ("/ui/memories", f"/ui/m/{found.xss}", "/ui/c/alice", "/ui/search?q=script+alert+img", "/ui/log"):
+        html = c.get(path).text
+        assert "<img src=x" not in html and "<script>fetch" not in html, path
+    assert "&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;" in c.get(f"/ui/m/{found.xss}").text
+
+
+def test_the_timeline_puts_each_fact_beside_its_turn(client):
+    c, found = client
+    html = c.get("/ui/c/trip").text
+    turn = html[html.index(f'id="t-{found.turn}"'):]
+    turn = turn[:turn.index("</li>\n<li") if "</li>\n<li" in turn else len(turn)]
+    assert "Alice lives in Lisbon." in turn and "Alice works at Acme." in turn
+    assert "Answer in British English." in html  # the rule
+
+
+def test_memory_page_shows_history_and_provenance(client):
+    c, found = client
+    html = c.get(f"/ui/m/{found.tea}").text
+    assert re.findall(r'class="op op-\w+">(\w+)<', html) == ["ADD", "UPDATE"]
+    assert TEA_BEFORE in html and TEA_NOW in html and "<del>green</del>" in html and "<ins>jasmine</ins>" in html
+    fact = c.get(f"/ui/m/{found.fact}").text
+    assert f'href="/ui/m/{found.turn}"' in fact  # the source turn, linked
+    assert "I moved to Lisbon" in fact  # its evidence
+
+
+def test_time_travel_shows_yesterdays_text_and_what_changed(client):
+    c, found = client
+    then = c.get(f"/ui/m/{found.tea}?at={YESTERDAY}").text
+    shown = re.search(r'id="memory-text">(.*?)</div>', then, re.S).group(1)
+    assert shown == TEA_BEFORE
+    listing = c.get(f"/ui/memories?at={YESTERDAY}").text
+    assert TEA_BEFORE in listing and TEA_NOW not in listing
+    changes = c.get(f"/ui/changes?start={YESTERDAY}").text
+    assert "<del>green</del>" in changes and "<ins>jasmine</ins>" in changes
+
+
+def test_search_explains_its_ranking(client):
+    c, _ = client
+    html = c.get("/ui/search?q=where+does+Alice+live").text
+    assert "Alice lives in Lisbon." in html
+    assert "<meter" in html and "relevance" in html
+    assert 'href="/ui/core/USER"' in html  # a core file found links to its page, not to a memory
+
+
+def test_the_graph_is_an_svg_with_the_facts_behind_its_edges(client):
+    c, found = client
+    html = c.get("/ui/graph?entity=Alice").text
+    assert html.count("<circle") == 3 and html.count("<line") == 2
+    assert f'href="/ui/m/{found.fact}"' in html
+
+
+def test_an_edit_is_one_commit_and_bad_edits_change_nothing(client):
+    c, found = client
+    page = c.get(f"/ui/m/{found.xss}").text
+    before = commits(found.root)
+    done = c.post(f"/ui/m/{found.note}/text", data={"text": "Bob plays the cello.", "csrf_token": token(page)},
+                  headers=SELF, follow_redirects=False)
+    assert done.status_code == 303 and commits(found.root) == before + 1
+    assert "Bob plays the cello." in c.get(f"/ui/m/{found.note}").text
+    content = c.get(f"/ui/m/{found.note}").text
+    file_text = re.search(r'<textarea id="content"[^>]*>(.*?)</textarea>', content, re.S).group(1)
+    for bad, why in ((file_text.replace("id: ", "id: 0", 1), "id"), ("---\n: [\n---\nx", "front matter"),
+                     (file_text.replace("Bob plays the cello.", "   "), "empty")):
+        import html as html_module
+
+        answer = c.post(f"/ui/m/{found.note}/file", data={"content": html_module.unescape(bad),
+                                                           "csrf_token": token(page)}, headers=SELF)
+        assert answer.status_code == 400, why
+        assert "nothing changed" in error_of(answer.text), why
+    assert commits(found.root) == before + 1
+
+
+def test_writes_from_elsewhere_are_refused(client):
+    c, found = client
+    good = token(c.get("/ui/core/USER").text)
+    before = commits(found.root)
+    for headers, sent in (({"origin": "http://evil.example"}, good), ({"origin": "http://127.0.0.1:9"}, good),
+                          ({}, good), (SELF, "0" * 64), (SELF, ""),
+                          ({**SELF, "sec-fetch-site": "cross-site"}, good)):
+        answer = c.post(f"/ui/m/{found.tea}/text", data={"text": "pwned", "csrf_token": sent}, headers=headers)
+        assert answer.status_code == 403, headers
+    assert commits(found.root) == before
+
+
+def test_delete_then_restore(client):
+    c, found = client
+    good = token(c.get("/ui/core/USER").text)
+    assert c.post(f"/ui/m/{found.xss}/delete", data={"csrf_token": good}, headers=SELF).status_code == 200
+    assert XSS not in c.get("/ui/memories").text.replace("&lt;", "<").replace("&gt;", ">").replace("&#34;", '"')
+    page = c.post(f"/ui/m/{found.xss}/restore", data={"csrf_token": good}, headers=SELF).text
+    assert re.findall(r'class="op op-\w+">(\w+)<', page) == ["ADD", "DELETE", "RESTORE"]
+    erase = c.post(f"/ui/m/{found.xss}/erase", data={"csrf_token": good, "confirm": found.xss[:8]}, headers=SELF)
+    assert erase.status_code == 400  # the hook: not available until the forgetting issue lands
+
+
+def test_core_files_and_rules_are_edited_in_one_commit_each(client):
+    c, found = client
+    good = token(c.get("/ui/core/USER").text)
+    before = commits(found.root)
+    c.post("/ui/core/MEMORY", data={"text": "Project: the page.\r\n", "csrf_token": good}, headers=SELF)
+    assert "Project: the page." in c.get("/ui/core/MEMORY").text
+    c.post("/ui/c/trip/rules", data={"text": "Keep answers short.", "csrf_token": good}, headers=SELF)
+    assert "Keep answers short." in c.get("/ui/c/trip").text
+    assert commits(found.root) == before + 2
+
+
+def test_bad_input_is_a_clear_error_page(client):
+    c, _ = client
+    for path, status in (("/ui/m/nope", 404), ("/ui/core/../../etc", 404), ("/ui/core/PASSWD", 400),
+                         ("/ui/memories?at=1999-01-01", 400), ("/ui/search?q=x&at=--output=x", 400),
+                         ("/ui/graph?entity=x&depth=99", 400), ("/ui/journal/yesterday", 400)):
+        answer = c.get(path)
+        assert answer.status_code == status, path
+        assert "Traceback" not in answer.text
+
+
+def test_serve_mounts_the_page_behind_its_keys(built):
+    import httpx
+
+    from memvault.server.run import running
+
+    found, home = built
+    keys = {"alice-key": {"user_id": ("alice",)}}
+    with isolated_env(home), running(settings_for(found.root, api_key="admin-key", keys=keys)) as base:
+        refused = httpx.get(base + "/ui/")
+        assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
+        assert httpx.get(base + "/ui/", auth=("me", "admin-key")).status_code == 200
+        assert httpx.get(base + "/ui/", auth=("me", "wrong")).status_code == 401
+        admin = httpx.get(base + "/ui/memories?role=all", auth=("me", "admin-key")).text
+        assert "Alice lives in" in admin
+        # a scoped key sees its own scope only: none of these memories is alice's user_id
+        scoped = httpx.get(base + "/ui/memories?role=all", auth=("me", "alice-key")).text
+        assert "Alice lives in" not in scoped
+        assert httpx.get(base + f"/ui/m/{found.fact}", auth=("me", "alice-key")).status_code == 404
+        assert httpx.get(base + "/ui/log", auth=("me", "alice-key")).status_code == 403
+        assert httpx.get(base + "/ui/", headers={"host": "evil.example"}, auth=("me", "admin-key")).status_code == 421
+
+
+def test_ui_refuses_a_public_bind_without_a_key(tmp_path):
+    done = run_memvault("ui", "--host", "0.0.0.0", "--no-browser", "--vault", str(tmp_path / "v"))
+    stderr = done.stderr.decode()
+    assert done.returncode == 1
+    assert stderr.strip().count("\n") == 0 and "refusing to bind 0.0.0.0 without an API key" in stderr
+
+
+def test_ui_on_a_missing_vault_says_so_in_one_line(tmp_path):
+    done = run_memvault("ui", "--no-browser", "--port", "0", "--vault", str(tmp_path / "nothing"))
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr.decode() and len(done.stderr.decode().strip().splitlines()) == 1
+
+
+def test_the_time_box_opens_a_page_that_can_show_the_past(client):
+    c, found = client
+    assert 'class="timepicker" action="/ui/memories"' in c.get("/ui/log").text
+    assert f'class="timepicker" action="/ui/m/{found.tea}"' in c.get(f"/ui/m/{found.tea}").text
+    search = c.get("/ui/search?q=tea").text
+    assert 'class="timepicker" action="/ui/search"' in search and 'type="hidden" name="q" value="tea"' in search
