@@ -45,10 +45,12 @@ class MemoryChat:
         self.errors: list[str] = []
         self.events: list = []  # the write policy's HOLD and DROP events (curate.ingest.MemoryEvent)
 
-    def prepare(self, messages: list[dict]) -> ChatTurn:
+    def prepare(self, messages: list[dict], model: str | None = None, answer_tokens: int | None = None) -> ChatTurn:
         """The messages to send: a long list compacted (converse.compaction), then the memory context
-        injected into the last user message (core files first).
+        injected into the last user message (core files first), within the token budget of `model`'s
+        context less the answer's `answer_tokens` (memvault.converse.budget).
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
+        from memvault.converse.budget import fit, memory_budget
         from memvault.converse.compaction import compact
 
         limit = self.settings.limits.max_text_chars
@@ -61,6 +63,8 @@ class MemoryChat:
             return ChatTurn(messages=list(messages), history=history)
         context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval,
                          core=self.core)
+        budget = memory_budget(self.settings, messages, model or self.settings.llm.model, answer_tokens)
+        context = fit(context, budget, self.settings.prompt.item_tokens)
         return ChatTurn(messages=inject(messages, context), hits=context.memories, history=history)
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:
