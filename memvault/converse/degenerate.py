@@ -88,7 +88,15 @@ class LoopWatch:
         for line in text.splitlines(keepends=True):  # line by line, as a stream would come: code blocks known
             if self.feed(line):
                 return self.cut
-        return self.feed("\n")  # its last word and line, which nothing else ends
+        return self.finish()
+
+    def finish(self) -> Cut | None:
+        """The answer has ended: its last word and line count too (nothing else would end them)."""
+        if self.cut is None:
+            self.length += 1  # as if a newline came, which the answer's length does not include
+            self.cut = self._scan_words("\n") or self._scan_lines("\n")
+            self.length -= 1
+        return self.cut
 
     def _scan_words(self, delta: str) -> Cut | None:
         offset = self.length - len(delta) - len(self.word_tail)

@@ -288,6 +288,7 @@ async def relay(chat: ProxyTurn, first, chunks):
         keep_partial_turn(chat, good_part("".join(pieces))[0])
         raise
     answer = "".join(pieces)
+    cut = cut or watch.finish()  # the answer's last line may close a loop too
     problem = await store_turn(chat, answer[:cut.keep].rstrip() if cut else answer)
     if problem:
         yield f": {problem}\n\n".encode()  # an SSE comment: the answer is out, only its storage failed

@@ -106,7 +106,8 @@ async def instant_stream():
 class LoopingUpstream:
     """A model that degenerates: one good line, then one line repeated for ever (streamed, until the
     client closes the request; at most MAX_LINES, so a test that fails still ends), or 686 times
-    (not streamed, as the issue's stored answer). Records the requests, the lines it streamed, and
+    (not streamed, as the issue's stored answer). Streamed a word a chunk, as models do (litellm
+    gives up on its own after 100 identical chunks in a row, which a real loop never sends). Records the requests, the lines it streamed, and
     when a stream was closed under it."""
 
     GOOD = "Your sister is called Ana."
@@ -141,7 +142,9 @@ class LoopingUpstream:
             yield stream_chunk({"role": "assistant", "content": self.GOOD + "\n"})
             while self.streamed < self.MAX_LINES:
                 self.streamed += 1
-                yield stream_chunk({"content": self.LOOP + "\n"})
+                for word in self.LOOP.split(" "):  # a token or so a chunk, as models stream
+                    yield stream_chunk({"content": word + " "})
+                yield stream_chunk({"content": "\n"})
                 await asyncio.sleep(0.002)
             yield stream_chunk({}, "stop")
             yield b"data: [DONE]\n\n"

@@ -41,7 +41,7 @@ def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
             for delta in watched(llm.stream(messages), watch):
                 chunks.append(delta)
                 live.update(Markdown("".join(chunks)))
-    if watch.cut is None:
+    if watch.finish() is None:  # its last line may close a loop too
         return "".join(chunks)
     err_console().print(f"(answer stopped: {watch.cut.reason}; only what came before it is remembered)",
                         style="dim", markup=False, highlight=False)
