@@ -16,7 +16,7 @@ from memvault.core import Memvault
 from memvault.settings import Settings
 from tests.support.cli import Cli
 from tests.support.server import isolated_env, memvault_serve
-from tests.support.upstream import LoopingUpstream, serving
+from tests.support.upstream import LoopingUpstream, served
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 GOOD, LOOP = LoopingUpstream.GOOD, LoopingUpstream.LOOP
@@ -25,9 +25,7 @@ QUESTION = "What is my sister called?"
 
 @pytest.fixture(scope="module")
 def looping():
-    fake = LoopingUpstream()
-    with serving(fake.app()) as root:
-        fake.root = root
+    with served(LoopingUpstream()) as fake:
         yield fake
 
 

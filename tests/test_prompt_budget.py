@@ -4,12 +4,21 @@ with room for its answer; what the user said comes before what a model answered.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from memvault import settings as settings_module
 from memvault.converse import ChatTurn, MemoryChat
-from memvault.converse.budget import (DEFAULT_CONTEXT, clip, context_tokens, estimate_tokens, fit,
-                                      memory_budget, messages_tokens)
+from memvault.converse.budget import (
+    DEFAULT_CONTEXT,
+    clip,
+    context_tokens,
+    estimate_tokens,
+    fit,
+    memory_budget,
+    messages_tokens,
+)
 from memvault.converse.prompt import MemoryContext
 from memvault.core import Memvault
 from memvault.vault.entry import Entry
@@ -31,16 +40,12 @@ def vault(tmp_path):
     core.close()
 
 
-def prompt_tokens(messages: list[dict]) -> int:
-    return messages_tokens(messages)
-
-
 def test_the_issue_prompt_fits_the_context_with_room_for_the_answer(vault):
     turn = MemoryChat(vault, "default").prepare(QUESTION)
     sent = turn.messages[-1]["content"]
     budget = memory_budget(vault.settings, QUESTION)
-    assert prompt_tokens(turn.messages) - prompt_tokens(QUESTION) <= budget + 100  # headers and system prompt
-    assert prompt_tokens(turn.messages) + vault.settings.llm.max_tokens <= DEFAULT_CONTEXT
+    assert messages_tokens(turn.messages) - messages_tokens(QUESTION) <= budget + 100  # headers and system prompt
+    assert messages_tokens(turn.messages) + vault.settings.llm.max_tokens <= DEFAULT_CONTEXT
     assert sent.count("I am a helpful assistant") == 0  # the stored loop is cut where it began
     assert "[assistant] Your sister is called Ana." in sent and SAID in sent
 
@@ -49,7 +54,7 @@ def test_a_small_context_leaves_the_least_trusted_memories_out(vault):
     vault.settings.prompt.context_tokens = 2_048
     vault.settings.llm.max_tokens = 512
     turn = MemoryChat(vault, "default").prepare(QUESTION)
-    assert prompt_tokens(turn.messages) + 512 <= 2_048
+    assert messages_tokens(turn.messages) + 512 <= 2_048
     assert 0 < len(turn.hits) < 20 and SAID in turn.messages[-1]["content"]
 
 
@@ -65,18 +70,16 @@ def test_a_long_memory_is_clipped_at_a_word_and_marked():
     assert clipped.endswith(" …") and estimate_tokens(clipped) <= 50 and text.startswith(clipped[:-2])
 
 
+@dataclasses.dataclass
 class Hit:
-    def __init__(self, role: str, text: str) -> None:
-        self.role, self.text = role, text
+    role: str
+    text: str
 
 
 def test_the_budget_is_spent_in_order_of_trust():
-    import dataclasses
-
-    Hit2 = dataclasses.make_dataclass("Hit2", ["role", "text"])
     context = MemoryContext(core=[("USER.md", "u" * 300)], rules=["Answer in English."],
                             latest_session="s" * 300, summary="m" * 300,
-                            memories=[Hit2("user", "a" * 300), Hit2("memory", "b" * 300)])
+                            memories=[Hit("user", "a" * 300), Hit("memory", "b" * 300)])
     fitted = fit(context, budget=estimate_tokens("u" * 300) + 150, item_tokens=300)
     assert fitted.rules == ["Answer in English."] and fitted.core == context.core
     assert [h.text for h in fitted.memories] == ["a" * 300]

@@ -105,10 +105,10 @@ async def instant_stream():
 
 class LoopingUpstream:
     """A model that degenerates: one good line, then one line repeated for ever (streamed, until the
-    client closes the request; at most MAX_LINES, so a test that fails still ends), or 686 times
-    (not streamed, as the issue's stored answer). Streamed a word a chunk, as models do (litellm
-    gives up on its own after 100 identical chunks in a row, which a real loop never sends). Records the requests, the lines it streamed, and
-    when a stream was closed under it."""
+    client closes the request; at most MAX_LINES, so a test that fails still ends), or 686 times (not
+    streamed, as the issue's stored answer). Streamed a word a chunk, as models do (litellm gives up
+    on its own after 100 identical chunks in a row, which a real loop never sends). Records the
+    requests, the lines it streamed, and when a stream was closed under it."""
 
     GOOD = "Your sister is called Ana."
     LOOP = "I am a helpful assistant and I am here to help."
@@ -177,12 +177,16 @@ def serving(app, timeout: float = 30.0) -> Iterator[str]:
 
 
 @contextmanager
-def served_upstream() -> Iterator[Upstream]:
-    """A recording fake upstream that answers every chat at once, served; its URL is `.root`."""
-    fake = Upstream()
+def served(fake):
+    """A fake upstream (anything with an `app()`) served on loopback; its URL is then `fake.root`."""
     with serving(fake.app()) as root:
         fake.root = root
         yield fake
+
+
+def served_upstream():
+    """A recording fake upstream that answers every chat at once, served; its URL is `.root`."""
+    return served(Upstream())
 
 
 def chat_concurrently(url: str, asks: list[tuple[str, str]], timeout: float = 60.0) -> list[str]:
