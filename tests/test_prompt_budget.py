@@ -98,3 +98,13 @@ def test_a_request_that_fills_the_context_gets_no_memory():
     settings = settings_module.Settings()
     huge = [{"role": "user", "content": "x" * 30_000}]
     assert memory_budget(settings, huge) == 0
+
+
+def test_a_long_history_is_compacted_before_it_overflows_the_model(vault):
+    # Open WebUI resent 29.5k characters of history to an 8,192-token model: compacted now, not sent whole
+    history = [{"role": role, "content": f"{role} message {n}: " + "about bees and hives " * 60}
+               for n in range(12) for role in ("user", "assistant")] + QUESTION
+    assert sum(len(m["content"]) for m in history) > 29_000 and len(history) <= vault.settings.compaction.max_messages + 5
+    vault.settings.compaction.max_messages = 100  # the message count alone would not compact it
+    turn = MemoryChat(vault, "default").prepare(history)
+    assert turn.history is not None and messages_tokens(turn.messages) + 1024 <= DEFAULT_CONTEXT

@@ -4,7 +4,8 @@ prompt of "What is my sister called?" and overflowed a model with an 8,192-token
 
 - The model's context: prompt.context_tokens, else litellm's model info for the model, else 8,192.
 - The budget: prompt.memory_share of what is left after the messages themselves and the answer's
-  room (the request's max_tokens, else llm.max_tokens).
+  room (the request's max_tokens, else llm.max_tokens). The messages themselves are compacted
+  (memvault.converse.compaction) once they pass MESSAGES_SHARE of that room (`within_context`).
 - Each memory or rule is first cleared of a degenerate tail (memvault.converse.degenerate) and
   clipped to prompt.item_tokens (a summary to twice that; core files keep core.max_chars); then the
   sections take the budget in order of trust: rules, core files, the memories (most relevant first),
@@ -22,6 +23,7 @@ import functools
 import logging
 
 from memvault.converse.degenerate import good_part
+from memvault.settings import FLOORS
 
 log = logging.getLogger("memvault")
 
@@ -29,6 +31,7 @@ DEFAULT_CONTEXT = 8_192
 CHARS_PER_TOKEN = 3
 MARGIN_TOKENS = 64  # the chat template's own tokens (roles, separators), the headers of prompt.py
 CLIPPED = " …"
+MESSAGES_SHARE = 0.75  # of the context's room, what the messages may fill before they are compacted
 
 
 def estimate_tokens(text: str) -> int:
@@ -67,6 +70,15 @@ def memory_budget(settings, messages: list[dict], model: str | None = None, answ
     room = (context_tokens(settings, model) - (answer_tokens or settings.llm.max_tokens)
             - messages_tokens(messages) - MARGIN_TOKENS)
     return max(0, int(room * settings.prompt.memory_share))
+
+
+def within_context(settings, model: str | None = None, answer_tokens: int | None = None):
+    """compaction settings whose character limit also leaves the model room: the messages may fill
+    MESSAGES_SHARE of what the answer leaves of the context (an Open WebUI history of 29.5k characters
+    overflowed an 8,192-token model), never less than compaction.max_chars' floor of 4,000."""
+    room = context_tokens(settings, model) - (answer_tokens or settings.llm.max_tokens) - MARGIN_TOKENS
+    fits = max(FLOORS["compaction.max_chars"], int(room * CHARS_PER_TOKEN * MESSAGES_SHARE))
+    return dataclasses.replace(settings.compaction, max_chars=min(settings.compaction.max_chars, fits))
 
 
 def clip(text: str, tokens: int) -> str:

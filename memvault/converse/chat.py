@@ -50,20 +50,21 @@ class MemoryChat:
         injected into the last user message (core files first), within the token budget of `model`'s
         context less the answer's `answer_tokens` (memvault.converse.budget).
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
-        from memvault.converse.budget import fit, memory_budget
+        from memvault.converse.budget import fit, memory_budget, within_context
         from memvault.converse.compaction import compact
 
         limit = self.settings.limits.max_text_chars
         for message in messages:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
-        compacted = compact(messages, self.settings.compaction, self.llm)
+        model = model or self.settings.llm.model
+        compacted = compact(messages, within_context(self.settings, model, answer_tokens), self.llm)
         history = compacted.messages if compacted.folded else None
         messages = compacted.messages
         if not self.use_memory or self.retrieval.get("top_k") == 0:  # top_k 0: nothing retrieved, turns kept
             return ChatTurn(messages=list(messages), history=history)
         context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval,
                          core=self.core)
-        budget = memory_budget(self.settings, messages, model or self.settings.llm.model, answer_tokens)
+        budget = memory_budget(self.settings, messages, model, answer_tokens)
         context = fit(context, budget, self.settings.prompt.item_tokens)
         return ChatTurn(messages=inject(messages, context), hits=context.memories, history=history)
 
