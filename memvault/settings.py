@@ -199,6 +199,8 @@ FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_c
           "prompt.context_tokens": 512, "prompt.item_tokens": 16, "llm.max_tokens": 1}
 # Settings that are a share: between 0 and 1.
 SHARES = ("prompt.memory_share",)
+# Settings that are lists of regular expressions: each must compile.
+PATTERNS = ("proxy.task_markers",)
 
 
 @functools.cache
@@ -221,6 +223,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key.startswith("session.") and typed <= 0:
         raise ConfigError(f"{source}: {key} must be greater than 0, got {value!r}")
+    if key in PATTERNS:
+        check_patterns(key, typed, source)
     if key in SHARES and not 0 <= typed <= 1:
         raise ConfigError(f"{source}: {key} must be between 0 and 1, got {value!r}")
     if key in FLOORS and typed is not None and typed < FLOORS[key]:
@@ -290,6 +294,16 @@ def scoped_keys(key: str, value: Any, source: str) -> dict[str, dict[str, tuple[
             raise ConfigError(f"{where}: each scope needs a non-empty list of ids, got {scopes!r}")
         checked[api_key] = {name: tuple(ids) for name, ids in allowed.items()}
     return checked
+
+
+def check_patterns(key: str, patterns: list[str], source: str) -> None:
+    import re
+
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"{source}: {key}: {pattern[:60]!r} is not a regular expression ({exc})") from None
 
 
 def text_list(value: Any) -> list[str]:

@@ -70,7 +70,8 @@ def ranks(core, assistant_last: bool) -> dict[str, int]:
     core.settings.prompt.assistant_last = assistant_last
     hits = MemoryChat(core, "default").prepare(QUESTION).hits
     core.settings.prompt.assistant_last = True
-    return {role: next((h.rank for h in hits if h.role == role), -1) for role in ("user", "assistant")}
+    roles = [hit.role for hit in hits]  # as injected, first is highest
+    return {role: roles.index(role) + 1 if role in roles else None for role in ("user", "assistant")}
 
 
 def main() -> int:
@@ -92,7 +93,7 @@ def main() -> int:
             real = f", {counted[name]:,} SmolLM2 tokens" if name in counted else ""
             print(f"{name:6}: {chars:,} characters, ~{messages_tokens(messages):,} estimated tokens{real}")
         for flag in (False, True):
-            print(f"prompt.assistant_last={flag}: rank of the user's turn / the assistant's: {ranks(core, flag)}")
+            print(f"prompt.assistant_last={flag}: place in the injected memories: {ranks(core, flag)}")
         core.close()
     return 0
 

@@ -101,3 +101,17 @@ def test_what_marks_a_task():
     assert client_task([{"role": "assistant", "content": "### Task: x"}], False, None) is None
     assert client_task([{"role": "user", "content": "hi"}], False, {"task": "tags_generation"}).startswith("metadata")
     assert client_task([{"role": "user", "content": "x PAGE y"}], False, None, ("PAGE",)).startswith("proxy.task")
+
+
+def test_task_markers_come_from_a_file_or_the_environment_and_must_compile(tmp_path, monkeypatch):
+    from memvault import settings as settings_module
+    from memvault.errors import ConfigError
+
+    config = tmp_path / "config.toml"
+    config.write_text('[proxy]\ntask_markers = ["^Summarise this page", "^Translate:"]\n', encoding="utf-8")
+    assert settings_module.load(config).proxy.task_markers == ["^Summarise this page", "^Translate:"]
+    monkeypatch.setenv("MEMVAULT_PROXY_TASK_MARKERS", '["^Rewrite:"]')
+    assert settings_module.load(config).proxy.task_markers == ["^Rewrite:"]
+    monkeypatch.setenv("MEMVAULT_PROXY_TASK_MARKERS", "(unclosed")
+    with pytest.raises(ConfigError, match=r"proxy.task_markers: '\(unclosed' is not a regular expression"):
+        settings_module.load(config)

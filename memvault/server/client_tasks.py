@@ -18,7 +18,6 @@ import functools
 import re
 
 from memvault.curate.extract import message_text
-from memvault.errors import ConfigError
 
 # (what it is, a regular expression matched at the start of a message's text)
 KNOWN_MARKERS = (
@@ -38,13 +37,9 @@ KNOWN_MARKERS = (
 
 @functools.cache
 def compiled(extra: tuple[str, ...]) -> tuple[tuple[str, re.Pattern], ...]:
-    patterns = [(name, re.compile(r"\A\s*" + pattern, re.DOTALL)) for name, pattern in KNOWN_MARKERS]
-    for pattern in extra:
-        try:
-            patterns.append((f"proxy.task_markers {pattern[:40]!r}", re.compile(pattern, re.DOTALL)))
-        except re.error as exc:
-            raise ConfigError(f"proxy.task_markers: {pattern[:60]!r} is not a regular expression: {exc}") from None
-    return tuple(patterns)
+    known = [(name, re.compile(r"\A\s*" + pattern, re.DOTALL)) for name, pattern in KNOWN_MARKERS]
+    # proxy.task_markers compiled when the settings were read (memvault.settings.check_patterns)
+    return (*known, *((f"proxy.task_markers {pattern[:40]!r}", re.compile(pattern, re.DOTALL)) for pattern in extra))
 
 
 def client_task(messages: list[dict], declared: bool, metadata, extra_markers=()) -> str | None:
