@@ -83,8 +83,8 @@ def within_context(settings, model: str | None = None, answer_tokens: int | None
 
 def clip(text: str, tokens: int) -> str:
     """`text` without a degenerate tail, at most `tokens` (estimated) long, cut at a word."""
-    text, _ = good_part(text)
     limit = tokens * CHARS_PER_TOKEN
+    text, _ = good_part(text[:4 * limit])  # a loop shows within a few rounds: no need to read 686 of them
     if len(text) <= limit:
         return text
     head = text[:limit - len(CLIPPED)]

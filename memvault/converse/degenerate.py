@@ -15,7 +15,7 @@ The cut is where the loop began: the text before it is what the model said befor
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -68,9 +68,10 @@ class LoopWatch:
         self.length = 0  # characters fed
         self.word_tail = ""  # text after the last whole word (from offset `length - len(word_tail)`)
         self.line_tail = ""  # the unfinished line
-        self.words: list[str] = []  # normalised words seen whole (a space or newline after them)
-        self.starts: list[int] = []  # each word's character offset
-        self.runs = [0] * (MAX_PERIOD + 1)  # runs[p]: words in a row equal to the word p before them
+        self.starts: list[int] = []  # the character offset of each word seen whole (whitespace after it)
+        self.recent: dict[str, deque[int]] = {}  # normalised word -> its indexes among the last MAX_PERIOD words
+        self.runs = [0] * (MAX_PERIOD + 1)  # runs[p]: words in a row equal to the word p before them ...
+        self.extended = [-2] * (MAX_PERIOD + 1)  # ... as of the word at this index (older: the run broke)
         self.lines: Counter[str] = Counter()
         self.first_line: dict[str, tuple[int, int]] = {}  # normal line -> (start, end) of its first copy
         self.in_code = False  # inside a ``` block (as of the last whole line)
@@ -114,18 +115,26 @@ class LoopWatch:
         return None
 
     def _word(self, word: str, start: int) -> Cut | None:
-        words, runs = self.words, self.runs
-        words.append(word)
+        """Count the word into the runs of every period at which it repeats an earlier word. Only the
+        periods where it does are touched (a run not extended at the last word counts as broken), so
+        a word costs its repeats among the last MAX_PERIOD words, not MAX_PERIOD steps."""
+        i = len(self.starts)
         self.starts.append(start)
-        i = len(words) - 1
+        runs, extended = self.runs, self.extended
         factor = CODE_FACTOR if self.in_code else 1
-        for period in range(1, min(MAX_PERIOD, i) + 1):
-            runs[period] = runs[period] + 1 if words[i - period] == word else 0
+        recent = self.recent.setdefault(word, deque())
+        while recent and recent[0] < i - MAX_PERIOD:
+            recent.popleft()
+        for earlier in recent:
+            period = i - earlier
+            runs[period] = runs[period] + 1 if extended[period] == i - 1 else 1
+            extended[period] = i
             if runs[period] >= period * (repeats_needed(period, factor) - 1):
                 first = i - runs[period] - period + 1  # the loop's first word
                 repeats = (runs[period] + period) // period
                 return Cut(self.starts[first], self.starts[first + period],
                            f"the answer repeated a {period}-word phrase {repeats} times")
+        recent.append(i)
         return None
 
     def _scan_lines(self, delta: str) -> Cut | None:
