@@ -105,3 +105,36 @@ def test_chat_stops_a_looping_answer_and_remembers_only_what_came_before(looping
     assert streamed["max_tokens"] == 1024
     assert looping.closed.wait(10) and looping.streamed < 500
     assert stored_turns(tmp_path / "vault", "loop-chat", timeout=0) == {"user": [QUESTION], "assistant": [GOOD]}
+
+
+def test_the_real_local_model_looping_is_stopped_and_its_loop_never_stored(local_llm, tmp_path):
+    """SmolLM2-135M at temperature 0 loops on this question (a sentence again and again, checked
+    first without memvault); through the proxy the loop is stopped and memory keeps the text before it."""
+    import json
+    import urllib.request
+
+    from memvault.converse.degenerate import good_part
+    from memvault.server.run import running
+    from tests.support.local_llm import MODEL_NAME
+    from tests.support.server import server_settings
+
+    ask = [{"role": "user", "content": "Tell me about Porto."}]
+    direct = urllib.request.Request(local_llm + "/chat/completions", json.dumps(
+        {"model": MODEL_NAME, "messages": ask, "max_tokens": 300, "temperature": 0}).encode(),
+        {"Content-Type": "application/json"})
+    with urllib.request.urlopen(direct, timeout=300) as reply:
+        plain = json.loads(reply.read())["choices"][0]["message"]["content"]
+    if good_part(plain)[1] is None:
+        pytest.skip("this build of the model did not loop on the question")
+
+    settings = server_settings(tmp_path / "vault", local_llm)
+    with isolated_env(tmp_path / "home"), running(settings) as url:
+        stream = openai_client(url).chat.completions.create(
+            model=MODEL_NAME, messages=ask, stream=True, max_tokens=300, temperature=0,
+            extra_body={"memory_id": "porto", "memory_top_k": 0})
+        chunks = [chunk for chunk in stream if chunk.choices]
+        shown = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+        stored = stored_turns(tmp_path / "vault", "porto")["assistant"]
+
+    assert chunks[-1].choices[0].finish_reason == "length" and len(shown) < len(plain)
+    assert len(stored) == 1 and shown.startswith(stored[0]) and good_part(stored[0]) == (stored[0], None)
