@@ -111,7 +111,9 @@ def test_the_real_local_model_looping_is_stopped_and_its_loop_never_stored(local
     """SmolLM2-135M at temperature 0 loops on this question (a sentence again and again, checked
     first without memvault); through the proxy the loop is stopped and memory keeps the text before it."""
     import json
+    import re
     import urllib.request
+    from collections import Counter
 
     from memvault.converse.degenerate import good_part
     from memvault.server.run import running
@@ -124,7 +126,8 @@ def test_the_real_local_model_looping_is_stopped_and_its_loop_never_stored(local
         {"Content-Type": "application/json"})
     with urllib.request.urlopen(direct, timeout=300) as reply:
         plain = json.loads(reply.read())["choices"][0]["message"]["content"]
-    if good_part(plain)[1] is None:
+    sentences = Counter(sentence.strip() for sentence in re.split(r"(?<=[.!?])\s", plain) if sentence.strip())
+    if max(sentences.values()) < 3:  # judged here without memvault's watcher, which is under test
         pytest.skip("this build of the model did not loop on the question")
 
     settings = server_settings(tmp_path / "vault", local_llm)

@@ -65,7 +65,6 @@ def test_open_webui_tasks_are_forwarded_as_sent_without_memory(proxy, fixture):
     sent = proxy.upstream.chat_requests()[before:]
     assert answer["memory_hits"] == []  # not used as a retrieval query
     assert len(sent) == 1 and sent[0]["messages"] == body["messages"]  # nothing injected, no system prompt added
-    assert "metadata" not in sent[0]
 
 
 def test_a_marker_of_the_operator_and_memory_task_mark_more(proxy):
@@ -96,11 +95,11 @@ def test_tasks_leave_no_turn_and_no_curation_while_a_conversation_is_remembered(
 
 def test_what_marks_a_task():
     chat = [{"role": "user", "content": "### Task: is how my notes start, but this is me talking"}]
-    assert client_task(chat, False, None) == "Open WebUI task"  # the known risk: such a message is not stored
-    assert client_task([{"role": "user", "content": "What is my sister called?"}], False, None) is None
-    assert client_task([{"role": "assistant", "content": "### Task: x"}], False, None) is None
-    assert client_task([{"role": "user", "content": "hi"}], False, {"task": "tags_generation"}).startswith("metadata")
-    assert client_task([{"role": "user", "content": "x PAGE y"}], False, None, ("PAGE",)).startswith("proxy.task")
+    assert client_task(chat, False) == "Open WebUI task"  # the known risk: such a message is not stored
+    assert client_task([{"role": "user", "content": "What is my sister called?"}], False) is None
+    assert client_task([{"role": "assistant", "content": "### Task: x"}], False) is None
+    assert client_task([{"role": "user", "content": "hi"}], True) == "memory_task"
+    assert client_task([{"role": "user", "content": "x PAGE y"}], False, ("PAGE",)).startswith("proxy.task")
 
 
 def test_task_markers_come_from_a_file_or_the_environment_and_must_compile(tmp_path, monkeypatch):

@@ -7,7 +7,8 @@ chat's memory. Such a request reaches the proxy as one user message built from a
 client's (Open WebUI drops its `metadata.task` before sending), so the templates' openings are
 what marks them: KNOWN_MARKERS, from Open WebUI's backend/open_webui/config.py
 (DEFAULT_*_PROMPT_TEMPLATE; the task templates start "### Task:"). A client that says so itself
-(`memory_task: true`, or a `metadata` object with a `task`) and proxy.task_markers mark more.
+(`memory_task: true`) and proxy.task_markers mark more. (`metadata` stays refused like litellm's other
+routing fields: memvault.server.proxy.)
 
 A task is then a request without memory: nothing retrieved or injected, no turn stored, nothing curated.
 """
@@ -42,13 +43,11 @@ def compiled(extra: tuple[str, ...]) -> tuple[tuple[str, re.Pattern], ...]:
     return (*known, *((f"proxy.task_markers {pattern[:40]!r}", re.compile(pattern, re.DOTALL)) for pattern in extra))
 
 
-def client_task(messages: list[dict], declared: bool, metadata, extra_markers=()) -> str | None:
+def client_task(messages: list[dict], declared: bool, extra_markers=()) -> str | None:
     """What marks this request as a client's housekeeping (None: a conversation turn). `declared`:
-    the request's `memory_task`; `metadata`: its `metadata` field (Open WebUI's shape: {"task": ...})."""
+    the request's `memory_task`."""
     if declared:
         return "memory_task"
-    if isinstance(metadata, dict) and metadata.get("task"):
-        return f"metadata.task {str(metadata['task'])[:40]}"
     patterns = compiled(tuple(extra_markers))
     for message in messages:
         if message.get("role") not in ("user", "system"):

@@ -44,7 +44,7 @@ log = logging.getLogger("memvault.server")
 router = APIRouter(tags=["chat"])
 passthrough_router = APIRouter()
 MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold", "memory_mode",
-                 "memory_task", "metadata"}
+                 "memory_task"}
 # The body parameters of OpenAI's chat.completions.create (openai 2.x), messages/model/stream aside.
 # Nothing else reaches litellm: its own keyword arguments (api_base, base_url, api_key, extra_headers,
 # custom_llm_provider, metadata, mock_response...) would let a client send the key anywhere.
@@ -79,8 +79,6 @@ class ChatCompletionRequest(BaseModel):
                              "nor written, and no turn, fact or session state is stored.")
     memory_task: bool = Field(False, description="The client's own housekeeping (a title, tags, follow-ups...): "
                               "forwarded as sent, without memory, and never stored. Open WebUI's are known.")
-    metadata: dict[str, Any] | None = Field(None, description="Read for a `task` (Open WebUI's shape, which marks "
-                                            "the request as the client's housekeeping); never forwarded.")
 
 
 def upstream_request(state: ServerState, body: ChatCompletionRequest, request: Request) -> dict[str, Any]:
@@ -128,7 +126,7 @@ def new_session(state: ServerState, body: ChatCompletionRequest, request: Reques
                  "score_threshold": body.memory_score_threshold}
     if body.memory_mode not in MEMORY_MODES:
         raise UsageError(f"unknown memory_mode {body.memory_mode[:40]!r} (expected one of {', '.join(MEMORY_MODES)})")
-    task = client_task(body.messages, body.memory_task, body.metadata, state.settings.proxy.task_markers)
+    task = client_task(body.messages, body.memory_task, state.settings.proxy.task_markers)
     if task:  # forwarded without memory: a client's title or tags are not the user's words
         log.info("memory_id %s: a client task (%s), forwarded without memory", body.memory_id[:80], task)
     # The configured LLM writes the `[compacted]` summary of a long history; the core files are the
@@ -241,9 +239,10 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     answered = time.perf_counter()
     data = response.model_dump()
-    answer, cut = good_part(message_text(response), state.settings.limits.max_text_chars)
+    said = message_text(response)
+    answer, cut = good_part(said, state.settings.limits.max_text_chars)
     if cut is not None:  # the client sees the loop's first round, memory keeps what came before it
-        data["choices"][0]["message"]["content"] = message_text(response)[:cut.shown]
+        data["choices"][0]["message"]["content"] = said[:cut.shown]
         data["choices"][0]["finish_reason"] = "length"
         data["memory_cut"] = note_cut(chat, cut)
     problem = await store_turn(chat, answer)
@@ -312,7 +311,7 @@ async def close_upstream(chunks) -> None:
 
 def note_cut(chat: ProxyTurn, cut) -> str:
     """Log a stopped answer; the one line the client is told."""
-    note = f"memvault stopped the answer: {cut.reason}; memory keeps the {cut.keep} characters before the loop"
+    note = f"memvault stopped the answer: {cut.reason}; only the {cut.keep} characters before it may be stored"
     log.warning("memory_id %s: %s", chat.session.conversation, note)
     return note
 
