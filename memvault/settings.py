@@ -58,8 +58,8 @@ class LLMSettings:
     temperature: float = 0.0
     timeout: float = 60.0
     max_retries: int = 3
-    # Longest answer of a curation call (extraction, reconciliation, summary): small models can loop
-    # on a JSON answer until their context is full. Chat answers are not bounded.
+    # Longest answer of a curation call (extraction, reconciliation, summary), and of a chat or proxy
+    # answer whose client gives none: small models can loop until their context is full.
     max_tokens: int = 1024
     extraction_prompt_file: str = ""
 
@@ -124,6 +124,28 @@ class CompactionSettings:
 
 
 @dataclass
+class PromptSettings:
+    """What memory may add to a chat or proxy prompt: a token budget measured against the model's
+    context (memvault.converse.budget)."""
+
+    context_tokens: int | None = None  # the model's context; None (auto): litellm's model info, else 8,192
+    memory_share: float = 0.5  # of the room left after the messages and the answer, what memory may fill
+    item_tokens: int = 300  # one memory, rule, summary or core file at most (longer ones are clipped)
+    # Retrieved assistant turns come after what the user said (facts, user turns, sessions): a model's
+    # answer is never a better witness of the user than the user.
+    assistant_last: bool = True
+
+
+@dataclass
+class ProxySettings:
+    """The OpenAI-compatible proxy's view of its clients (memvault.server.client_tasks)."""
+
+    # More client housekeeping requests to forward without memory: regular expressions searched in
+    # each message (Open WebUI's titles, tags, follow-ups... are known already).
+    task_markers: list = field(default_factory=list)
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
@@ -136,6 +158,8 @@ class Settings:
     session: SessionSettings = field(default_factory=SessionSettings)
     core: CoreSettings = field(default_factory=CoreSettings)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    prompt: PromptSettings = field(default_factory=PromptSettings)
+    proxy: ProxySettings = field(default_factory=ProxySettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -179,7 +203,12 @@ AUTO = "auto"
 SECRET_KEYS = ("llm.api_key", "server.api_key")
 # The smallest value a setting takes: below it the feature would defeat itself (compacting a
 # conversation down to nothing, or a core file cut to a word).
-FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_chars": 4_000, "compaction.keep": 4}
+FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_chars": 4_000, "compaction.keep": 4,
+          "prompt.context_tokens": 512, "prompt.item_tokens": 16, "llm.max_tokens": 1}
+# Settings that are a share: between 0 and 1.
+SHARES = ("prompt.memory_share",)
+# Settings that are lists of regular expressions: each must compile.
+PATTERNS = ("proxy.task_markers",)
 
 
 @functools.cache
@@ -202,7 +231,11 @@ def coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be at least 1, got {value!r}")
     if key.startswith("session.") and typed <= 0:
         raise ConfigError(f"{source}: {key} must be greater than 0, got {value!r}")
-    if key in FLOORS and typed < FLOORS[key]:
+    if key in PATTERNS:
+        check_patterns(key, typed, source)
+    if key in SHARES and not 0 <= typed <= 1:
+        raise ConfigError(f"{source}: {key} must be between 0 and 1, got {value!r}")
+    if key in FLOORS and typed is not None and typed < FLOORS[key]:
         raise ConfigError(f"{source}: {key} must be at least {FLOORS[key]:,}, got {value!r}")
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
@@ -228,6 +261,8 @@ def convert(key: str, value: Any, source: str) -> Any:
             raise ValueError
         if kind is dict:
             return scoped_keys(key, value, source)
+        if kind is list:
+            return text_list(value)
         if kind is int and isinstance(value, bool):
             raise ValueError
         if kind is str and not isinstance(value, (str, int, float)):
@@ -267,6 +302,27 @@ def scoped_keys(key: str, value: Any, source: str) -> dict[str, dict[str, tuple[
             raise ConfigError(f"{where}: each scope needs a non-empty list of ids, got {scopes!r}")
         checked[api_key] = {name: tuple(ids) for name, ids in allowed.items()}
     return checked
+
+
+def check_patterns(key: str, patterns: list[str], source: str) -> None:
+    import re
+
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"{source}: {key}: {pattern[:60]!r} is not a regular expression ({exc})") from None
+
+
+def text_list(value: Any) -> list[str]:
+    """A list of texts: a TOML array, or (environment, flag) a JSON array or one text."""
+    import json
+
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip().startswith("[") else [value] if value else []
+    if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+        raise ValueError
+    return list(value)
 
 
 def env_name(key: str) -> str:

@@ -12,16 +12,8 @@ memvault serve` in a subprocess, an OpenAI-shaped upstream on loopback that reco
 from __future__ import annotations
 
 import os
-import queue
-import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,7 +21,7 @@ import httpx
 import pytest
 
 from tests.support.cli import Cli
-from tests.support.server import isolated_env
+from tests.support.server import isolated_env, memvault_serve
 from tests.support.upstream import INSTANT_TEXT, Upstream, served_upstream
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -37,32 +29,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 # environment is restored: litellm must still find this then, or it fetches its price list online.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 PAGE = "https://chat.example"  # a browser client's page, allowed by server.cors_origins
-
-
-@contextmanager
-def memvault_serve(vault: Path, env: dict[str, str]) -> Iterator[str]:
-    """`memvault serve --port 0` as a process; yields its base URL, stops it with Ctrl-C."""
-    proc = subprocess.Popen([sys.executable, "-m", "memvault", "serve", "--port", "0", "--vault", str(vault)],
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
-    try:
-        url, deadline = None, time.monotonic() + 240
-        while url is None and time.monotonic() < deadline and proc.poll() is None:
-            try:
-                found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", lines.get(timeout=1))
-            except queue.Empty:
-                continue
-            url = found.group(1) if found else None
-        assert url, "memvault serve did not report its address: " + "".join(lines.queue)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def dead_port() -> int:

@@ -45,22 +45,27 @@ class MemoryChat:
         self.errors: list[str] = []
         self.events: list = []  # the write policy's HOLD and DROP events (curate.ingest.MemoryEvent)
 
-    def prepare(self, messages: list[dict]) -> ChatTurn:
+    def prepare(self, messages: list[dict], model: str | None = None, answer_tokens: int | None = None) -> ChatTurn:
         """The messages to send: a long list compacted (converse.compaction), then the memory context
-        injected into the last user message (core files first).
+        injected into the last user message (core files first), within the token budget of `model`'s
+        context less the answer's `answer_tokens` (memvault.converse.budget).
         Raises UsageError for a message over limits.max_text_chars or with a lone surrogate."""
+        from memvault.converse.budget import fit, memory_budget, within_context
         from memvault.converse.compaction import compact
 
         limit = self.settings.limits.max_text_chars
         for message in messages:
             check_text(message_text(message), f"a {message.get('role') or 'chat'} message", limit)
-        compacted = compact(messages, self.settings.compaction, self.llm)
+        model = model or self.settings.llm.model
+        compacted = compact(messages, within_context(self.settings, model, answer_tokens), self.llm)
         history = compacted.messages if compacted.folded else None
         messages = compacted.messages
         if not self.use_memory or self.retrieval.get("top_k") == 0:  # top_k 0: nothing retrieved, turns kept
             return ChatTurn(messages=list(messages), history=history)
         context = gather(self.memvault, last_user_text(messages), self.conversation, self.scopes, self.retrieval,
                          core=self.core)
+        budget = memory_budget(self.settings, messages, model, answer_tokens)
+        context = fit(context, budget, self.settings.prompt.item_tokens)
         return ChatTurn(messages=inject(messages, context), hits=context.memories, history=history)
 
     def persist(self, turn: ChatTurn, user_text: str, assistant_text: str) -> ChatTurn:

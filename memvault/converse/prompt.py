@@ -96,6 +96,8 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
         # length; an old session is left out unless it is recent enough (the latest is shown above).
         context.memories = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()
                             and not stale_session(hit, latest, memvault.settings.session)]
+        if memvault.settings.prompt.assistant_last:  # what the user said outranks what a model answered
+            context.memories.sort(key=lambda hit: hit.role == "assistant")
     summary = memvault.vault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
         context.summary = summary.text

@@ -88,19 +88,24 @@ class LLMClient:
             attempt += 1
 
     def stream(self, messages: list[dict]) -> Iterator[str]:
-        """The answer as text deltas. A failure before the first delta is retried; after it, it is
-        raised (the caller has already shown part of the answer)."""
-        kwargs = self.request(messages, None) | {"stream": True}
+        """The answer as text deltas, at most `max_tokens` long. A failure before the first delta is
+        retried; after it, it is raised (the caller has already shown part of the answer). Closing
+        the generator closes the upstream response (memvault.converse.degenerate stops a loop so)."""
+        kwargs = self.request(messages, None) | {"stream": True, "max_tokens": self.settings.max_tokens}
         litellm = import_litellm()
         attempt = 0
         while True:
             started = False
             try:
-                for chunk in litellm.completion(**kwargs):
-                    text = delta_text(chunk)
-                    if text:
-                        started = True
-                        yield text
+                response = litellm.completion(**kwargs)
+                try:
+                    for chunk in response:
+                        text = delta_text(chunk)
+                        if text:
+                            started = True
+                            yield text
+                finally:
+                    getattr(response, "close", lambda: None)()
                 return
             except Exception as exc:
                 if started:

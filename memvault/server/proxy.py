@@ -28,6 +28,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from memvault.converse.degenerate import good_part
 from memvault.curate.llm import upstream_api_key
 from memvault.errors import UsageError
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("memvault.server")
 router = APIRouter(tags=["chat"])
 passthrough_router = APIRouter()
-MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold", "memory_mode"}
+MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold", "memory_mode",
+                 "memory_task"}
 # The body parameters of OpenAI's chat.completions.create (openai 2.x), messages/model/stream aside.
 # Nothing else reaches litellm: its own keyword arguments (api_base, base_url, api_key, extra_headers,
 # custom_llm_provider, metadata, mock_response...) would let a client send the key anywhere.
@@ -75,6 +77,8 @@ class ChatCompletionRequest(BaseModel):
     memory_score_threshold: float | None = Field(None, ge=0, le=1)
     memory_mode: str = Field("normal", description="normal, or incognito (alias guest): memory is neither read "
                              "nor written, and no turn, fact or session state is stored.")
+    memory_task: bool = Field(False, description="The client's own housekeeping (a title, tags, follow-ups...): "
+                              "forwarded as sent, without memory, and never stored. Open WebUI's are known.")
 
 
 def upstream_request(state: ServerState, body: ChatCompletionRequest, request: Request) -> dict[str, Any]:
@@ -84,6 +88,8 @@ def upstream_request(state: ServerState, body: ChatCompletionRequest, request: R
     kwargs: dict[str, Any] = {**options, "model": client_model(body.model, settings.llm),
                               "timeout": settings.llm.timeout,
                               "max_retries": 0}  # the client decides whether to retry, not the proxy
+    if not {"max_tokens", "max_completion_tokens"} & set(options):  # a small model can loop until its context ends
+        kwargs["max_tokens"] = settings.llm.max_tokens
     if settings.llm.api_base:
         kwargs["api_base"] = settings.llm.api_base
     key = upstream_api_key(kwargs["model"], settings.llm.api_base,
@@ -112,6 +118,7 @@ def server_keyed(state: ServerState) -> bool:
 def new_session(state: ServerState, body: ChatCompletionRequest, request: Request,
                 api_key: str | None = None) -> MemoryChat:
     from memvault.converse import MemoryChat
+    from memvault.server.client_tasks import client_task
 
     allowed = allowed_scopes(request)
     conversation, scopes = memory_place(body.memory_id, allowed)
@@ -119,11 +126,14 @@ def new_session(state: ServerState, body: ChatCompletionRequest, request: Reques
                  "score_threshold": body.memory_score_threshold}
     if body.memory_mode not in MEMORY_MODES:
         raise UsageError(f"unknown memory_mode {body.memory_mode[:40]!r} (expected one of {', '.join(MEMORY_MODES)})")
+    task = client_task(body.messages, body.memory_task, state.settings.proxy.task_markers)
+    if task:  # forwarded without memory: a client's title or tags are not the user's words
+        log.info("memory_id %s: a client task (%s), forwarded without memory", body.memory_id[:80], task)
     # The configured LLM writes the `[compacted]` summary of a long history; the core files are the
     # vault owner's, so a key confined to a scope never gets them.
     return MemoryChat(state.core, conversation, scopes=scopes, retrieval=retrieval,
-                      use_memory=not MEMORY_MODES[body.memory_mode], llm=curator(state.settings.llm, api_key),
-                      core=allowed is EVERYTHING)
+                      use_memory=not (MEMORY_MODES[body.memory_mode] or task),
+                      llm=curator(state.settings.llm, api_key), core=allowed is EVERYTHING)
 
 
 def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
@@ -209,7 +219,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
     kwargs = upstream_request(state, body, request)
     session = new_session(state, body, request, kwargs.get("api_key"))
     started = time.perf_counter()
-    turn = await asyncio.to_thread(session.prepare, body.messages)
+    answer_tokens = kwargs.get("max_completion_tokens") or kwargs.get("max_tokens")
+    turn = await asyncio.to_thread(session.prepare, body.messages, kwargs["model"], answer_tokens)
     chat = ProxyTurn(state, session, turn, body.messages)
     retrieved = time.perf_counter()
     try:
@@ -228,7 +239,13 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     answered = time.perf_counter()
     data = response.model_dump()
-    problem = await store_turn(chat, message_text(response))
+    said = message_text(response)
+    answer, cut = good_part(said, state.settings.limits.max_text_chars)
+    if cut is not None:  # the client sees the loop's first round, memory keeps what came before it
+        data["choices"][0]["message"]["content"] = said[:cut.shown]
+        data["choices"][0]["finish_reason"] = "length"
+        data["memory_cut"] = note_cut(chat, cut)
+    problem = await store_turn(chat, answer)
     data["memory_hits"] = [hit_dict(hit) for hit in turn.hits]
     if problem:
         data["memory_error"] = problem
@@ -243,26 +260,60 @@ def sse(data: str) -> bytes:
 
 
 async def relay(chat: ProxyTurn, first, chunks):
-    """Server-sent events: each upstream chunk as it arrives; the turns stored at the end."""
+    """Server-sent events: each upstream chunk as it arrives; the turns stored at the end. An answer
+    that degenerates (memvault.converse.degenerate) is stopped there: the upstream request is closed,
+    the client gets a last chunk with finish_reason "length", and the turn keeps what came before the loop."""
+    from memvault.converse.degenerate import LoopWatch
     from memvault.curate.llm import delta_text
 
     pieces: list[str] = []
+    watch = LoopWatch(chat.state.settings.limits.max_text_chars)
+    cut = None
     try:
         chunk = first
         while chunk is not None:
             pieces.append(delta_text(chunk))
+            if (cut := watch.feed(pieces[-1])) is not None:
+                await close_upstream(chunks)
+                yield sse(json.dumps(final_chunk(chunk)))
+                yield f": {note_cut(chat, cut)}\n\n".encode()
+                break
             yield sse(chunk.model_dump_json(exclude_none=True))
             chunk = await anext(chunks, None)
     except Exception as exc:  # noqa: BLE001 - the stream broke upstream: tell the client in-band
         status, message, code = upstream_error(exc)
         yield sse(json.dumps(error_body(status, message, code)))
     except BaseException:  # the client went away (cancelled): still keep what was said
-        keep_partial_turn(chat, "".join(pieces))
+        keep_partial_turn(chat, good_part("".join(pieces))[0])
         raise
-    problem = await store_turn(chat, "".join(pieces))
+    answer = "".join(pieces)
+    cut = cut or watch.finish()  # the answer's last line may close a loop too
+    problem = await store_turn(chat, answer[:cut.keep].rstrip() if cut else answer)
     if problem:
         yield f": {problem}\n\n".encode()  # an SSE comment: the answer is out, only its storage failed
     yield b"data: [DONE]\n\n"
+
+
+def final_chunk(chunk) -> dict[str, Any]:
+    """The chunk that ends a stopped stream (finish_reason "length", as for an answer cut by max_tokens)."""
+    data = chunk.model_dump(exclude_none=True)
+    data["choices"] = [{"index": 0, "delta": {}, "finish_reason": "length"}]
+    return data
+
+
+async def close_upstream(chunks) -> None:
+    """Close the upstream's stream (its HTTP response): a looping model stops generating for us."""
+    try:
+        await chunks.aclose()
+    except Exception:  # noqa: BLE001 - closing is best effort; the answer is already stopped
+        log.debug("closing the upstream stream failed", exc_info=True)
+
+
+def note_cut(chat: ProxyTurn, cut) -> str:
+    """Log a stopped answer; the one line the client is told."""
+    note = f"memvault stopped the answer: {cut.reason}; only the {cut.keep} characters before it may be stored"
+    log.warning("memory_id %s: %s", chat.session.conversation, note)
+    return note
 
 
 def keep_partial_turn(chat: ProxyTurn, answer: str) -> None:

@@ -8,6 +8,13 @@ module-scoped servers are started inside `isolated_env`, the same isolation for 
 from __future__ import annotations
 
 import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,3 +58,29 @@ def server_settings(vault: Path, api_base: str = "", model: str = "", api_key: s
     settings.server.api_key = api_key
     settings.server.allow_reset = allow_reset
     return settings
+
+
+@contextmanager
+def memvault_serve(vault: Path, env: dict[str, str]) -> Iterator[str]:
+    """`memvault serve --port 0` as a process; yields its base URL, stops it with Ctrl-C."""
+    proc = subprocess.Popen([sys.executable, "-m", "memvault", "serve", "--port", "0", "--vault", str(vault)],
+                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()
+    try:
+        url, deadline = None, time.monotonic() + 240
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            try:
+                found = re.search(r"listening on (http://127\.0\.0\.1:\d+)/v1", lines.get(timeout=1))
+            except queue.Empty:
+                continue
+            url = found.group(1) if found else None
+        assert url, "memvault serve did not report its address: " + "".join(lines.queue)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

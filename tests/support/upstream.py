@@ -84,19 +84,72 @@ class Upstream:
                                  media_type=reply.headers.get("content-type"))
 
 
-def instant_completion() -> dict[str, Any]:
+def instant_completion(text: str = INSTANT_TEXT) -> dict[str, Any]:
     return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": "fake",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": INSTANT_TEXT},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
 
 
+def stream_chunk(delta: dict, finish: str | None = None) -> bytes:
+    chunk = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake",
+             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
 async def instant_stream():
-    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": "fake"}
-    for delta, finish in (({"role": "assistant", "content": INSTANT_TEXT}, None), ({}, "stop")):
-        chunk = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        yield f"data: {json.dumps(chunk)}\n\n".encode()
+    yield stream_chunk({"role": "assistant", "content": INSTANT_TEXT})
+    yield stream_chunk({}, "stop")
     yield b"data: [DONE]\n\n"
+
+
+class LoopingUpstream:
+    """A model that degenerates: one good line, then one line repeated for ever (streamed, until the
+    client closes the request; at most MAX_LINES, so a test that fails still ends), or 686 times (not
+    streamed, as the issue's stored answer). Streamed a word a chunk, as models do (litellm gives up
+    on its own after 100 identical chunks in a row, which a real loop never sends). Records the
+    requests, the lines it streamed, and when a stream was closed under it."""
+
+    GOOD = "Your sister is called Ana."
+    LOOP = "I am a helpful assistant and I am here to help."
+    MAX_LINES = 20_000
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.streamed = 0  # loop lines sent by the last stream
+        self.closed = threading.Event()  # the last stream ended (its client went away, or MAX_LINES)
+
+    def app(self):
+        from starlette.applications import Starlette
+        from starlette.responses import JSONResponse, StreamingResponse
+        from starlette.routing import Route
+
+        async def handle(request):
+            body = await request.json()
+            self.requests.append(body)
+            if body.get("stream"):
+                self.closed.clear()
+                return StreamingResponse(self.forever(), media_type="text/event-stream")
+            return JSONResponse(instant_completion(self.GOOD + "\n" + (self.LOOP + "\n") * 686))
+
+        return Starlette(routes=[Route("/{path:path}", handle, methods=["POST"])])
+
+    async def forever(self):
+        import asyncio
+
+        self.streamed = 0
+        try:
+            yield stream_chunk({"role": "assistant", "content": self.GOOD + "\n"})
+            while self.streamed < self.MAX_LINES:
+                self.streamed += 1
+                for word in self.LOOP.split(" "):  # a token or so a chunk, as models stream
+                    yield stream_chunk({"content": word + " "})
+                yield stream_chunk({"content": "\n"})
+                await asyncio.sleep(0.002)
+            yield stream_chunk({}, "stop")
+            yield b"data: [DONE]\n\n"
+        finally:
+            self.closed.set()
 
 
 @contextmanager
@@ -124,12 +177,16 @@ def serving(app, timeout: float = 30.0) -> Iterator[str]:
 
 
 @contextmanager
-def served_upstream() -> Iterator[Upstream]:
-    """A recording fake upstream that answers every chat at once, served; its URL is `.root`."""
-    fake = Upstream()
+def served(fake):
+    """A fake upstream (anything with an `app()`) served on loopback; its URL is then `fake.root`."""
     with serving(fake.app()) as root:
         fake.root = root
         yield fake
+
+
+def served_upstream():
+    """A recording fake upstream that answers every chat at once, served; its URL is `.root`."""
+    return served(Upstream())
 
 
 def chat_concurrently(url: str, asks: list[tuple[str, str]], timeout: float = 60.0) -> list[str]:

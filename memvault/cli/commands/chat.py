@@ -20,24 +20,32 @@ def show_memories(hits) -> None:
 
 
 def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
-    """Print the reply as it streams (rendered as markdown on a terminal); returns the full text."""
+    """Print the reply as it streams (rendered as markdown on a terminal); returns the text to store:
+    an answer that degenerates (a loop, runaway length) is stopped, and kept only up to its loop."""
+    from memvault.converse.degenerate import LoopWatch, watched
+
     chunks: list[str] = []
+    watch = LoopWatch()
     if not pretty:
-        for delta in llm.stream(messages):
+        for delta in watched(llm.stream(messages), watch):
             chunks.append(delta)
             sys.stdout.write(delta)
             sys.stdout.flush()
         sys.stdout.write("\n")
         sys.stdout.flush()
-        return "".join(chunks)
-    from rich.live import Live
-    from rich.markdown import Markdown
+    else:
+        from rich.live import Live
+        from rich.markdown import Markdown
 
-    with Live(Markdown(""), console=console(), refresh_per_second=12, vertical_overflow="visible") as live:
-        for delta in llm.stream(messages):
-            chunks.append(delta)
-            live.update(Markdown("".join(chunks)))
-    return "".join(chunks)
+        with Live(Markdown(""), console=console(), refresh_per_second=12, vertical_overflow="visible") as live:
+            for delta in watched(llm.stream(messages), watch):
+                chunks.append(delta)
+                live.update(Markdown("".join(chunks)))
+    if watch.finish() is None:  # its last line may close a loop too
+        return "".join(chunks)
+    err_console().print(f"(answer stopped: {watch.cut.reason}; only what came before it is remembered)",
+                        style="dim", markup=False, highlight=False)
+    return "".join(chunks)[:watch.cut.keep].rstrip()
 
 
 @command("chat")
