@@ -10,9 +10,6 @@ from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import console, err_console, for_terminal, say, table, warn
 
-EXIT_WORDS = {"/exit", "/quit", "/q"}
-
-
 def show_memories(hits) -> None:
     if hits:
         table(["#", "role", "memory", "score"], [[h.rank, h.role, h.text, f"{h.total:.2f}"] for h in hits],
@@ -20,10 +17,21 @@ def show_memories(hits) -> None:
 
 
 def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
-    """Print the reply as it streams (rendered as markdown on a terminal); returns the full text."""
+    """Print the reply as it streams (rendered as markdown on a terminal); returns the full text.
+    Interrupted (Ctrl-C), the stream is closed, so the connection to the model is let go at once."""
+    stream = llm.stream(messages)
+    try:
+        return print_stream(stream, pretty)
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+def print_stream(stream, pretty: bool) -> str:
     chunks: list[str] = []
     if not pretty:
-        for delta in llm.stream(messages):
+        for delta in stream:
             chunks.append(delta)
             sys.stdout.write(delta)
             sys.stdout.flush()
@@ -34,7 +42,7 @@ def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
     from rich.markdown import Markdown
 
     with Live(Markdown(""), console=console(), refresh_per_second=12, vertical_overflow="visible") as live:
-        for delta in llm.stream(messages):
+        for delta in stream:
             chunks.append(delta)
             live.update(Markdown("".join(chunks)))
     return "".join(chunks)
@@ -65,6 +73,8 @@ def chat(
     What you say goes through the write policy (each fact stored now, held until the session ends, or
     dropped, and you are told). Leaving the chat (/exit, Ctrl-D) ends the session: held facts are
     promoted or dropped and, after 3+ turns, a summary of the session is stored, in one commit.
+    /help lists the chat's commands (/memories, /forget ID, /incognito, /session end, /exit); Ctrl-C
+    stops an answer and keeps your message (the partial answer is not stored).
     """
     from memvault.converse import MemoryChat
 
@@ -156,41 +166,7 @@ def print_memories_used(hits) -> None:
 
 
 def interactive(session, llm, show: bool) -> None:
-    pretty = sys.stdout.isatty()
-    say(f"Chatting in '{session.conversation}' ({llm.settings.model}). /exit or Ctrl-D to leave.")
-    history: list[dict] = []
-    while True:
-        try:
-            text = console().input("[bold green]you>[/] ")
-        except (EOFError, KeyboardInterrupt):
-            break
-        if text.strip() in EXIT_WORDS:
-            break
-        if not text.strip():
-            continue
-        history.append({"role": "user", "content": text})
-        turn = session.prepare(history)
-        if turn.history is not None:  # compacted: the next turns start from the shorter history
-            history[:] = turn.history
-        if show:
-            show_memories(turn.hits)
-        try:
-            answer = stream_reply(llm, turn.messages, pretty)
-        except KeyboardInterrupt:
-            say("(reply interrupted)")
-            history.pop()
-            continue
-        session.persist(turn, text, answer)
-        session.curate(turn, list(history), llm)
-        history.append({"role": "assistant", "content": answer})
-        for problem in session.errors:
-            warn(problem)
-        session.errors.clear()
-        report_policy(session)
-    if session.pending:
-        say("Saving what was learned...")
-    session.wait()
-    report_policy(session)
-    end_session(session, llm)  # held facts, the session summary and the daily log: one commit
-    for problem in session.errors:
-        warn(problem)
+    """The read-answer loop (memvault.cli.chat_repl): line editing, slash commands, Ctrl-C."""
+    from memvault.cli.chat_repl import Repl
+
+    Repl(session, llm, show).run()
