@@ -10,7 +10,8 @@ leaving ends the session.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from memvault.cli.commands.chat import end_session, report_policy, show_memories, stream_reply
@@ -107,7 +108,8 @@ class Repl:
     def keep(self, turn, text: str, reply: str) -> None:
         """Store the turn (the user's message alone when `reply` is empty) and curate it."""
         session = self.session
-        session.persist(turn, text, reply)
+        with interrupts_held():  # a second, impatient Ctrl-C must not cost the message being stored
+            session.persist(turn, text, reply)
         session.curate(turn, [m for m in self.history if m["content"] != INTERRUPTED], self.llm)
         for problem in session.errors:
             warn(problem)
@@ -184,3 +186,19 @@ class Repl:
 
     def exit(self, _rest: str) -> None:
         self.leaving = True
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Ctrl-C ignored inside (the main thread only can hold it; elsewhere nothing changes)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
