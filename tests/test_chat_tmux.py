@@ -17,8 +17,9 @@ import pytest
 from tests.support.cli import run_memvault
 from tests.support.upstream import serving
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("bash") is None, reason="tmux is not installed (apt-get install tmux): "
-                                "the terminal test of chat's Ctrl-C needs a real terminal")
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("bash") is None,
+                                reason="tmux (or bash) is not installed (apt-get install tmux): the terminal "
+                                "test of chat's Ctrl-C needs a real terminal")
 MESSAGE = "My name is Bruno and I keep bees in Coimbra"
 
 
@@ -73,7 +74,8 @@ class Terminal:
                 if k.isidentifier() and k not in ("TERM", "TMUX", "TMUX_PANE", "COLUMNS", "LINES")}
         script.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in kept.items())
                           + f"{shlex.join(command)}\necho $? > {shlex.quote(str(self.tmp / 'rc'))}\nsleep 60\n")
-        self.tmux("new-session", "-d", "-s", "chat", "-x", "160", "-y", "50", f"bash {shlex.quote(str(script))}")  # bash, not dash: it survives the Ctrl-C its child handled
+        # bash, not dash: bash survives a Ctrl-C its child handled (dash exits, and the exit code is lost)
+        self.tmux("new-session", "-d", "-s", "chat", "-x", "160", "-y", "50", f"bash {shlex.quote(str(script))}")
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "chat", "-S", "-200")

@@ -14,9 +14,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from memvault.cli.commands.chat import end_session, report_policy, show_memories, stream_reply
 from memvault.cli.line_input import LineReader, history_dir_of
-from memvault.cli.output import err_console, for_terminal, say, warn
+from memvault.cli.output import console, err_console, for_terminal, say, table, warn
 from memvault.errors import MemvaultError
 
 HELP = """Commands (never sent to the model, never stored):
@@ -31,6 +30,68 @@ Ctrl-C stops an answer (your message is kept) or clears the line."""
 # Kept in the in-process history after an interrupted answer, so user and assistant still alternate
 # (chat templates of local models require it); never stored.
 INTERRUPTED = "[the answer was interrupted by the user]"
+
+
+def show_memories(hits) -> None:
+    if hits:
+        table(["#", "role", "memory", "score"], [[h.rank, h.role, h.text, f"{h.total:.2f}"] for h in hits],
+              title="memories used")
+
+
+def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
+    """Print the reply as it streams (rendered as markdown on a terminal); returns the full text.
+    Interrupted (Ctrl-C), the stream is closed, so the connection to the model is let go at once."""
+    stream = llm.stream(messages)
+    try:
+        return print_stream(stream, pretty)
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+
+def print_stream(stream, pretty: bool) -> str:
+    chunks: list[str] = []
+    if not pretty:
+        for delta in stream:
+            chunks.append(delta)
+            sys.stdout.write(delta)
+            sys.stdout.flush()
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return "".join(chunks)
+    from rich.live import Live
+    from rich.markdown import Markdown
+
+    with Live(Markdown(""), console=console(), refresh_per_second=12, vertical_overflow="visible") as live:
+        for delta in stream:
+            chunks.append(delta)
+            live.update(Markdown("".join(chunks)))
+    return "".join(chunks)
+
+
+def report_policy(session) -> None:
+    """The write policy's HOLD and DROP events, one dim line each on stderr: never silent."""
+    while session.events:  # popped one by one: the curation thread may append meanwhile
+        event = session.events.pop(0)
+        word = "held" if event.event == "HOLD" else "not remembered"
+        err_console().print(f"{word}: {for_terminal(event.new_memory or '')} ({event.reason})", style="dim",
+                            markup=False, highlight=False)
+
+
+def end_session(session, llm) -> None:
+    """Chat exit: the session ends (memvault.core.sessions.end_session), and the user sees what it did."""
+    if not session.use_memory:
+        return
+    ended = session.memvault.end_session(session.conversation, llm)
+    if ended is None:
+        return
+    session.events.extend(e for e in ended.events if e.event == "DROP")
+    report_policy(session)
+    promoted = sum(1 for e in ended.events if e.event in ("ADD", "UPDATE"))
+    if ended.summary is not None or promoted:
+        say(f"Session saved: {promoted} held fact(s) kept" + (", summary written" if ended.summary else "") + ".")
+
 
 
 @dataclass

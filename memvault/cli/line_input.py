@@ -22,7 +22,8 @@ class LineReader:
             from prompt_toolkit import PromptSession
             from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-            history = InMemoryHistory() if history_dir is None else FileHistory(private_file(history_dir / HISTORY_FILE))
+            history = (InMemoryHistory() if history_dir is None
+                       else FileHistory(private_file(history_dir / HISTORY_FILE)))
             self.session = PromptSession(history=history)
 
     def read(self, prompt: str) -> str:
