@@ -17,9 +17,10 @@ import pytest
 from tests.support.cli import run_memvault
 from tests.support.upstream import serving
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("bash") is None,
-                                reason="tmux (or bash) is not installed (apt-get install tmux): the terminal "
-                                "test of chat's Ctrl-C needs a real terminal")
+NO_TERMINAL = shutil.which("tmux") is None or shutil.which("bash") is None
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
+              pytest.mark.skipif(NO_TERMINAL, reason="tmux (or bash) is not installed (apt-get install tmux): "
+                                 "the terminal test of chat's Ctrl-C needs a real terminal")]
 MESSAGE = "My name is Bruno and I keep bees in Coimbra"
 
 
