@@ -102,3 +102,19 @@ def test_an_imported_fact_reaches_a_proxy_request_and_a_scoped_key_never_sees_it
         owner, bob = [prompt for prompt in prompts if QUESTION in prompt][:2]  # not the curation calls
     assert f"[memory] {FACT}" in owner
     assert FACT not in bob
+
+
+def test_mcp_with_memory_follows_the_user_and_stops_at_another(cli):
+    from memvault.mcp.server import MemoryTools
+    from memvault.settings import Settings
+
+    cli.ok("add", "--no-llm", "--user", "alice", "-c", "alice-kitchen", "Alice is vegetarian and allergic to nuts")
+    settings = Settings()
+    settings.vault.path = str(cli.vault)
+    tools = MemoryTools(settings)
+    try:
+        alice = tools.with_memory(QUESTION, conversation="alice-new", user_id="alice")
+        bob = tools.with_memory(QUESTION, conversation="alice-new", user_id="bob")
+    finally:
+        tools.core.close()
+    assert "Alice is vegetarian" in alice and "Alice is vegetarian" not in bob
