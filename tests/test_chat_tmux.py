@@ -132,3 +132,5 @@ def test_ctrl_c_stops_the_answer_and_keeps_the_message(tmp_path, terminal):
     assert ("user", MESSAGE) in stored
     assert not any(role == "assistant" for role, _ in stored)  # the cut answer is not stored
     assert not any("half typed" in text for _, text in stored)
+    history = vault / ".memvault" / "chat_history"  # prompt_toolkit's line history: the owner's eyes only
+    assert MESSAGE in history.read_text() and history.stat().st_mode & 0o777 == 0o600
