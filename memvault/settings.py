@@ -48,6 +48,11 @@ class RetrievalSettings:
     recency_weight: float = 0.2
     recency_days: float = 30.0
     mmr_lambda: float = 0.7
+    # Memory follows its owner (docs/architecture.md): a chat, proxy or MCP prompt also searches the
+    # facts of the same user's other conversations (imported ones included), and with
+    # follow_user_turns their plain user turns too (an imported history never curated, for instance).
+    follow_user: bool = True
+    follow_user_turns: bool = False
 
 
 @dataclass

@@ -91,7 +91,8 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
     latest = memvault.latest_session(conversation, scopes)  # always shown, however old
     context.latest_session = latest.text if latest else None
     if query.strip():
-        hits = memvault.search(query, conversation, scopes, **(retrieval or {}))
+        # Memory follows its owner: the same user's facts from every conversation, imported ones included.
+        hits = memvault.search(query, conversation, scopes, follow_owner=True, **(retrieval or {}))
         # Rules and core files are shown above, in full; a journal day repeats the facts it lists, at
         # length; an old session is left out unless it is recent enough (the latest is shown above).
         context.memories = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()

@@ -67,11 +67,13 @@ class Searching:
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, as_of: str | PastCommit | None = None,
-               show_expired: bool = False, **overrides: Any) -> list:
+               show_expired: bool = False, follow_owner: bool = False, **overrides: Any) -> list:
         """The retrieval pipeline (docs/architecture.md, Retrieval) over `conversation` and `global`
         (all conversations when None); `overrides` replace retrieval settings for this call (see
         RetrievalOverrides). `as_of` (a date, time or commit) searches the vault as it was then.
-        Memories past their expiration_date are left out unless `show_expired`, on every door."""
+        Memories past their expiration_date are left out unless `show_expired`, on every door.
+        `follow_owner` (a prompt's search): with `retrieval.follow_user`, the facts of the owner's other
+        conversations too (owner_reach)."""
         from memvault.retrieve.filters import unexpired
         from memvault.retrieve.search import conversations_for, embed_query, search
 
@@ -80,11 +82,12 @@ class Searching:
         retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
         scopes = check_scopes(scopes)
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
+        owner = owner_reach(retrieval, scopes) if follow_owner else None
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
         query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
         with self.index_as_of(as_of) as (index, moment):
             return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes,
-                          unexpired(filters, show_expired), now=moment, query_vector=query_vector)
+                          unexpired(filters, show_expired), now=moment, query_vector=query_vector, owner=owner)
 
     def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
                limit: int | None = None, show_expired: bool = False) -> list[dict[str, Any]]:
@@ -98,3 +101,15 @@ class Searching:
                                   ("e.role = ?", [role]) if role else ("1", []))
         with self.keeper.caught_up() as index:
             return index.select(where, params, limit)
+
+
+def owner_reach(retrieval: RetrievalSettings, scopes: dict[str, str]):
+    """What a prompt's search reaches beyond its conversation (retrieve.search.OwnerReach): the facts,
+    and with `follow_user_turns` the user turns, of every conversation of the same owner; None when
+    `follow_user` is off."""
+    from memvault.retrieve.search import OwnerReach
+
+    if not retrieval.follow_user:
+        return None
+    roles = ("memory", "user") if retrieval.follow_user_turns else ("memory",)
+    return OwnerReach(layout.owner_scopes(scopes), roles)

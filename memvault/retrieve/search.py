@@ -74,6 +74,27 @@ class Hit:
         return data
 
 
+@dataclass(frozen=True)
+class OwnerReach:
+    """Beyond the conversations searched: entries of `roles` in the owner's other conversations, where
+    `scopes` (vault.layout.owner_scopes: field -> value, None for "not set") all match. Memory follows
+    its owner; another user's conversations stay out (docs/architecture.md, Memory follows its owner)."""
+
+    scopes: dict[str, str | None]
+    roles: tuple[str, ...] = ("memory",)
+
+    def where(self, conversations: list[str]) -> tuple[str, list]:
+        parts = [f"e.role IN ({', '.join('?' * len(self.roles))})",
+                 f"e.conversation_id NOT IN ({', '.join('?' * len(conversations))})"]
+        params: list = [*self.roles, *conversations]
+        for key, value in self.scopes.items():
+            if key not in ("user_id", "agent_id", "run_id"):
+                raise UsageError(f"unknown scope {key!r}")
+            parts.append(f"e.{key} IS NULL" if value is None else f"e.{key} = ?")
+            params.extend([] if value is None else [value])
+        return " AND ".join(parts), params
+
+
 def conversations_for(conversation: str | None) -> list[str] | None:
     """The conversations one search looks in: the one asked for and `global`; None means all."""
     if conversation is None:
@@ -120,12 +141,14 @@ def search(
     filters: dict | None = None,
     now: datetime | None = None,
     query_vector: Any = None,
+    owner: OwnerReach | None = None,
 ) -> list[Hit]:
     """The best `settings.top_k` memories for `query`, best first.
 
     `conversations` None searches all; `scopes` (user_id / agent_id / run_id) must all match;
     `filters` is a mem0 filter expression applied inside the SQL. `reranker` may be None.
     `query_vector`: the query already embedded (by `embed_query`), else it is embedded here.
+    `owner`: also the owner's entries in every other conversation, in lanes of their own.
     """
     import numpy as np
 
@@ -138,6 +161,9 @@ def search(
     qvec = embed_query(embedder, query) if query_vector is None else query_vector
 
     lanes = _lanes(index, qvec, query, settings, conversations, where, params)
+    if owner is not None and conversations is not None:  # searching all conversations already covers them
+        lanes += _lanes(index, qvec, query, settings, None, *and_where(owner.where(conversations),
+                                                                       compile_filter(filters)), scope="owner")
     fused = rrf([(lane.rowids, lane.weight) for lane in lanes], settings.rrf_k)
     rows = index.rows([rowid for rowid, _ in fused]) if fused else {}
     fused = [(rowid, score) for rowid, score in fused if rowid in rows]  # a row deleted meanwhile
@@ -193,7 +219,7 @@ class _Candidate:
 @dataclass
 class _Lane:
     kind: str  # "dense" or "lexical"
-    scope: str  # a conversation name, or "*" when searching all
+    scope: str  # a conversation name, "*" when searching all, "owner" for the owner's other conversations
     weight: float
     rowids: list[int]
     scores: list[float]
@@ -203,17 +229,18 @@ class _Lane:
         return cls(kind, scope, weight, [rowid for rowid, _ in found], [float(score) for _, score in found])
 
 
-def _lanes(index, qvec, query, settings, conversations, where, params) -> list[_Lane]:
-    """Dense and lexical candidates, once per conversation searched (or once over all).
+def _lanes(index, qvec, query, settings, conversations, where, params, scope: str = "*") -> list[_Lane]:
+    """Dense and lexical candidates, once per conversation searched (or once over all, named `scope`).
 
     The lexical lanes of all conversations come from one walk of the FTS matches; each dense lane asks
     its conversation's partition (index.nearest), and is confined to it by the filter too."""
+    everywhere = scope
     n = settings.top_k * settings.candidate_multiplier
     names = None if conversations is None else list(dict.fromkeys(conversations))
     lexical = index.lexical_scopes(query, n, where, params, names) if settings.lexical_weight > 0 else None
     lanes = []
     for position, name in enumerate([None] if names is None else names):
-        scope = "*" if name is None else name
+        scope = everywhere if name is None else name
         if settings.dense_weight > 0:  # a lane switched off is not queried at all
             scope_sql, scope_params = (where, params) if name is None else (
                 f"({where}) AND e.conversation_id = ?", [*params, name])

@@ -1,51 +1,14 @@
 """`memvault chat`: talk to the configured LLM with memory injected; one-shot with -m for pipes."""
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
 from memvault.cli.base import command, open_memvault, read_text_argument
+from memvault.cli.chat_repl import Repl, report_policy, stream_reply
 from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
-from memvault.cli.output import console, err_console, for_terminal, say, table, warn
-
-EXIT_WORDS = {"/exit", "/quit", "/q"}
-
-
-def show_memories(hits) -> None:
-    if hits:
-        table(["#", "role", "memory", "score"], [[h.rank, h.role, h.text, f"{h.total:.2f}"] for h in hits],
-              title="memories used")
-
-
-def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
-    """Print the reply as it streams (rendered as markdown on a terminal); returns the text to store:
-    an answer that degenerates (a loop, runaway length) is stopped, and kept only up to its loop."""
-    from memvault.converse.degenerate import LoopWatch, watched
-
-    chunks: list[str] = []
-    watch = LoopWatch()
-    if not pretty:
-        for delta in watched(llm.stream(messages), watch):
-            chunks.append(delta)
-            sys.stdout.write(delta)
-            sys.stdout.flush()
-        sys.stdout.write("\n")
-        sys.stdout.flush()
-    else:
-        from rich.live import Live
-        from rich.markdown import Markdown
-
-        with Live(Markdown(""), console=console(), refresh_per_second=12, vertical_overflow="visible") as live:
-            for delta in watched(llm.stream(messages), watch):
-                chunks.append(delta)
-                live.update(Markdown("".join(chunks)))
-    if watch.finish() is None:  # its last line may close a loop too
-        return "".join(chunks)
-    err_console().print(f"(answer stopped: {watch.cut.reason}; only what came before it is remembered)",
-                        style="dim", markup=False, highlight=False)
-    return "".join(chunks)[:watch.cut.keep].rstrip()
+from memvault.cli.output import err_console, for_terminal, warn
 
 
 @command("chat")
@@ -73,6 +36,8 @@ def chat(
     What you say goes through the write policy (each fact stored now, held until the session ends, or
     dropped, and you are told). Leaving the chat (/exit, Ctrl-D) ends the session: held facts are
     promoted or dropped and, after 3+ turns, a summary of the session is stored, in one commit.
+    /help lists the chat's commands (/memories, /forget ID, /incognito, /session end, /exit); Ctrl-C
+    stops an answer and keeps your message (the partial answer is not stored).
     """
     from memvault.converse import MemoryChat
 
@@ -120,29 +85,6 @@ def require_llm(llm):
     return llm
 
 
-def report_policy(session) -> None:
-    """The write policy's HOLD and DROP events, one dim line each on stderr: never silent."""
-    while session.events:  # popped one by one: the curation thread may append meanwhile
-        event = session.events.pop(0)
-        word = "held" if event.event == "HOLD" else "not remembered"
-        err_console().print(f"{word}: {for_terminal(event.new_memory or '')} ({event.reason})", style="dim",
-                            markup=False, highlight=False)
-
-
-def end_session(session, llm) -> None:
-    """Chat exit: the session ends (memvault.core.sessions.end_session), and the user sees what it did."""
-    if not session.use_memory:
-        return
-    ended = session.memvault.end_session(session.conversation, llm)
-    if ended is None:
-        return
-    session.events.extend(e for e in ended.events if e.event == "DROP")
-    report_policy(session)
-    promoted = sum(1 for e in ended.events if e.event in ("ADD", "UPDATE"))
-    if ended.summary is not None or promoted:
-        say(f"Session saved: {promoted} held fact(s) kept" + (", summary written" if ended.summary else "") + ".")
-
-
 def one_shot(session, llm, text: str, show: bool) -> None:
     history = [{"role": "user", "content": text}]
     turn = session.prepare(history)
@@ -164,41 +106,5 @@ def print_memories_used(hits) -> None:
 
 
 def interactive(session, llm, show: bool) -> None:
-    pretty = sys.stdout.isatty()
-    say(f"Chatting in '{session.conversation}' ({llm.settings.model}). /exit or Ctrl-D to leave.")
-    history: list[dict] = []
-    while True:
-        try:
-            text = console().input("[bold green]you>[/] ")
-        except (EOFError, KeyboardInterrupt):
-            break
-        if text.strip() in EXIT_WORDS:
-            break
-        if not text.strip():
-            continue
-        history.append({"role": "user", "content": text})
-        turn = session.prepare(history)
-        if turn.history is not None:  # compacted: the next turns start from the shorter history
-            history[:] = turn.history
-        if show:
-            show_memories(turn.hits)
-        try:
-            answer = stream_reply(llm, turn.messages, pretty)
-        except KeyboardInterrupt:
-            say("(reply interrupted)")
-            history.pop()
-            continue
-        session.persist(turn, text, answer)
-        session.curate(turn, list(history), llm)
-        history.append({"role": "assistant", "content": answer})
-        for problem in session.errors:
-            warn(problem)
-        session.errors.clear()
-        report_policy(session)
-    if session.pending:
-        say("Saving what was learned...")
-    session.wait()
-    report_policy(session)
-    end_session(session, llm)  # held facts, the session summary and the daily log: one commit
-    for problem in session.errors:
-        warn(problem)
+    """The read-answer loop (memvault.cli.chat_repl): line editing, slash commands, Ctrl-C."""
+    Repl(session, llm, show).run()
