@@ -12,7 +12,7 @@ from memvault.curate import queue as queue_module
 from memvault.curate.queue import MAX_FAILURES, CurationQueue, retry_delay
 from memvault.server.run import running
 from tests.support.cli import Cli
-from tests.support.crash import FactUpstream, git
+from tests.support.crash import FactUpstream
 from tests.support.server import server_settings
 from tests.support.upstream import serving
 

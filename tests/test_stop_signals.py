@@ -52,31 +52,20 @@ def test_a_stop_after_the_commit_landed_keeps_the_committed_file(vault, monkeypa
 
 def test_a_dead_object_reader_neither_fails_nor_undoes_a_commit(vault):
     add(vault, "first")
-    vault.git.head_sha()
-    vault.git.repo.commit(vault.git.head_sha()).tree  # GitPython's persistent cat-file now runs
-    readers = [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and cat_file_of(int(pid))]
+    assert vault.git.repo.commit(vault.git.head_sha()).tree.hexsha  # GitPython's persistent cat-file now runs
+    readers = [pid for pid in child_pids() if b"cat-file" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert readers
-    for pid in readers:
+    for pid in readers:  # as a Ctrl-C to the process group did before they had a session of their own
         os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0) if is_child(pid) else None
+        os.waitpid(pid, 0)
     entry = add(vault, "second")
     assert git(vault.root, "status", "--porcelain") == ""
     assert any(entry.id in line for line in git(vault.root, "ls-files").splitlines())
 
 
-def cat_file_of(pid: int) -> bool:
-    try:
-        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        return b"cat-file" in args and Path(f"/proc/{pid}/stat").read_text().split()[3] == str(os.getpid())
-    except OSError:
-        return False
-
-
-def is_child(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[3] == str(os.getpid())
-    except OSError:
-        return False
+def child_pids() -> list[int]:
+    children = Path(f"/proc/self/task/{os.getpid()}/children").read_text().split()
+    return [int(pid) for pid in children]
 
 
 GROUP_STOP = textwrap.dedent("""

@@ -140,8 +140,6 @@ class VaultGit:
         """Make `root` a repository of its own. A repository that `root` lies inside (someone else's
         project, a notes repository) carries the vault's commits only when asked (`use_enclosing`),
         or when `root` is already a vault in it (made that way before)."""
-        import git
-
         root = root.resolve()
         repo = find_repo(root)
         if repo is not None and not repo.bare and Path(repo.working_tree_dir).resolve() != root \
