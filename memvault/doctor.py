@@ -27,7 +27,8 @@ from memvault.vault import layout
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 # --fix actions, in the order they are applied.
 UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "recover", "clean", "commit", "rebuild", "reindex"
-ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX)
+REQUEUE = "requeue"
+ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX, REQUEUE)
 SHOWN_PATHS = 5
 LLM_PROBE = [{"role": "user", "content": "Reply with the single word: ok"}]
 LLM_PROBE_TIMEOUT = 30.0
@@ -141,6 +142,20 @@ def check_temp_files(vault) -> Check:
     return Check("temporary files", WARN, f"{len(old)} left by a crash: {listed([str(p) for p in old])}",
                  fix="--fix removes them (so does the next `memvault serve`)", repair=CLEAN,
                  paths=[str(p) for p in old])
+
+
+def check_curation_queue(vault) -> Check:
+    """Chat turns whose curation failed again and again (poison): queued, but not tried by themselves."""
+    from memvault.curate.queue import CurationQueue
+
+    queue = CurationQueue(vault.state_dir)
+    poison = queue.poisoned()
+    if not poison:
+        return Check("curation queue", OK, f"{len(queue.pending())} turn(s) waiting for curation, none failing")
+    reasons = {record["turn"]: record.get("error", "") for record in poison}
+    return Check("curation queue", WARN, f"{len(poison)} turn(s) whose curation failed {poison[0]['failures']} "
+                 f"times: {listed(reasons, reasons)}", fix="mend the cause, then --fix queues them again for the next "
+                 "`memvault serve`", repair=REQUEUE, paths=list(reasons))
 
 
 def classify_uncommitted(vault) -> tuple[list[str], dict[str, str]]:
@@ -433,7 +448,8 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
         return [opened]
     files, tombstones = check_entry_files(vault)
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
-            check_uncommitted(vault), check_temp_files(vault), files, tombstones, check_stray_files(vault),
+            check_uncommitted(vault), check_temp_files(vault), check_curation_queue(vault), files, tombstones,
+            check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 
 
@@ -488,6 +504,12 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
                     done.append(f"committed {len(chosen)} entry file(s): {listed(chosen)}")
         except VaultError as exc:
             done.append(f"did not commit: {exc}")
+    if REQUEUE in actions:
+        from memvault.curate.queue import CurationQueue
+
+        turns = [p for c in diagnosis.checks if c.repair == REQUEUE for p in c.paths]
+        CurationQueue(vault.state_dir).retry(turns)
+        done.append(f"queued {len(turns)} turn(s) for curation again (the next `memvault serve` curates them)")
     if REBUILD in actions or REINDEX in actions:
         memvault.on_progress = on_progress
         try:

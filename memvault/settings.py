@@ -100,6 +100,8 @@ class LimitsSettings:
     max_text_chars: int = 100_000  # one memory or chat message (about 25k tokens)
     max_file_bytes: int = 1_048_576  # one entry file: a larger one is reported as broken, never read whole
     max_request_bytes: int = 10_485_760  # one HTTP request body (413 beyond)
+    # One import source file, as read or unzipped (a zip bomb stops here, streamed: never inflated whole).
+    max_import_bytes: int = 536_870_912
 
 
 @dataclass

@@ -138,9 +138,9 @@ def test_auto_detection_reads_the_export_once(tmp_path, monkeypatch):
     reads = []
     real = runner.read_export
 
-    def counted(path, what):
+    def counted(path, what, *limit):
         reads.append(what)
-        return real(path, what)
+        return real(path, what, *limit)
 
     monkeypatch.setattr(transfer.runner, "read_export", counted)
     monkeypatch.setattr(chatgpt, "read_export", counted)

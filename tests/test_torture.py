@@ -34,3 +34,13 @@ def test_kill_9_of_serve_under_load(tmp_path):
     figures = torture.torture_serve(tmp_path / "vault", kills=2, clients=3)
     report(figures)
     assert figures.curated == figures.acknowledged  # every acknowledged turn was curated, after the restarts
+
+
+@pytest.mark.parametrize("how", ["sigint-group", "sigterm-group", "sigint-twice"])
+def test_group_stops_of_serve_under_load_while_curation_is_queued(tmp_path, how):
+    """Ctrl-C (or a service manager's SIGTERM) to serve's whole process group while turns wait for
+    curation: the stop finishes them (or, at a second Ctrl-C, leaves them queued), and after the
+    next start every acknowledged turn is committed, indexed and curated (issue 23)."""
+    figures = torture.torture_serve(tmp_path / "vault", kills=1, clients=3, how=how)
+    report(figures)
+    assert figures.curated == figures.acknowledged

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memvault.converse.degenerate import good_part
 from memvault.curate.llm import upstream_api_key
-from memvault.errors import UsageError
+from memvault.errors import MemvaultError, UsageError
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
 from memvault.server.errors import error_body, error_response, upstream_error
 from memvault.server.state import ServerState, server_state
@@ -177,13 +177,13 @@ def finish_turn(chat: ProxyTurn, answer: str) -> None:
         queued = {"scopes": session.scopes, "messages": messages}  # on disk until curated: a stop resumes it
 
         def curate() -> None:
+            before = len(session.errors)
             session.curate(turn, messages, llm, background=False)
-            state.turns.curated(turn.user_turn.id)
-            for problem in session.errors:
-                log.warning("memory_id %s: %s", session.conversation, problem)
+            if len(session.errors) > before:  # it failed: the turn stays queued and is tried again
+                raise MemvaultError(session.errors.pop())
 
         def then() -> None:
-            state.submit_curation(curate)
+            state.curate_turn(turn.user_turn.id, curate)
 
     state.turns.store(session.conversation, entries, then, curation=queued)
 

@@ -7,7 +7,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -61,7 +63,17 @@ def serve(settings: Settings, log_level: str = "info", on_listening=None) -> Non
     if on_listening:
         on_listening(base_url(sock))
     server = uvicorn_server(settings, sock, log_level)
-    server.run(sockets=[sock])
+    state = server.config.app.state.server
+    state.hurry = lambda: server.force_exit  # uvicorn sets it on a second Ctrl-C
+    try:
+        server.run(sockets=[sock])  # (uvicorn raises the Ctrl-C again once it has stopped)
+    finally:
+        if state.abandoned:
+            # A second stop: what is unfinished is on disk (turn files, the curation queue, a transaction's
+            # intent) and the next start finishes it; a curation thread still running must not hold the exit.
+            sys.stderr.write("memvault: stopped; queued curations resume at the next start\n")
+            sys.stderr.flush()
+            os._exit(130)
     if not server.started:  # start-up failed (the vault, the index): uvicorn has logged why
         raise MemvaultError("the server did not start (see the log above)")
 

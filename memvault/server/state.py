@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import Request
 
+from memvault.errors import first_line
 from memvault.settings import Settings
 
 log = logging.getLogger("memvault.server")
+STOP_REPORT_EVERY = 5.0  # seconds between the lines saying what a stop is still finishing
 
 
 class ServerState:
@@ -27,6 +30,12 @@ class ServerState:
         self.stop_watching = threading.Event()
         self.watcher: threading.Thread | None = None
         self.sessions: set[str] = set()  # conversations with turns through this server: ended at shutdown
+        self.busy = 0  # curation jobs submitted and not finished
+        self.counting = threading.Lock()
+        self.idle = threading.Event()
+        self.idle.set()
+        self.hurry = lambda: False  # true once a second stop asks to stop at once (memvault.server.run)
+        self.abandoned = False  # a second stop left curations running or queued: exit without waiting
 
     @property
     def core(self):
@@ -55,9 +64,13 @@ class ServerState:
         self.core.reindex()  # files edited while the server was down become searchable now
         self.turns = TurnCommitter(self.core)
         llm = curator(self.settings.llm, None)
-        resumed = resume_curation(self.core, self.turns.curations, llm, self.submit_curation)
+        resumed = resume_curation(self.core, self.turns.curations, llm, self.curate_turn)
         if resumed:
             log.warning("resuming the curation of %d turn(s) a stop interrupted", resumed)
+        poison = self.turns.curations.poisoned()
+        if poison:
+            log.warning("%d turn(s) whose curation failed again and again wait in the queue: `memvault doctor` "
+                        "says why", len(poison))
         self.watcher = start_watcher(self.core, self.stop_watching, own=self.turns.in_flight)
         threading.Thread(target=self.end_idle_sessions, name="memvault-sessions", daemon=True).start()
         if self.settings.llm.model or self.settings.llm.api_base:
@@ -66,16 +79,57 @@ class ServerState:
 
     def stop(self) -> None:
         """Stop watching, commit the last turns, let queued curations finish (they hold what was
-        learned), close the vault."""
+        learned), close the vault. Says what it is finishing, and how long it took; a second stop
+        (`hurry()` turns true: a second Ctrl-C) leaves the curations queued on disk for the next start."""
+        started = time.monotonic()
         self.stop_watching.set()
         if self.watcher is not None:
             self.watcher.join(timeout=10)
         if self.turns is not None:
+            log.warning("stopping: committing the last turns")
             self.turns.close()  # commits the last turns and queues their curation
             self.submit_curation(lambda: self.end_sessions(None, only=set(self.sessions)))  # after the curations
-        self.curation.shutdown(wait=True)
-        if self.memory is not None:
-            self.memory.close()
+        if self.finish_curations():
+            self.curation.shutdown(wait=True)
+            if self.memory is not None:
+                self.memory.close()
+        log.warning("stopped in %.1f s", time.monotonic() - started)
+
+    def finish_curations(self) -> bool:
+        """Wait for the queued curations, saying how many are left every few seconds; False when a
+        second stop came first (those not done stay queued on disk: the next start curates them)."""
+        said = 0.0
+        waited = time.monotonic()
+        while self.busy:
+            if self.hurry():
+                self.abandoned = True
+                self.curation.shutdown(wait=False, cancel_futures=True)
+                log.warning("stopping now: %d curation(s) left queued for the next start", self.busy)
+                return False
+            if time.monotonic() - said >= STOP_REPORT_EVERY:
+                said = time.monotonic()
+                log.warning("stopping: finishing %d curation(s), %.0f s so far (Ctrl-C again to leave them "
+                            "queued for the next start)", self.busy, said - waited)
+            self.idle.wait(0.1)
+        return True
+
+    def curate_turn(self, turn_id: str, work) -> None:
+        """Curate a queued turn in the curation worker (memvault.server.turns.run_curation): struck off
+        the queue when done, tried again after a back-off when it fails, left queued by a stop."""
+        from memvault.server.turns import run_curation
+
+        def attempt() -> None:
+            run_curation(self.turns.curations, turn_id, work, lambda delay: self.later(delay, attempt))
+
+        self.submit_curation(attempt)
+
+    def later(self, delay: float, job) -> None:
+        """Submit `job` to the curation worker in `delay` seconds, unless the server stops first."""
+        if self.stop_watching.is_set():
+            return  # stopping: the turn stays queued, the next start tries again
+        timer = threading.Timer(delay, lambda: None if self.stop_watching.is_set() else self.submit_curation(job))
+        timer.daemon = True
+        timer.start()
 
     def end_idle_sessions(self) -> None:
         """Every so often, end the sessions idle for `session.idle_minutes` (in the curation worker,
@@ -96,13 +150,25 @@ class ServerState:
         def run() -> None:
             try:
                 work()
-            except Exception:  # noqa: BLE001 - the turns are already stored; say why curation failed
-                log.exception("background curation failed")
+            except Exception as exc:  # noqa: BLE001 - the turns are already stored; say why curation failed
+                log.error("background curation failed: %s", first_line(exc))
+            finally:
+                self.finished()
 
+        with self.counting:
+            self.busy += 1
+            self.idle.clear()
         try:
             self.curation.submit(run)
-        except RuntimeError:  # shutting down: the turns are stored, only curation is skipped
-            log.warning("server stopping: curation of the last turn skipped")
+        except RuntimeError:  # shut down: the turns are stored, and their curation stays queued on disk
+            self.finished()
+            log.warning("server stopping: curation left queued for the next start")
+
+    def finished(self) -> None:
+        with self.counting:
+            self.busy -= 1
+            if not self.busy:
+                self.idle.set()
 
 
 def server_state(request: Request) -> ServerState:

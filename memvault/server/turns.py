@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memvault.curate.queue import CurationQueue
-from memvault.errors import MemvaultError
+from memvault.curate.queue import MAX_FAILURES, CurationQueue, retry_delay
+from memvault.errors import MemvaultError, first_line
 from memvault.vault import layout
 
 log = logging.getLogger("memvault.server")
@@ -72,10 +72,6 @@ class TurnCommitter:
             self.in_flight -= paths
             raise
         self.queue.put(WrittenTurn(conversation, written, then))
-
-    def curated(self, turn_id: str) -> None:
-        """Strike a turn off the curation queue (its curation ran)."""
-        self.curations.done(turn_id)
 
     def close(self, timeout: float = 60.0) -> None:
         """Commit what is queued, then stop."""
@@ -133,25 +129,46 @@ class TurnCommitter:
                 turn.then()
 
 
-def resume_curation(core, curations: CurationQueue, llm, submit: Callable[[Callable[[], None]], None]) -> int:
+def resume_curation(core, curations: CurationQueue, llm, curate_turn: Callable[[str, Callable[[], None]], None]) -> int:
     """Hand to curation again the turns a stop left queued and uncurated; returns how many.
     A turn no longer on disk, or one whose facts are already stored (its curation was committed
-    just before the stop), is struck off; without an LLM nothing can be curated and all are."""
+    just before the stop), is struck off. Without an LLM nothing can be curated: they stay queued for
+    a start that has one (never struck off unseen)."""
+    if llm is None:
+        return 0
     resumed = 0
     for record in curations.compact():
         turn_id = record["turn"]
         turn = core.live_entry(turn_id)
-        if llm is None or turn is None or core.has_facts_from(turn_id):
+        if turn is None or core.has_facts_from(turn_id):
             curations.done(turn_id)
             continue
 
         def work(record=record, turn=turn) -> None:
-            try:
-                core.policy_add(record["messages"], record["conversation"], record.get("scopes") or {}, llm=llm,
-                                turn=turn)
-            finally:
-                curations.done(turn.id)
+            core.policy_add(record["messages"], record["conversation"], record.get("scopes") or {}, llm=llm, turn=turn)
 
-        submit(work)
+        curate_turn(turn_id, work)
         resumed += 1
     return resumed
+
+
+def run_curation(curations: CurationQueue, turn_id: str, work: Callable[[], None],
+                 retry: Callable[[float], None]) -> None:
+    """Run one queued turn's curation: struck off the queue once it succeeded. One that fails stays
+    queued, its failure noted, and is tried again after a back-off (`retry(seconds)`) until it is
+    poison (memvault.curate.queue); the log says so in one line."""
+    try:
+        work()
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the turn is stored and stays queued
+        error = first_line(exc) or type(exc).__name__
+        failures = curations.failed(turn_id, error)
+        if failures >= MAX_FAILURES:
+            log.error("curation of turn %s failed %d times, set aside (`memvault doctor` shows it): %s",
+                      turn_id, failures, error)
+            return
+        delay = retry_delay(failures)
+        log.warning("curation of turn %s failed (try %d of %d), trying again in %.1f s: %s", turn_id, failures,
+                    MAX_FAILURES, delay, error)
+        retry(delay)
+        return
+    curations.done(turn_id)

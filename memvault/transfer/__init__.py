@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 FORMATS = ("chatgpt", "claude", "mem0", "agent-cli", "jsonl")
 
 
-def detect(path: Path) -> tuple[str, Any]:
+def detect(path: Path, limit: int) -> tuple[str, Any]:
     """The format of `path`, from what it holds (both chat exports are a `conversations.json`), and
     the JSON read to tell it (None when the format showed without it): the import reads it no more."""
     from memvault.transfer import agentcli, chatgpt, claude, mem0
@@ -35,7 +35,7 @@ def detect(path: Path) -> tuple[str, Any]:
         return "agent-cli", None
     if mem0.is_history_db(path):
         return "mem0", None
-    data = read_export(path, "known export")
+    data = read_export(path, "known export", limit)
     for name, looks_like in (("chatgpt", chatgpt.looks_like), ("claude", claude.looks_like),
                              ("mem0", mem0.looks_like_dump)):
         if looks_like(data):
@@ -53,7 +53,7 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
     if not paths:
         raise UsageError("nothing to import: give a file or folder")
     sources = [Path(p).expanduser() for p in paths]
-    fmt, read = detect(sources[0]) if fmt == "auto" else (fmt, None)
+    fmt, read = detect(sources[0], memvault.settings.limits.max_import_bytes) if fmt == "auto" else (fmt, None)
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r} (expected auto, {', '.join(FORMATS)})")
     if len(sources) > 1 and fmt != "mem0":

@@ -18,8 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import UnsafePathError, UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, mapped_id
+from memvault.errors import MemvaultError, UnsafePathError, UsageError
+from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, mapped_id, read_bytes
 from memvault.vault import layout
 from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry, check_metadata, check_scopes, yaml_handler
 
@@ -60,11 +60,17 @@ def batches(memvault: Memvault, path: Path, conversation: str | None, notes: lis
 def entry_of(memvault: Memvault, file: Path, rel: Path, conversation: str | None, notes: list[str]) -> Entry | None:
     import frontmatter
 
-    if file.stat().st_size > memvault.settings.limits.max_file_bytes:
+    limit = memvault.settings.limits.max_file_bytes
+    if file.stat().st_size > limit:
         notes.append(f"{file}: left out: larger than limits.max_file_bytes")
         return None
     try:
-        post = frontmatter.loads(file.read_text(encoding="utf-8"), handler=yaml_handler())
+        data = read_bytes(file, limit)  # a FIFO or a device named *.md: refused, never waited on or read on
+    except MemvaultError as exc:
+        notes.append(f"{file}: left out: {exc}")
+        return None
+    try:
+        post = frontmatter.loads(data.decode("utf-8"), handler=yaml_handler())
     except Exception as exc:  # noqa: BLE001 - YAML raises many kinds; the file is reported, never guessed at
         notes.append(f"{file}: left out: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return None

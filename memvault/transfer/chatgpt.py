@@ -29,7 +29,7 @@ def looks_like(data: Any) -> bool:
 def batches(memvault: Memvault, path: Path, conversation: str | None, notes: list[str],
             data: Any = None) -> list[Batch]:
     """One batch per conversation of the export at `path` (`data`: its JSON, when already read)."""
-    data = read_export(path, "ChatGPT export") if data is None else data
+    data = read_export(path, "ChatGPT export", memvault.settings.limits.max_import_bytes) if data is None else data
     if not isinstance(data, list) or not all(isinstance(c, dict) and isinstance(c.get("mapping"), dict)
                                              for c in data):
         raise UsageError(f"{path} is not a ChatGPT export: expected a list of conversations with a 'mapping'")

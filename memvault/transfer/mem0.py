@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, json_of, mapped_id, read_bytes
+from memvault.errors import MemvaultError, UsageError
+from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, json_of, mapped_id, open_regular, read_bytes
 from memvault.vault import layout
 from memvault.vault.entry import Entry, check_metadata, check_scopes, now
 
@@ -35,9 +35,9 @@ CORE_KEYS = {"id", "memory", "data", "text", "hash", "created_at", "updated_at",
 
 def is_history_db(path: Path) -> bool:
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             return handle.read(16) == SQLITE_HEADER
-    except OSError:
+    except (OSError, MemvaultError):  # a folder, a FIFO or a device is no database
         return False
 
 

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
+import os
+import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from memvault.errors import EntryFormatError, MemvaultError, UsageError
+from memvault.settings import LimitsSettings
 from memvault.vault import jsonlines, layout
 from memvault.vault.entry import Entry
 
@@ -86,19 +91,23 @@ class ImportReport:
         return dataclasses.asdict(self)
 
 
-def new_items(batch: Batch, held_ids: set[str], held_paths: set[str]) -> tuple[list[Item], int]:
+def new_items(batch: Batch, held_ids: set[str], held_paths: set[str],
+              given: set[str] | None = None) -> tuple[list[Item], int]:
     """The batch's items the vault does not hold yet, and how many repeat an id (or a file) given
-    earlier in the batch: those are left out, for two files with one id would make it ambiguous."""
+    earlier in the batch, or in an earlier batch of this import (`given`, updated here): those are
+    left out, for two files with one id would make it ambiguous."""
     new: list[Item] = []
     ids: set[str] = set()
     paths: set[str] = set()
+    given = set() if given is None else given
     repeated = 0
     for item in batch.items:
         memory_id, path = item.entry.id, str(item.path)
-        if memory_id in held_ids or path in held_paths:
-            continue
-        if memory_id in ids or path in paths:
+        if memory_id in ids or path in paths or memory_id in given:
             repeated += 1
+            continue
+        given.add(memory_id)
+        if memory_id in held_ids or path in held_paths:
             continue
         ids.add(memory_id)
         paths.add(path)
@@ -132,14 +141,51 @@ def mapped_id(fmt: str, value: str, metadata: dict | None = None, key: str = "")
     return stable_id(fmt, value)
 
 
-def read_bytes(path: Path) -> bytes:
-    """A source file's bytes; a missing or unreadable file is a one-line error."""
+IMPORT_LIMIT = LimitsSettings.max_import_bytes
+IMPORT_SETTING = "limits.max_import_bytes"
+CHUNK = 1 << 20
+
+
+@contextmanager
+def open_regular(path: Path) -> Iterator[BinaryIO]:
+    """`path` opened for reading if it is a regular file, checked on the open descriptor (a FIFO would
+    block the import forever, a device would never end); anything else is a one-line error."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO's open must not wait
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}") from None
     except OSError as exc:
         raise MemvaultError(f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path} is not a regular file (a folder, a pipe, a device?): memvault reads only files")
+        os.set_blocking(fd, True)
+        yield handle
+
+
+def read_bytes(path: Path, limit: int = IMPORT_LIMIT) -> bytes:
+    """A source file's bytes (a regular file only: open_regular), at most `limit` bytes
+    (limits.max_import_bytes); anything else is a one-line error."""
+    with open_regular(path) as handle:
+        try:
+            return capped(handle, limit, path)
+        except OSError as exc:
+            raise MemvaultError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def capped(handle, limit: int, path: Path) -> bytes:
+    """All of `handle`'s bytes, read a chunk at a time; past `limit` a one-line UsageError naming the
+    setting (before more than one chunk beyond it is held)."""
+    chunks, size = [], 0
+    while True:
+        chunk = handle.read(min(CHUNK, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise UsageError(f"{path} holds more than {IMPORT_SETTING} ({limit:,} bytes) once read or unzipped: "
+                             f"raise the setting if the source is genuine")
 
 
 def conversation_name(prefix: str, title: str, source_id: str) -> str:
@@ -174,6 +220,7 @@ class Importer:
             self.vault.remove_temp_files()  # those a minute old: a younger one may be a write under way
         done = {record.get("key"): record.get("digest") for record in jsonlines.read(self.state_path)}
         held_ids, held_paths = self.held()
+        given: set[str] = set()  # ids the source gave in this run: a second one is noted, not merged silently
         for number, batch in enumerate(batches, start=1):
             if self.on_progress:
                 self.on_progress(number - 1, total, batch.title)
@@ -181,7 +228,7 @@ class Importer:
             if done.get(batch.key) == digest:
                 self.report.unchanged += 1
                 continue
-            new, repeated = new_items(batch, held_ids, held_paths)
+            new, repeated = new_items(batch, held_ids, held_paths, given)
             self.report.present += len(batch.items) - len(new) - repeated
             if repeated:
                 self.report.notes.append(f"{batch.title}: left out {repeated} entr{'y' if repeated == 1 else 'ies'} "
@@ -321,24 +368,25 @@ def epoch_time(value: Any) -> Any:
 EXPORT_FILE = "conversations.json"
 
 
-def read_export(path: Path, what: str) -> Any:
+def read_export(path: Path, what: str, limit: int = IMPORT_LIMIT) -> Any:
     """The `conversations.json` of a chat export (ChatGPT's and Claude's are both named so): the file
-    itself, the unzipped export folder holding it, or the export's .zip as downloaded."""
+    itself, the unzipped export folder holding it, or the export's .zip as downloaded. At most `limit`
+    bytes are read or inflated (a zip bomb is stopped while it streams)."""
     import zipfile
 
+    if path.is_dir():
+        path = path / EXPORT_FILE
+    data = read_bytes(path, limit)  # a regular file: is_zipfile would block on a FIFO
     try:
-        if path.is_dir():
-            path = path / EXPORT_FILE
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
+        if data[:4] == b"PK\x03\x04" or zipfile.is_zipfile(io.BytesIO(data)):
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
                 names = [n for n in archive.namelist() if PurePosixPath(n).name == EXPORT_FILE]
                 if not names:
                     raise UsageError(f"{path} holds no {EXPORT_FILE}: is it a {what}?")
-                return json_of(archive.read(min(names, key=len)), path, what)
-        return json_of(path.read_bytes(), path, what)
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
-    except (OSError, zipfile.BadZipFile) as exc:
+                with archive.open(min(names, key=len)) as member:
+                    return json_of(capped(member, limit, path), path, what)
+        return json_of(data, path, what)
+    except (OSError, zipfile.BadZipFile, NotImplementedError, EOFError) as exc:
         raise MemvaultError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
 
 

@@ -36,7 +36,7 @@ def commit_staged_alone(git: Any, pathspec: list[str], message: str) -> str | No
         raise NotForUs("other changes are staged")
     git.run("add", "-A", *pathspec)
     tree = git.run("write-tree").strip()
-    if tree == git.repo.commit(head).tree.hexsha:  # GitPython's object reader, already running
+    if tree == git.tree_of(head):
         return None  # a rewrite with the same bytes: nothing to record
     message = clean_message(message)
     try:

@@ -58,12 +58,38 @@ class Commit:
                 "events": self.trailers.get("Event", [])}
 
 
+# Every git memvault starts runs in a session of its own: a Ctrl-C in the terminal (SIGINT to the
+# whole foreground process group) or a service manager's stop of the group must not kill GitPython's
+# persistent `git cat-file` or a `git commit` half-way; memvault decides when they stop.
+OWN_SESSION = {"start_new_session": True} if os.name == "posix" else {}
+
+
+def repo_class():
+    """git.Repo whose git processes (the persistent cat-file too) start in their own session."""
+    global _REPO_CLASS
+    if _REPO_CLASS is None:
+        import git
+
+        class SessionGit(git.Git):
+            def execute(self, command, *args, **kwargs):
+                return super().execute(command, *args, **{**OWN_SESSION, **kwargs})
+
+        class SessionRepo(git.Repo):
+            GitCommandWrapperType = SessionGit
+
+        _REPO_CLASS = SessionRepo
+    return _REPO_CLASS
+
+
+_REPO_CLASS = None
+
+
 def find_repo(path: Path):
     """The git repository holding `path` (the vault may be a folder inside a user's own repo)."""
     import git
 
     try:
-        return git.Repo(path, search_parent_directories=True)
+        return repo_class()(path, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
         return None
 
@@ -114,15 +140,13 @@ class VaultGit:
         """Make `root` a repository of its own. A repository that `root` lies inside (someone else's
         project, a notes repository) carries the vault's commits only when asked (`use_enclosing`),
         or when `root` is already a vault in it (made that way before)."""
-        import git
-
         root = root.resolve()
         repo = find_repo(root)
         if repo is not None and not repo.bare and Path(repo.working_tree_dir).resolve() != root \
                 and not use_enclosing and not is_vault_folder(root):
             repo = None  # never commit silently into the enclosing repository
         if repo is None:
-            repo = git.Repo.init(root, initial_branch="main")
+            repo = repo_class().init(root, initial_branch="main")
         if repo.bare:
             raise VaultError(f"{root} is inside a bare git repository: choose another folder")
         return cls(root, Path(repo.working_tree_dir), repo)
@@ -205,11 +229,24 @@ class VaultGit:
         return self.head_sha()
 
     def head_sha(self) -> str | None:
-        """The commit HEAD names (read from the files, no git process), None on an unborn branch."""
+        """The commit HEAD names, None on an unborn branch. Read from the ref files alone: no git
+        process (`repo.head.commit` asks the cat-file, which may be gone when a stop came, and a
+        commit that has landed must not look failed because of it)."""
+        from git.refs.symbolic import SymbolicReference
+
         try:
-            return self.repo.head.commit.hexsha
+            return SymbolicReference.dereference_recursive(self.repo, "HEAD")
         except ValueError:
             return None
+
+    def tree_of(self, sha: str) -> str:
+        """The tree of commit `sha`, from GitPython's persistent object reader (no new process); a
+        reader that died (a stop signal, a crash) is started again once."""
+        try:
+            return self.repo.commit(sha).tree.hexsha
+        except (OSError, ValueError):
+            self.repo.git.clear_cache()  # drops the dead cat-file: the next read starts a new one
+            return self.repo.commit(sha).tree.hexsha
 
     def unstage_paths(self, paths: list[str]) -> None:
         """Put git's index back to HEAD for these vault paths (with the vault's write lock held)."""
@@ -248,12 +285,7 @@ class VaultGit:
         return lock is not None and (not lock.exists() or bool(self.lock_holders()))
 
     def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
-        try:
-            return subprocess.run(["git", "--literal-pathspecs", *OWN_CONFIG, *args], cwd=self.work_dir, input=input,
-                                  capture_output=True, text=True, encoding="utf-8", errors="replace",
-                                  env={**os.environ, **self.env})
-        except OSError as exc:
-            raise VaultError(f"cannot run git: {exc.strerror or exc}") from None
+        return run_git(["git", "--literal-pathspecs", *OWN_CONFIG, *args], self.work_dir, input, self.env)
 
     def explain(self, output: str) -> str:
         """The line of git's output that says what went wrong; a lock file is named with its fix."""
@@ -466,6 +498,24 @@ class VaultGit:
 
 
 NOTHING_TO_COMMIT = ("nothing to commit", "no changes added", "nothing added")
+
+
+def run_git(command: list[str], cwd: Path, input: str | None, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """Run one git to its end, in its own session (OWN_SESSION). A Ctrl-C meanwhile (KeyboardInterrupt)
+    lets it finish first and is raised after: git's step (a commit, an update-ref) is done or not
+    done, never killed half-way; a second Ctrl-C leaves it to finish alone (the next writer waits)."""
+    try:
+        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+                                env={**os.environ, **env}, **OWN_SESSION)
+    except OSError as exc:
+        raise VaultError(f"cannot run git: {exc.strerror or exc}") from None
+    try:
+        stdout, stderr = proc.communicate(input)
+    except KeyboardInterrupt:
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
 
 
 @contextmanager

@@ -15,6 +15,7 @@ would have; otherwise the commit landed and only the note is dropped (`recover_i
 from __future__ import annotations
 
 import base64
+import glob
 import os
 import re
 import stat
@@ -301,12 +302,21 @@ class Vault:
                 paths = [str(change.rel) for change in tx.changes]
                 tx.commit_sha = self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
             except BaseException:
-                tx.rollback()
+                if not self.commit_landed():  # after the commit, only bookkeeping is left: never undo it
+                    tx.rollback()
                 raise
             finally:
                 self.intent_path.unlink(missing_ok=True)  # committed or rolled back: nothing left to recover
                 self._intent_head = None
                 self.forget_paths()
+
+    def commit_landed(self) -> bool:
+        """Whether HEAD moved since the open transaction started (we hold the lock: its commit landed,
+        whatever failed or was interrupted after). Unreadable HEAD counts as moved: files are kept."""
+        try:
+            return self.git.head_sha() != self._intent_head
+        except Exception:  # noqa: BLE001 - keeping the files is the safe side
+            return True
 
     # -- recovery after a crash mid-transaction ----------------------------------------------------
     @property
@@ -345,12 +355,23 @@ class Vault:
                     atomic_write(self.root / rel, before)
             if befores:
                 self.git.unstage_paths([str(rel) for rel in befores])
+        self.sweep_temp_files(befores)
         self.intent_path.unlink(missing_ok=True)
         self.forget_paths()
         touched = list(befores)
         if touched and self.on_recovered is not None:
             self.on_recovered(touched)
         return touched
+
+    def sweep_temp_files(self, rels) -> None:
+        """Remove the atomic writes' temporary files ('.<name>.XXXX.tmp', see atomic_write) of paths a
+        killed transaction was writing: with the lock held no one else writes them, whatever their age."""
+        for rel in rels:
+            folder = self.root / rel.parent
+            if self.linked_part(rel) is not None or not folder.is_dir():
+                continue
+            for tmp in folder.glob(f".{glob.escape(rel.name)}.*.tmp"):
+                tmp.unlink(missing_ok=True)
 
     def refuse_while_git_runs(self) -> None:
         """A git still working in the repository after the wait may yet land the killed writer's

@@ -65,8 +65,10 @@ class ServeProcess:
         self.log_path = Path(vault).parent / f"serve-{time.monotonic_ns()}.log"
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
+            # A process group of its own, as a terminal's job or a service has: `stop_group` signals all of it.
             self.process = subprocess.Popen([sys.executable, "-m", "memvault", "serve", "--vault", str(vault),
-                                             "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=log)
+                                             "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                            start_new_session=True)
         self.url = self._wait_for_url(timeout)
         self._wait_healthy(timeout)
 
@@ -115,6 +117,25 @@ class ServeProcess:
             self.process.kill()
             self.process.wait(30)
         return self.text()
+
+    def stop_group(self, sig: int, times: int = 1, timeout: float = 300.0) -> float:
+        """Send `sig` to the server's whole process group `times` times, half a second apart (Ctrl-C in a
+        terminal, a service manager's stop; twice: a person who will not wait); the seconds it took to exit
+        (SIGKILL after `timeout`, and then the seconds are `timeout`)."""
+        started = time.monotonic()
+        for n in range(times):
+            if n:
+                time.sleep(0.5)
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return timeout
+        return time.monotonic() - started
 
     def chat(self, text: str, conversation: str = "torture", timeout: float = 60.0) -> Any:
         """One chat turn through the proxy; the httpx response."""

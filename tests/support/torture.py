@@ -34,6 +34,8 @@ class Figures:
     duplicated: int = 0
     unacknowledged_kept: int = 0  # killed before it answered, yet stored whole (allowed)
     curated: int | None = None  # serve: turns whose fact was curated (the fake LLM makes one per turn)
+    queued: int = 0  # serve: acknowledged turns not curated but still queued for curation (allowed)
+    stop_seconds: list[float] = field(default_factory=list)  # serve: how long each signalled stop took
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)  # anything that would need a person
 
@@ -260,13 +262,38 @@ class Clients:
             time.sleep(0.25)  # steady load, bounded: each turn also queues a curation
 
 
-def torture_serve(vault: Path, kills: int = 2, clients: int = 3, seed: int = 13, drain_timeout: float = 120) -> Figures:
-    """`memvault serve` with a curating fake LLM, `clients` chatting at once, killed (SIGKILL) at a
+# How a round stops `memvault serve`: SIGKILL of its pid (a crash), or a signal to its process group
+# (Ctrl-C in a terminal, a service manager's stop), once or twice (a person who will not wait).
+STOPS = {"kill": None, "sigint-group": (signal.SIGINT, 1), "sigterm-group": (signal.SIGTERM, 1),
+         "sigint-twice": (signal.SIGINT, 2)}
+
+
+def stop_server(server: ServeProcess, how: str, figures: Figures) -> None:
+    """Stop the server as `how` says; a group stop must end by itself, say what it finishes, and print
+    no traceback; a second Ctrl-C must end it at once."""
+    if STOPS[how] is None:
+        server.kill()
+        return
+    sig, times = STOPS[how]
+    seconds = server.stop_group(sig, times)
+    figures.stop_seconds.append(round(seconds, 1))
+    log = server.text()
+    if "Traceback" in log:
+        figures.problems.append(f"{how}: a traceback in the log: {log[log.index('Traceback'):][:600]}")
+    if "stopped in" not in log:
+        figures.problems.append(f"{how}: the server did not say it stopped (exit {server.process.returncode})")
+    if times > 1 and seconds > 15:
+        figures.problems.append(f"{how}: a second Ctrl-C took {seconds:.0f} s to stop the server")
+
+
+def torture_serve(vault: Path, kills: int = 2, clients: int = 3, seed: int = 13, drain_timeout: float = 120,
+                  how: str = "kill") -> Figures:
+    """`memvault serve` with a curating fake LLM, `clients` chatting at once, stopped (`how`: STOPS) at a
     random instant `kills` times and restarted; finally stopped cleanly once curation is done."""
     from tests.support.upstream import serving
 
     rng = random.Random(seed)
-    figures = Figures("serve")
+    figures = Figures("serve" if how == "kill" else f"serve, {how}")
     started = time.monotonic()
     upstream = FactUpstream(delay=0.2)  # each curation is slow enough that some are in flight at the kill
     load = Clients(clients)
@@ -276,7 +303,7 @@ def torture_serve(vault: Path, kills: int = 2, clients: int = 3, seed: int = 13,
             load.warm_up(server)  # the first answer waits for litellm's import: load starts after it
             threads = load.run(server, seconds=30)
             time.sleep(rng.uniform(1.0, 4.0))
-            server.kill()
+            stop_server(server, how, figures)
             figures.kills += 1
             for thread in threads:
                 thread.join(60)
@@ -288,14 +315,24 @@ def torture_serve(vault: Path, kills: int = 2, clients: int = 3, seed: int = 13,
     if pending:
         figures.problems.append(f"{pending} turn(s) still waiting for curation after {drain_timeout:.0f} s")
     finish(vault, figures, load.acknowledged, load.attempted, started, role="user")
+    facts = {entry.text for _, entry in core_entries(vault, "memory")}
+    figures.curated = sum(1 for text in load.acknowledged.values() if f"The user said: {text}." in facts)
+    from memvault.curate.queue import CurationQueue
+
+    waiting = {record.get("turn") for record in CurationQueue(vault / ".memvault").pending()}
+    figures.queued = sum(1 for _, entry in core_entries(vault, "user") if entry.id in waiting)
+    return figures
+
+
+def core_entries(vault: Path, role: str) -> list:
     from memvault import settings
     from memvault.core import Memvault
 
     core = Memvault.open(settings.load(None, {"vault.path": str(vault)}))
-    facts = {entry.text for _, entry in core.list(role="memory").entries}
-    core.close()
-    figures.curated = sum(1 for text in load.acknowledged.values() if f"The user said: {text}." in facts)
-    return figures
+    try:
+        return list(core.list(role=role).entries)
+    finally:
+        core.close()
 
 
 def wait_for_curation(vault: Path, server: ServeProcess, timeout: float) -> int:
@@ -312,7 +349,11 @@ def wait_for_curation(vault: Path, server: ServeProcess, timeout: float) -> int:
 
 def summary(figures: Figures) -> str:
     """One line of figures, then any problem on its own line."""
-    curated = f", curated {figures.curated}/{figures.acknowledged}" if figures.curated is not None else ""
+    curated = "" if figures.curated is None else (
+        f", curated {figures.curated}/{figures.acknowledged} ({figures.acknowledged - figures.curated} uncurated, "
+        f"{figures.queued} of them still queued)")
+    if figures.stop_seconds:
+        curated += f", stops took {figures.stop_seconds} s"
     line = (f"torture {figures.scenario}: {figures.kills} kill(s), {figures.acknowledged} acknowledged, "
             f"{figures.lost} lost, {figures.duplicated} duplicated, {figures.unacknowledged_kept} unacknowledged "
             f"but kept{curated}, {len(figures.problems)} problem(s), {figures.seconds} s")
