@@ -557,8 +557,11 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
 
 
 def format_message(subject: str, operation: str, conversation: str | None, events: list[tuple[str, str]]) -> str:
-    """A commit message: a readable subject line, then trailers a program can parse."""
-    lines = [subject, "", f"{TRAILER_PREFIX}Operation: {operation}"]
+    """A commit message: a readable subject line (which may quote the memory: redacted), then trailers
+    a program can parse."""
+    from memvault.vault.redact import redact
+
+    lines = [redact(subject), "", f"{TRAILER_PREFIX}Operation: {operation}"]
     if conversation:
         lines.append(f"{TRAILER_PREFIX}Conversation: {conversation}")
     lines += [f"{TRAILER_PREFIX}Event: {event} {memory_id}" for event, memory_id in events]
