@@ -20,10 +20,11 @@ from memvault.core.turns import TurnWriting
 from memvault.core.workspace import Workspace
 
 
-class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace, Erasing,
-               MemvaultBase):
+class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
+               Erasing, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 
-__all__ = ["AddResult", "Erasure", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "as_messages", "clean_text",
+__all__ = ["AddResult", "Erasure", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "as_messages",
+           "clean_text",
            "matches", "short"]

@@ -64,6 +64,8 @@ class Erasing:
         erase.check_erasable(self.vault.git)
         if not dry_run:
             self.commit_leftover_turns()  # a proxy's turn files not yet committed are history too
+        with self.keeper.caught_up():  # journalled writes indexed: the index's rows are what it holds
+            pass
         with self.vault.lock():
             self.vault.git.check_state()
             self.vault.recover_interrupted()

@@ -81,7 +81,12 @@ class Scrubber:
             found = self.regex.search(line)
             if found is None:
                 break
-            start, end = sentence_span(line, found.start(), found.end())
+            start, end = found.span()
+            if any(mark in found.group() for mark in SENTENCE_END):  # a quote of whole sentences: itself
+                while end < len(line) and line[end] in " \t":
+                    end += 1
+            else:  # words inside a sentence: the sentence
+                start, end = sentence_span(line, start, end)
             line = line[:start] + line[end:]
         return line.rstrip()
 
@@ -212,7 +217,7 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
     selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts))
     for entry in chosen.values():
         selection.roles[entry.role] = selection.roles.get(entry.role, 0) + 1
-    for _sha, path, entry in entries:  # every version's text, for the quotes of it elsewhere
+    for _sha, _path, entry in entries:  # every version's text, for the quotes of it elsewhere
         if entry.id in chosen and len(entry.text.strip()) >= MIN_QUOTE:
             selection.texts.add(entry.text.strip())
     names = tuple(f"__{memory_id}.md" for memory_id in chosen)
