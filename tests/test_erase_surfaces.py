@@ -16,6 +16,7 @@ from memvault.core import Memvault
 from memvault.errors import VaultError
 from memvault.server.run import running
 from tests.support.server import isolated_env, server_settings
+from tests.test_erase import leftovers
 
 pytestmark = pytest.mark.timeout(600)
 ADMIN, ALICE_KEY = "admin-key-0123456789", "alice-key-0123456789"
@@ -122,10 +123,11 @@ def test_push_after_erase_asks_for_force_with_lease_and_pull_drops_erased_conten
     with pytest.raises(VaultError, match="push --force-with-lease"):
         a.push()
     a.push(force_with_lease=True)
-    assert "left-31-right-8" not in log_p(remote)
     b.add_verbatim("Gus bought a kayak.")  # a local commit on the old history
     b.pull()
-    assert "left-31-right-8" not in log_p(tmp_path / "b")
+    assert leftovers(tmp_path / "b", "left-31-right-8") == []  # not even in the clone's reflogs or loose objects
+    # The remote's history no longer has it; its unreachable objects go at the host's next gc.
+    assert "left-31-right-8" not in log_p(remote)
     assert sorted(e.text for _, e in b.list().entries) == ["Gus bought a kayak.", "Gus walks his dog at seven."]
     a.close()
     b.close()

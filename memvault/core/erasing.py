@@ -85,7 +85,7 @@ class Erasing:
             if dry_run or not (selection.paths or selection.scrubbed or result.state_files):
                 result.seconds = round(time.monotonic() - started, 3)
                 return result
-            blobs = erase.blob_hashes(self.vault.root, selection.paths)
+            blobs = selection.blobs
             result.blobs = len(blobs)
             mapping = erase.rewrite(self.vault.root, selection)
             result.rewritten = len(mapping)

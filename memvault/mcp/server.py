@@ -362,7 +362,8 @@ TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
         "version.", ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)),
     "forget": ("Delete a memory the user wants gone or that is wrong. Soft delete: the file moves to "
         "deleted/ and git history keeps it. With erase=true it is removed from every commit and every store: "
-        "irreversible, for a user who asks that it be erased for good.", ToolAnnotations(read_only_hint=False, destructive_hint=True)),
+        "irreversible, for a user who asks that it be erased for good.",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True)),
     "memory_history": ("How a memory changed over time (ADD, UPDATE, DELETE events with their commits), "
         "read back from git.", ToolAnnotations(read_only_hint=True)),
     "list_rules": ("List the user's standing instructions to the assistant (procedural rules such as 'answer in "

@@ -30,6 +30,7 @@ from memvault.vault import layout
 from memvault.vault.entry import Entry, parse
 
 COMMIT_MAP = "commit-map"  # under .memvault/: "<old sha> <new sha>" lines, every erase chained in
+REMOTE_HEADS = "remote-heads.json"  # under .memvault/: remote-tracking refs' commits before the last erase
 RECORD_TRAILER = "Memvault-Erased-Blob"
 # A removed memory's text is scrubbed from other files only when it is this long: a two-word turn
 # ("sounds good") would otherwise take every sentence that says the same out of every summary.
@@ -145,6 +146,7 @@ class Selection:
     patterns: list[str] = field(default_factory=list)
     roles: dict[str, int] = field(default_factory=dict)  # how many memories of each role
     scrubbed: set[str] = field(default_factory=set)  # paths (in some commit) whose text quotes an erased one
+    blobs: set[str] = field(default_factory=set)  # ids of the blobs removed or scrubbed (the record lists them)
     commits: int = 0  # commits that touch a removed or scrubbed path
 
     def scrubber(self) -> Scrubber:
@@ -224,8 +226,10 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
     selection.paths = {p for p in all_paths(root) if p.endswith(names)} if names else set()
     selection.paths |= {path for _sha, path, entry in entries if entry.id in chosen}
     scrubber = selection.scrubber()
-    selection.scrubbed = {path for _sha, path, data in files if path not in selection.paths
-                          and scrubber.matches(data.decode("utf-8", "surrogateescape"))}
+    quoting = {(sha, path) for sha, path, data in files if path not in selection.paths
+               and scrubber.matches(data.decode("utf-8", "surrogateescape"))}
+    selection.scrubbed = {path for _sha, path in quoting}
+    selection.blobs = blob_hashes(root, selection.paths) | {sha for sha, _path in quoting}
     touched = sorted(selection.paths | selection.scrubbed)
     if touched:
         out = git_bytes(root, "log", "--all", "--format=%H", "--", *touched)
@@ -243,6 +247,8 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) ->
     plan = {"paths": sorted(selection.paths), "drop_blobs": sorted(drop_blobs), "ids": sorted(selection.ids),
             "texts": sorted(selection.texts), "patterns": selection.patterns}
     git_bytes(root, "stash", "clear")  # a stash is a commit too, and filter-repo would keep it as it is
+    remote_heads = dict(line.split(" ", 1)[::-1] for line in git_bytes(
+        root, "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes").decode().splitlines())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[2]),
                                                                      os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "memvault.vault.history_filter"], cwd=root, env=env,
@@ -250,7 +256,64 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) ->
     if done.returncode != 0:
         raise VaultError("the history rewrite failed (the vault is as it was): "
                          + done.stderr.decode(errors="replace").strip()[-400:])
+    # The remote-tracking refs would now name rewritten commits the remote never had, and keep nothing
+    # erased reachable if set back: dropped, their old ids kept (no content) for push --force-with-lease.
+    for ref in remote_heads:
+        git_bytes(root, "update-ref", "-d", ref)
+    save_json(root / layout.STATE_DIR / REMOTE_HEADS, {**load_json(root / layout.STATE_DIR / REMOTE_HEADS),
+                                                       **remote_heads})
     return read_commit_map(root / ".git" / "filter-repo" / COMMIT_MAP)
+
+
+def save_json(path: Path, value) -> None:
+    from memvault.vault.store import atomic_write
+
+    atomic_write(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8"))
+
+
+def load_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def lease(state_dir: Path, remote: str, branch: str) -> str | None:
+    """The commit a remote's branch held before an erase rewrote history (what push must replace)."""
+    return load_json(state_dir / REMOTE_HEADS).get(f"refs/remotes/{remote}/{branch}")
+
+
+def leased(state_dir: Path, remote: str, branch: str) -> None:
+    """A force push replaced the remote's old history: its old head is no longer needed."""
+    heads = load_json(state_dir / REMOTE_HEADS)
+    if heads.pop(f"refs/remotes/{remote}/{branch}", None) is not None:
+        save_json(state_dir / REMOTE_HEADS, heads)
+
+
+def erased_blobs(root: Path) -> set[str]:
+    """The blob ids every erasure record in this branch's history lists."""
+    out = git_bytes(root, "log", "--format=%B", "--grep", "^Memvault-Operation: erase$", "HEAD")
+    return set(re.findall(rf"^{RECORD_TRAILER}: ([0-9a-f]{{40,64}})$", out.decode(), re.MULTILINE))
+
+
+def drop_erased(root: Path) -> int:
+    """After a pull: blobs that erasure records list and this clone still holds (old local commits
+    rebased onto the rewritten history) are dropped from every commit, then pruned. Returns how many."""
+    listed = erased_blobs(root)
+    if not listed:
+        return 0
+    stored = set(git_bytes(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").decode().split())
+    found = listed & stored
+    if not found:
+        return 0
+    reachable = {line.split(" ", 1)[0] for line in git_bytes(root, "rev-list", "--all", "--objects").decode(
+        "utf-8", "surrogateescape").splitlines()}
+    if found & reachable:  # a local commit replayed onto the new history brought one back
+        mapping = rewrite(root, Selection(), drop_blobs=found)
+        save_commit_map(root / layout.STATE_DIR, mapping)
+    clean_git(root)  # the rest only the clone's old history (reflogs, ORIG_HEAD, loose objects) held
+    return len(found)
 
 
 def read_commit_map(path: Path) -> dict[str, str]:
@@ -306,7 +369,7 @@ def mapped_commit(state_dir: Path, name: str) -> str | None:
 
 
 # -- the state files under .memvault/ ------------------------------------------------------------------
-KEPT_STATE = ("index.sqlite", "write.lock", ".gitignore", COMMIT_MAP, "imports")
+KEPT_STATE = ("index.sqlite", "write.lock", ".gitignore", COMMIT_MAP, REMOTE_HEADS, "imports")
 
 
 def purge_state(state_dir: Path, hit) -> list[str]:
