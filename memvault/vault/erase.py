@@ -147,6 +147,7 @@ class Selection:
     roles: dict[str, int] = field(default_factory=dict)  # how many memories of each role
     scrubbed: set[str] = field(default_factory=set)  # paths (in some commit) whose text quotes an erased one
     blobs: set[str] = field(default_factory=set)  # ids of the blobs removed or scrubbed (the record lists them)
+    quoting: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of each blob to scrub
     commits: int = 0  # commits that touch a removed or scrubbed path
 
     def scrubber(self) -> Scrubber:
@@ -198,38 +199,54 @@ def read_entry(path: str, data: bytes) -> Entry | None:
 
 
 def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] = ()) -> Selection:
-    """What `criteria` erase, read from every version of every file in history."""
+    """What `criteria` erase, read from every version of every file in history. Only the versions whose
+    bytes could meet the criteria are parsed (YAML costs ~1 ms a file; a vault's history has 10k+)."""
     files = history_files(root)
-    entries = [(sha, path, entry) for sha, path, data in files if (entry := read_entry(path, data)) is not None]
     texts, patterns = criteria.scrubber_parts()
     matcher = Scrubber(texts, patterns)
-    folders = {f"{layout.ENTRIES}/{f}/" for f in conversation_folders}
+    folders = tuple(f"{layout.ENTRIES}/{f}/" for f in conversation_folders)
+    needles = [i.encode() for i in criteria.ids] + [v.encode() for v in (criteria.conversation, criteria.user) if v]
+
+    def maybe(path: str, data: bytes) -> bool:
+        return (any(n in data for n in needles) or (bool(folders) and path.startswith(folders))
+                or (criteria.matching is not None and matcher.matches(data.decode("utf-8", "surrogateescape"))))
+
+    def meets(path: str, entry: Entry) -> bool:
+        return (entry.id in criteria.ids
+                or bool(criteria.conversation and (entry.conversation_id == criteria.conversation
+                                                   or path.startswith(folders or ("\0",))))
+                or bool(criteria.user and criteria.user in (entry.user_id, entry.actor_id))
+                or bool(criteria.matching and entry.role in REMOVED_ROLES and matcher.matches(entry_text(entry))))
+
     chosen: dict[str, Entry] = {}
-    for _sha, path, entry in entries:
-        if (entry.id in criteria.ids
-                or (criteria.conversation and (entry.conversation_id == criteria.conversation
-                                               or any(path.startswith(f) for f in folders)))
-                or (criteria.user and criteria.user in (entry.user_id, entry.actor_id))
-                or (criteria.matching and entry.role in REMOVED_ROLES and matcher.matches(entry_text(entry)))):
+    versions: list[Entry] = []
+    for _sha, path, data in files:
+        if maybe(path, data) and (entry := read_entry(path, data)) is not None and meets(path, entry):
             chosen.setdefault(entry.id, entry)
+            versions.append(entry)
     # Facts drawn from an erased turn are its words too (a fact's `source` is the turn's id).
-    for _sha, _path, entry in entries:
-        if entry.source and entry.source in chosen and entry.role == "memory":
+    sources = [f"source: {i}".encode() for i in chosen]
+    for _sha, path, data in files:
+        if any(n in data for n in sources) and (entry := read_entry(path, data)) is not None \
+                and entry.role == "memory" and entry.source in chosen:
             chosen.setdefault(entry.id, entry)
+            versions.append(entry)
     selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts))
     for entry in chosen.values():
         selection.roles[entry.role] = selection.roles.get(entry.role, 0) + 1
-    for _sha, _path, entry in entries:  # every version's text, for the quotes of it elsewhere
-        if entry.id in chosen and len(entry.text.strip()) >= MIN_QUOTE:
-            selection.texts.add(entry.text.strip())
+    # Every version's text, for the quotes of it elsewhere.
+    selection.texts |= {e.text.strip() for e in versions if len(e.text.strip()) >= MIN_QUOTE}
     names = tuple(f"__{memory_id}.md" for memory_id in chosen)
     selection.paths = {p for p in all_paths(root) if p.endswith(names)} if names else set()
-    selection.paths |= {path for _sha, path, entry in entries if entry.id in chosen}
+    ids = [i.encode() for i in chosen]
+    selection.paths |= {path for _sha, path, data in files if any(i in data for i in ids)
+                        and (entry := read_entry(path, data)) is not None and entry.id in chosen}
     scrubber = selection.scrubber()
-    quoting = {(sha, path) for sha, path, data in files if path not in selection.paths
+    quoting = {(sha, path, data) for sha, path, data in files if path not in selection.paths
                and scrubber.matches(data.decode("utf-8", "surrogateescape"))}
-    selection.scrubbed = {path for _sha, path in quoting}
-    selection.blobs = blob_hashes(root, selection.paths) | {sha for sha, _path in quoting}
+    selection.scrubbed = {path for _sha, path, _data in quoting}
+    selection.quoting = {sha: data for sha, _path, data in quoting}
+    selection.blobs = blob_hashes(root, selection.paths) | set(selection.quoting)
     touched = sorted(selection.paths | selection.scrubbed)
     if touched:
         out = git_bytes(root, "log", "--all", "--format=%H", "--", *touched)
@@ -245,7 +262,8 @@ def entry_text(entry: Entry) -> str:
 def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) -> dict[str, str]:
     """Rewrite every ref without the selection (or the blobs `drop_blobs`); returns old -> new commit ids."""
     plan = {"paths": sorted(selection.paths), "drop_blobs": sorted(drop_blobs), "ids": sorted(selection.ids),
-            "texts": sorted(selection.texts), "patterns": selection.patterns}
+            "texts": sorted(selection.texts), "patterns": selection.patterns,
+            "replace_blobs": scrub_blobs(root, selection)}
     git_bytes(root, "stash", "clear")  # a stash is a commit too, and filter-repo would keep it as it is
     remote_heads = dict(line.split(" ", 1)[::-1] for line in git_bytes(
         root, "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes").decode().splitlines())
@@ -314,6 +332,16 @@ def drop_erased(root: Path) -> int:
         save_commit_map(root / layout.STATE_DIR, mapping)
     clean_git(root)  # the rest only the clone's old history (reflogs, ORIG_HEAD, loose objects) held
     return len(found)
+
+
+def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:
+    """Write the scrubbed version of each quoting blob into the repository: old id -> new id."""
+    scrubber = selection.scrubber()
+    replaced = {}
+    for sha, data in selection.quoting.items():
+        clean = scrubber.scrub_bytes(data)
+        replaced[sha] = git_bytes(root, "hash-object", "-w", "--stdin", data=clean).decode().strip()
+    return replaced
 
 
 def read_commit_map(path: Path) -> dict[str, str]:
