@@ -26,6 +26,7 @@ class VaultSettings:
     path: str = ""  # empty: the default under the user's data directory
     max_entries: int = 500  # per conversation, before gc evicts the oldest facts and turns
     git_remote: str = ""
+    delete: str = "soft"  # what the API's and REST's delete does: soft (a tombstone) | erase (from every commit)
 
 
 @dataclass
@@ -153,6 +154,14 @@ class ProxySettings:
 
 
 @dataclass
+class RedactionSettings:
+    """Secrets (tokens, keys, passwords) are replaced by `[redacted: <kind>]` before any text is written."""
+
+    enabled: bool = True
+    allow: str = ""  # a regular expression: a secret it matches whole is kept (a documentation example key)
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
@@ -167,6 +176,7 @@ class Settings:
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     prompt: PromptSettings = field(default_factory=PromptSettings)
     proxy: ProxySettings = field(default_factory=ProxySettings)
+    redaction: RedactionSettings = field(default_factory=RedactionSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -208,6 +218,8 @@ AUTO = "auto"
 # Keys a person pastes: surrounding whitespace (a copied newline) is trimmed, since no HTTP header can
 # carry it; a key of only whitespace is refused, since trimming it would silently mean "no key".
 SECRET_KEYS = ("llm.api_key", "server.api_key")
+# Settings that take one of a few words.
+CHOICES = {"vault.delete": ("soft", "erase")}
 # The smallest value a setting takes: below it the feature would defeat itself (compacting a
 # conversation down to nothing, or a core file cut to a word).
 FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_chars": 4_000, "compaction.keep": 4,
@@ -244,6 +256,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be between 0 and 1, got {value!r}")
     if key in FLOORS and typed is not None and typed < FLOORS[key]:
         raise ConfigError(f"{source}: {key} must be at least {FLOORS[key]:,}, got {value!r}")
+    if key in CHOICES and typed not in CHOICES[key]:
+        raise ConfigError(f"{source}: {key} must be one of {', '.join(CHOICES[key])}, got {value!r}")
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
             raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")

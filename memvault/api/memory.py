@@ -219,21 +219,39 @@ class Memory:
 
     @serialised
     def delete(self, memory_id: str, *, user_id: Any = None, agent_id: Any = None,
-               run_id: Any = None) -> dict[str, Any]:
+               run_id: Any = None, erase: bool | None = None) -> dict[str, Any]:
         """Soft-delete one memory (its file moves to deleted/; history keeps it). Scopes given must
-        all match the memory's (else: not found)."""
+        all match the memory's (else: not found). `erase=True` (default: vault.delete = "erase")
+        removes it from every commit instead: irreversible (memvault erase)."""
         entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id), DELETE_NOT_FOUND)
+        if self._erasing(erase):
+            self._core.erase(ids=[entry.id], reason="Memory.delete(erase=True)")
+            return {"message": "Memory erased successfully!"}
         self._core.delete([entry.id])
         return {"message": "Memory deleted successfully!"}
 
+    def _erasing(self, erase: bool | None) -> bool:
+        return self.settings.vault.delete == "erase" if erase is None else bool(erase)
+
     @serialised
-    def delete_all(self, user_id: Any = None, agent_id: Any = None, run_id: Any = None) -> dict[str, Any]:
+    def delete_all(self, user_id: Any = None, agent_id: Any = None, run_id: Any = None,
+                   erase: bool | None = None) -> dict[str, Any]:
         """Soft-delete, in one commit, every memory whose scopes match all those given, with the turns
-        and conversation summaries of those scopes."""
+        and conversation summaries of those scopes. `erase=True` (default: vault.delete = "erase")
+        removes them from every commit instead; a user_id alone erases everything from or about that
+        user, history included (the GDPR case). Irreversible."""
         scopes = required_scopes(user_id, agent_id, run_id, message=DELETE_ALL_SCOPE_REQUIRED)
         self._sync_once()
+        erasing = self._erasing(erase)
+        if erasing and set(scopes) == {"user_id"}:
+            self._core.erase(user=scopes["user_id"], reason="Memory.delete_all(erase=True)")
+            return {"message": "Memories erased successfully!"}
         ids = [row["id"] for row in self._core.select(scopes, role=None)]  # facts and turns
         ids += [entry.id for _, entry in self._core.list(role="summary", scopes=scopes).entries]
+        if erasing:
+            if ids:
+                self._core.erase(ids=ids, reason="Memory.delete_all(erase=True)")
+            return {"message": "Memories erased successfully!"}
         self._core.delete(ids)
         return {"message": "Memories deleted successfully!"}
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from memvault.core.adding import Adding, AddResult, as_messages
 from memvault.core.base import MemvaultBase, clean_text, short
 from memvault.core.browsing import Browsing
+from memvault.core.erasing import Erasing, Erasure
 from memvault.core.graph import Graphing
 from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
@@ -21,9 +22,10 @@ from memvault.core.workspace import Workspace
 
 
 class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
-               Browsing, MemvaultBase):
+               Browsing, Erasing, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 
-__all__ = ["AddResult", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "as_messages", "clean_text",
+__all__ = ["AddResult", "Erasure", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "as_messages",
+           "clean_text",
            "matches", "short"]

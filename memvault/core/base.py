@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import UsageError
 from memvault.index.keeper import IndexKeeper
 from memvault.settings import Settings
+from memvault.vault import redact
 from memvault.vault.entry import check_text
 from memvault.vault.store import Vault
 
@@ -122,6 +123,7 @@ class MemvaultBase:
         path = settings.vault.path
         vault = Vault.init(path, use_enclosing_repo) if create else Vault.open(path)
         vault.max_file_bytes = settings.limits.max_file_bytes
+        redact.configure(settings.redaction.enabled, settings.redaction.allow)
         return cls(settings, vault)
 
     def clean_text(self, text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memvault.vault.entry import Entry, now
+from memvault.vault.erase import drop_erased
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 
 
@@ -38,9 +39,9 @@ class Maintenance:
         self.keeper.compact()
         return plan
 
-    def push(self, remote: str | None = None) -> str:
+    def push(self, remote: str | None = None, force_with_lease: bool = False) -> str:
         with self.vault.lock():
-            return self.vault.git.push(remote or self.settings.vault.git_remote or None)
+            return self.vault.git.push(remote or self.settings.vault.git_remote or None, force_with_lease)
 
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
@@ -49,6 +50,7 @@ class Maintenance:
         try:
             with self.vault.lock():
                 self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+                drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
         except PullClash:
             self.reindex()  # what arrived is in the files: the index follows them, then the error is told
             raise

@@ -20,6 +20,7 @@ from memvault.curate.extract import clip
 from memvault.curate.jsonish import as_list, parse_json, strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
+from memvault.vault.redact import looks_secret
 
 LABELS = ("now", "hold", "repeat", "drop")
 KINDS = ("fact", "rule")  # a rule: a durable instruction to the assistant ("answer in British English")
@@ -33,14 +34,6 @@ SAFETY_SKIP = re.compile(
     r"drop|dropping|remove|removing|stop|without|no more|never (?:do|run|apply))\b"
     r"[^.!?\n]{0,40}?\b(safety|guardrails?|content (?:filters?|polic(?:y|ies))|moderation|safeguards?|"
     r"ethic(?:s|al)(?: guidelines)?|restrictions)\b", re.IGNORECASE)
-SECRET_WORDS = re.compile(
-    r"\b(pass(?:word|wd|phrase|code)s?|pwd|pin(?: code)?|api[ _-]?keys?|secret(?: key)?s?|access[ _-]?tokens?|"
-    r"auth(?:entication)?[ _-]?tokens?|bearer tokens?|private[ _-]?keys?|credentials?|seed phrase|"
-    r"recovery (?:phrase|codes?)|2fa codes?|otp)\b", re.IGNORECASE)
-SECRET_SHAPES = re.compile(
-    r"(sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|"
-    r"AIza[0-9A-Za-z_-]{30,}|-----BEGIN [A-Z ]*PRIVATE KEY-----|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.)")
-LONG_TOKEN = re.compile(r"\b(?=[A-Za-z0-9_\-+/]*\d)(?=[A-Za-z0-9_\-+/]*[A-Za-z])[A-Za-z0-9_\-+/]{32,}\b")
 WORD = re.compile(r"\w+", re.UNICODE)
 
 LABEL_SCHEMA = {
@@ -93,7 +86,7 @@ def guard(text: str) -> str | None:
 
     if safety_problem(text) or SAFETY_SKIP.search(plain(text)):  # the rule writer's guard, and more
         return "an instruction to skip safety is never stored"
-    if SECRET_WORDS.search(text) or SECRET_SHAPES.search(text) or LONG_TOKEN.search(text):
+    if looks_secret(text):  # every secret pattern lives in vault/redact.py
         return "a secret (password, key or token) is never stored"
     return None
 

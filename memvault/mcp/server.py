@@ -209,7 +209,16 @@ class MemoryTools:
                       "metadata": updated.metadata}
         return answer(f"UPDATE [{updated.id[:8]}] {updated.text}", structured)
 
-    def forget(self, memory_id: MemoryId) -> CallToolResult:
+    def forget(self, memory_id: MemoryId,
+               erase: Annotated[bool, Field(description="Remove it from every commit and derived store: "
+                                                        "IRREVERSIBLE, no history is kept. Only when the user "
+                                                        "asks for it to be erased for good.")] = False,
+               ) -> CallToolResult:
+        if erase:
+            _, entry = self.core.get(memory_id)
+            result = self.core.erase(ids=[entry.id], reason="MCP forget(erase=true)")
+            return answer(f"ERASE [{entry.id[:8]}] from {result.commits} commits",
+                          {"event": "ERASE", "id": entry.id, "commits": result.commits})
         removed = self.core.delete([memory_id])[0]
         return answer(f"DELETE [{removed.id[:8]}] {removed.text}",
                       {"event": "DELETE", "id": removed.id, "memory": removed.text})
@@ -352,7 +361,9 @@ TOOLS: dict[str, tuple[str, ToolAnnotations]] = {
     "update_memory": ("Correct a memory in place (same id): new text and/or metadata. Git keeps the old "
         "version.", ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)),
     "forget": ("Delete a memory the user wants gone or that is wrong. Soft delete: the file moves to "
-        "deleted/ and git history keeps it.", ToolAnnotations(read_only_hint=False, destructive_hint=True)),
+        "deleted/ and git history keeps it. With erase=true it is removed from every commit and every store: "
+        "irreversible, for a user who asks that it be erased for good.",
+        ToolAnnotations(read_only_hint=False, destructive_hint=True)),
     "memory_history": ("How a memory changed over time (ADD, UPDATE, DELETE events with their commits), "
         "read back from git.", ToolAnnotations(read_only_hint=True)),
     "list_rules": ("List the user's standing instructions to the assistant (procedural rules such as 'answer in "

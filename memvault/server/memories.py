@@ -149,9 +149,15 @@ async def list_memories(params: Annotated[ListQuery, Query()], request: Request)
                       filters=filter_from_json(params.filters), show_expired=params.show_expired)
 
 
-@router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them)")
-async def delete_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "delete_all", **scopes_of(request, params))
+class DeleteQuery(Scopes):
+    erase: bool | None = Field(None, description="Remove from every commit, irreversibly (memvault erase); "
+                                                 "default: the server's vault.delete. A scoped key erases only "
+                                                 "its own scopes.")
+
+
+@router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them; erase=true: gone)")
+async def delete_memories(params: Annotated[DeleteQuery, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "delete_all", **scopes_of(request, params), erase=params.erase)
 
 
 @router.get("/memories/{memory_id}/", summary="Get one memory (404 outside the scopes named)")
@@ -168,9 +174,9 @@ async def update_memory(memory_id: str, body: UpdateRequest, params: Annotated[S
     return await call(request, "update", memory_id, **body.options(), **scopes_of(request, params, body))
 
 
-@router.delete("/memories/{memory_id}/", summary="Delete one memory (soft: git keeps it)")
-async def delete_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "delete", memory_id, **scopes_of(request, params))
+@router.delete("/memories/{memory_id}/", summary="Delete one memory (soft: git keeps it; erase=true: gone)")
+async def delete_memory(memory_id: str, params: Annotated[DeleteQuery, Query()], request: Request) -> dict[str, Any]:
+    return await call(request, "delete", memory_id, **scopes_of(request, params), erase=params.erase)
 
 
 @router.get("/memories/{memory_id}/history/", summary="A memory's ADD / UPDATE / DELETE events, from git")

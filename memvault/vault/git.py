@@ -430,15 +430,32 @@ class VaultGit:
             raise VaultError(f"the vault has no git remote: git -C {self.root} remote add origin URL")
         return "origin" if "origin" in names else names[0]
 
-    def push(self, remote: str | None = None) -> str:
+    def push(self, remote: str | None = None, force_with_lease: bool = False) -> str:
+        """Push HEAD to the remote's branch. After `memvault erase` rewrote history a plain push is
+        refused by the remote: the error says so and offers `--force-with-lease`, which replaces the
+        remote's history only if it still holds what this vault last saw there (docs/architecture.md, Erasure)."""
         import git
+
+        from memvault.vault import erase
+        from memvault.vault.layout import STATE_DIR
 
         name = self.remote_name(remote)
         branch = self.repo.active_branch.name
+        state = self.root / STATE_DIR
+        options = []
+        if force_with_lease:
+            expected = erase.lease(state, name, branch)
+            options = [f"--force-with-lease=refs/heads/{branch}" + (f":{expected}" if expected else "")]
         try:
-            self.repo.git.push(name, f"HEAD:refs/heads/{branch}", env=self.env)
+            self.repo.git.push(*options, name, f"HEAD:refs/heads/{branch}", env=self.env)
         except git.GitCommandError as exc:
+            if not force_with_lease and erase.erased_blobs(self.root):
+                raise VaultError(f"git push to {name} was refused: `memvault erase` rewrote this vault's history "
+                                 f"and {name} still holds the old one (with what was erased); replace it with "
+                                 "`memvault push --force-with-lease`") from None
             raise VaultError(f"git push to {name} failed: {last_line(exc)}") from None
+        if force_with_lease:
+            erase.leased(state, name, branch)
         return name
 
     def pull(self, remote: str | None = None) -> str:
@@ -607,8 +624,11 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
 
 
 def format_message(subject: str, operation: str, conversation: str | None, events: list[tuple[str, str]]) -> str:
-    """A commit message: a readable subject line, then trailers a program can parse."""
-    lines = [subject, "", f"{TRAILER_PREFIX}Operation: {operation}"]
+    """A commit message: a readable subject line (which may quote the memory: redacted), then trailers
+    a program can parse."""
+    from memvault.vault.redact import redact
+
+    lines = [redact(subject), "", f"{TRAILER_PREFIX}Operation: {operation}"]
     if conversation:
         lines.append(f"{TRAILER_PREFIX}Conversation: {conversation}")
     lines += [f"{TRAILER_PREFIX}Event: {event} {memory_id}" for event, memory_id in events]

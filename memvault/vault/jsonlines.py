@@ -12,13 +12,17 @@ import json
 import os
 from pathlib import Path
 
+from memvault.vault.redact import redact_value
 
-def append(path: Path, records: list[dict], mode: int = 0o644, sync: bool = False) -> None:
-    """Append `records`, one JSON line each, in one O_APPEND write (atomic on POSIX)."""
+
+def append(path: Path, records: list[dict], mode: int = 0o644, sync: bool = False, redacted: bool = True) -> None:
+    """Append `records`, one JSON line each, in one O_APPEND write (atomic on POSIX). Their strings
+    are redacted (held candidates, queued turns: secrets never reach the disk) unless `redacted` is
+    False (the transaction's intent notes, which must give back a file's bytes exactly)."""
     if not records:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = encode(records)
+    data = encode(records, redacted)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, mode)
     try:
         size = os.fstat(fd).st_size
@@ -31,8 +35,10 @@ def append(path: Path, records: list[dict], mode: int = 0o644, sync: bool = Fals
         os.close(fd)
 
 
-def encode(records: list[dict]) -> bytes:
+def encode(records: list[dict], redacted: bool = True) -> bytes:
     """`records` as the file holds them: one JSON line each, UTF-8 (lone surrogates passed through)."""
+    if redacted:
+        records = [redact_value(record) for record in records]
     return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records).encode("utf-8", "surrogatepass")
 
 

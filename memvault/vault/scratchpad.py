@@ -70,6 +70,7 @@ class Scratchpad:
     def write(self, key: str, value: str) -> dict[str, str]:
         """Set `key` (an empty value removes it); returns the pad. Refused past the size caps."""
         from memvault.vault.entry import check_text
+        from memvault.vault.redact import redact_value
         from memvault.vault.store import atomic_write
 
         key = check_key(key)
@@ -87,7 +88,7 @@ class Scratchpad:
                              "something (write a key empty) first")
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         # atomic_write refuses a path reached through a link (the folder, or .memvault/session above it).
-        atomic_write(self.path, json.dumps(items, ensure_ascii=False, indent=1).encode("utf-8"))
+        atomic_write(self.path, json.dumps(redact_value(items), ensure_ascii=False, indent=1).encode("utf-8"))
         return items
 
     def clear(self) -> None:

@@ -38,6 +38,7 @@ from memvault.settings import LimitsSettings
 from memvault.vault import jsonlines, layout
 from memvault.vault.entry import Entry, check_text, now, parse, render
 from memvault.vault.git import VaultGit, format_message
+from memvault.vault.redact import redact, redact_entry
 
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 # .memvault/ ignores itself (as a venv does): whoever made the vault, and whichever command made the
@@ -108,6 +109,9 @@ class Transaction:
         """Write `entry` at `rel` (as rendered, or as `data` when given), or remove the file (None)."""
         if entry is not None:
             self.vault.check_new_folder(rel)
+            clean = redact_entry(entry)  # secrets never reach the vault (docs/architecture.md, Redaction)
+            if clean is not entry:
+                entry, data = clean, None  # an exact import's bytes held the secret: rendered anew
             data = render(entry).encode("utf-8") if data is None else data
         self._put(rel, data if entry is not None else None, entry)
 
@@ -133,7 +137,8 @@ class Transaction:
                                   "are written this way")
         if "\x00" in text:
             raise UsageError(f"the text of {rel} contains a NUL character")
-        data = check_text(text, f"the text of {rel}").encode("utf-8")
+        text = redact(check_text(text, f"the text of {rel}"))
+        data = text.encode("utf-8")
         if len(data) > self.vault.max_file_bytes:
             raise UsageError(f"{rel} would be {len(data):,} bytes, more than limits.max_file_bytes "
                              f"({self.vault.max_file_bytes:,})")
@@ -331,7 +336,7 @@ class Vault:
         lines.append({"path": str(rel), "before": None if before is None else base64.b64encode(before).decode()})
         # Written before the change it describes; a killed process's writes survive it (no fsync:
         # thousands of paths in one gc would each pay for one, and the files' own writes are synced).
-        jsonlines.append(self.intent_path, lines, mode=0o600)
+        jsonlines.append(self.intent_path, lines, mode=0o600, redacted=False)
 
     def recover_interrupted(self) -> list[PurePosixPath]:
         """Undo what a killed transaction changed but never committed (call with the lock held);
@@ -388,7 +393,7 @@ class Vault:
         self.git.check_state()  # a repository mid-merge takes no new files, committed or not
         changes: list[Change] = []
         try:
-            for entry in entries:
+            for entry in map(redact_entry, entries):  # secrets never reach the vault
                 rel = layout.relative_path(entry)
                 self.check_new_folder(rel)
                 atomic_write(self.root / rel, render(entry).encode("utf-8"))

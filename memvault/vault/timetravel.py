@@ -56,6 +56,11 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         sha = git.run("rev-parse", "--verify", "--quiet", f"{when}^{{commit}}").strip()
     except VaultError:
         sha = ""
+    if not sha:  # a commit from before an erase rewrote history: its new id (docs/architecture.md, Erasure)
+        from memvault.vault.erase import mapped_commit
+        from memvault.vault.layout import STATE_DIR
+
+        sha = mapped_commit(git.root / STATE_DIR, when) or ""
     if not sha:
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit of the vault")
     stamp = git.run("show", "-s", "--format=%ct", sha).strip()

@@ -5,6 +5,7 @@ from memvault.cli.commands import (  # noqa: F401
     config,
     doctor,
     entries,
+    erase,
     history,
     index,
     init,

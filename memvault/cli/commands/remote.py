@@ -13,9 +13,13 @@ RemoteArg = Annotated[Optional[str], typer.Argument(help="Git remote [default: v
 
 
 @command("push")
-def push(remote: RemoteArg = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
+def push(remote: RemoteArg = None,
+         force_with_lease: Annotated[bool, typer.Option("--force-with-lease", help="Replace the remote's history "
+                                                        "after `memvault erase` (only if it is what this vault "
+                                                        "last saw there).")] = False,
+         vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
     """Push the vault's commits to a git remote."""
-    name = open_memvault(vault, config).push(remote)
+    name = open_memvault(vault, config).push(remote, force_with_lease)
     print_json({"pushed": name}) if json else say(f"Pushed to {name}.")
 
 

@@ -1,0 +1,47 @@
+"""`memvault erase`: remove memories from the present and every commit (irreversible)."""
+
+from typing import Annotated, Optional
+
+import typer
+
+from memvault.cli.base import command, open_memvault
+from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
+from memvault.cli.output import print_json, say, table
+
+
+@command("erase")
+def erase(
+    ids: Annotated[Optional[list[str]], typer.Argument(help="Ids (or unambiguous prefixes) of memories to erase.",
+                                                       show_default=False)] = None,
+    conversation: Annotated[Optional[str], typer.Option("--conversation", "-c", help="Erase a whole conversation.",
+                                                        show_default=False)] = None,
+    user: Annotated[Optional[str], typer.Option("--user", help="Erase everything from or about this user_id "
+                                                "(and facts drawn from their turns).", show_default=False)] = None,
+    matching: Annotated[Optional[str], typer.Option("--matching", help="Erase memories holding this text, and the "
+                                                    "sentences quoting it elsewhere.", show_default=False)] = None,
+    regex: Annotated[bool, typer.Option("--regex", help="--matching is a regular expression.")] = False,
+    reason: Annotated[str, typer.Option("--reason", help="Why, for the erasure record (no content!).")] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List every file, commit and derived store it would "
+                                          "touch; change nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Erase memories from the work tree, every commit, every pack and every derived store, leaving an
+    erasure record (no content). Irreversible; rewrites history (push with --force-with-lease after)."""
+    memvault = open_memvault(vault, config)
+    criteria = dict(ids=tuple(ids or ()), conversation=conversation, user=user, matching=matching, regex=regex)
+    plan = memvault.erase(**criteria, dry_run=True)
+    if not dry_run and not yes and plan.files:
+        typer.confirm(f"Erase {len(plan.ids)} memories from {plan.commits} commits for good?", abort=True)
+    result = plan if dry_run else memvault.erase(**criteria, reason=reason)
+    if json:
+        print_json(result.to_dict())
+        return
+    if result.files or result.scrubbed:
+        table(["what", "path"], [["remove", p] for p in result.files] + [["scrub", p] for p in result.scrubbed],
+              title="would touch" if dry_run else None)
+    counts = ", ".join(f"{n} {role}" for role, n in sorted(result.roles.items())) or "none"
+    say(("Dry run: " if dry_run else "Erased: ") + f"{len(result.ids)} memories ({counts}) in {result.commits} "
+        f"commits; {len(result.scrubbed)} files scrubbed; index rows {result.index_rows}; past indexes "
+        f"{result.past_indexes}; state files {len(result.state_files)}"
+        + ("" if dry_run else f"; record {(result.record or '')[:10]} in {result.seconds:.1f} s."))

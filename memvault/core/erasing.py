@@ -1,0 +1,176 @@
+"""Erase: memories removed from the work tree, every commit, every pack and every derived store, with
+one erasure record left in the log (docs/architecture.md, "Erasure"). The rewrite itself is
+`vault/erase.py`; this module decides what goes, purges the index and state, and writes the record."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memvault.errors import UsageError
+from memvault.vault import erase, layout
+from memvault.vault.entry import format_time, now
+
+
+@dataclass
+class Erasure:
+    """What an erase did (or, dry, would do). Never the erased content: counts, ids, paths, commits."""
+
+    kind: str
+    dry_run: bool
+    ids: list[str] = field(default_factory=list)
+    roles: dict[str, int] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # paths removed from every commit
+    scrubbed: list[str] = field(default_factory=list)  # paths whose quotes of it were taken out
+    commits: int = 0  # commits that held it
+    rewritten: int = 0  # commits whose id changed
+    state_files: list[str] = field(default_factory=list)  # .memvault/ files that held it
+    index_rows: int = 0
+    past_indexes: int = 0
+    blobs: int = 0
+    record: str | None = None  # the erasure record's commit
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Erasing:
+    """`erase`: the GDPR-grade delete, for every surface (CLI, REST, API, MCP)."""
+
+    def erase(self, ids: tuple[str, ...] | list[str] = (), conversation: str | None = None, user: str | None = None,
+              matching: str | None = None, regex: bool = False, dry_run: bool = False, reason: str = "",
+              who: str | None = None) -> Erasure:
+        """Erase what the criteria name (ids or id prefixes, a conversation, a user's scope, a text) from
+        the present and every commit. Irreversible; `dry_run` only says what it would touch."""
+        started = time.monotonic()
+        if sum(bool(x) for x in (ids, conversation, user, matching)) != 1:
+            raise UsageError("erase needs exactly one of: ids, --conversation, --user, --matching")
+        if matching is not None and not matching.strip():
+            raise UsageError("--matching needs a non-empty text")
+        if regex:
+            import re
+
+            try:
+                re.compile(matching or "")
+            except re.error as exc:
+                raise UsageError(f"--matching is not a regular expression: {exc}") from None
+        full_ids = tuple(self.resolve_ids(ids))
+        criteria = erase.Criteria(ids=full_ids, conversation=conversation, user=user, matching=matching, regex=regex)
+        erase.check_erasable(self.vault.git)
+        if not dry_run:
+            self.commit_leftover_turns()  # a proxy's turn files not yet committed are history too
+        with self.keeper.caught_up():  # journalled writes indexed: the index's rows are what it holds
+            pass
+        with self.vault.lock():
+            self.vault.git.check_state()
+            self.vault.recover_interrupted()
+            pending = self.vault.git.status()
+            if pending and not dry_run:
+                raise UsageError(f"the vault has uncommitted changes ({pending[0][1]}...): commit or remove them, "
+                                 "then erase (the history rewrite resets the work tree)")
+            folders = self.vault.conversation_folders(conversation) if conversation else ()
+            selection = erase.select(self.vault.root, criteria, folders)
+            hit = self.erased_hit(selection, user)
+            result = Erasure(criteria.kind, dry_run, sorted(selection.ids), dict(selection.roles),
+                             sorted(selection.paths), sorted(selection.scrubbed), selection.commits)
+            result.state_files = [str(p.relative_to(self.vault.state_dir)) for p in self.state_hits(hit)]
+            result.index_rows = self.index_rows(selection.ids)
+            result.past_indexes = len(list((self.vault.state_dir / "asof").glob("*"))) \
+                if (self.vault.state_dir / "asof").is_dir() else 0
+            if dry_run or not (selection.paths or selection.scrubbed or result.state_files):
+                result.seconds = round(time.monotonic() - started, 3)
+                return result
+            blobs = selection.blobs
+            result.blobs = len(blobs)
+            mapping = erase.rewrite(self.vault.root, selection)
+            result.rewritten = len(mapping)
+            self.vault.forget_paths()
+            erase.purge_state(self.vault.state_dir, hit)
+            shutil.rmtree(self.vault.state_dir / "asof", ignore_errors=True)  # past indexes: rebuilt on demand
+            message = record_message(result, blobs, reason, who)
+            self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=message)
+            result.record = self.vault.git.head_sha()
+            erase.clean_git(self.vault.root)
+            erase.save_commit_map(self.vault.state_dir, mapping)
+        self.purge_index(selection.ids)
+        result.seconds = round(time.monotonic() - started, 3)
+        return result
+
+    def resolve_ids(self, ids) -> list[str]:
+        """Full ids for ids or prefixes: from the work tree, or taken as given (a memory only history holds)."""
+        from memvault.errors import NotFoundError
+
+        found = []
+        for prefix in ids:
+            try:
+                found.append(self.vault.resolve(prefix)[1].id)
+            except NotFoundError:
+                found.append(layout.check_id_text(prefix))
+        return found
+
+    @staticmethod
+    def erased_hit(selection: erase.Selection, user: str | None):
+        """Whether a state record (as JSON text) holds something erased: a quote, an id, the user's scope."""
+        scrubber = selection.scrubber()
+        ids = tuple(selection.ids)
+        scope = json.dumps({"user_id": user})[1:-1] if user else None
+
+        def hit(text: str) -> bool:
+            return scrubber.matches(text) or any(i in text for i in ids) or bool(scope and scope in text)
+
+        return hit
+
+    def state_hits(self, hit) -> list:
+        state = self.vault.state_dir
+        return [p for p in sorted(state.rglob("*")) if p.is_file() and p.suffix in (".json", ".jsonl")
+                and p.relative_to(state).parts[0] not in erase.KEPT_STATE
+                and hit(p.read_bytes().decode("utf-8", "surrogateescape"))]
+
+    def index_rows(self, ids: set[str]) -> int:
+        from memvault.index.store import FILE_NAME
+
+        if not ids or not (self.vault.state_dir / FILE_NAME).exists():
+            return 0
+        store = self.keeper.current()
+        return sum(1 for memory_id in ids if store.by_id(memory_id) is not None)
+
+    def purge_index(self, ids: set[str]) -> None:
+        """The index follows the files (rows of erased memories dropped, scrubbed files re-read), then
+        is vacuumed: FTS segments merged, free pages dropped, the WAL folded back and truncated."""
+        from memvault.index.store import FILE_NAME
+
+        if not (self.vault.state_dir / FILE_NAME).exists():
+            return
+        self.keeper.current().remove(ids)
+        self.keeper.reindex()
+        self.keeper.compact()
+
+
+def record_message(result: Erasure, blobs: set[str], reason: str, who: str | None) -> str:
+    """The erasure record: what kind, how many, when, by whom, why; the erased blobs' ids (so a clone's
+    pull can drop them); never the content."""
+    counts = ", ".join(f"{n} {role}" for role, n in sorted(result.roles.items())) or "quotes only"
+    lines = [f"memvault erase: {sum(result.roles.values())} memories by {result.kind} ({counts})", "",
+             f"Memvault-Erased-Kind: {result.kind}",
+             f"Memvault-Erased-Count: {sum(result.roles.values())}",
+             f"Memvault-Erased-Files: {len(result.files)}",
+             f"Memvault-Erased-Scrubbed: {len(result.scrubbed)}",
+             f"Memvault-Erased-At: {format_time(now())}",
+             f"Memvault-Erased-By: {who or default_who()}"]
+    if reason:
+        lines.append(f"Memvault-Erased-Reason: {' '.join(reason.split())[:200]}")
+    lines += [f"{erase.RECORD_TRAILER}: {sha}" for sha in sorted(blobs)]
+    lines.append("Memvault-Operation: erase")
+    return "\n".join(lines) + "\n"
+
+
+def default_who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
