@@ -16,6 +16,7 @@ from memvault.cli.commands import (  # noqa: F401
     semantic,
     serve,
     session,
+    sync,
     transfer,
     workspace,
 )
