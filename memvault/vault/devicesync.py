@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ from pathlib import PurePosixPath
 
 from memvault.errors import VaultError
 from memvault.vault import layout
-from memvault.vault.git import GitFailed, VaultGit, format_message, pathspec_file, parse_trailers
+from memvault.vault.git import OWN_CONFIG, GitFailed, VaultGit, format_message, parse_trailers, pathspec_file
 from memvault.vault.merge import DRIVERS, GITATTRIBUTES, GITATTRIBUTES_FILE, MERGES, NOTES_VARIABLE, driver_config
 from memvault.vault.store import Vault, atomic_write
 
@@ -260,9 +261,7 @@ class DeviceSync:
     def three_way(self, ours: str, theirs: str, report: SyncReport) -> None:
         """A merge commit of both sides, through the drivers; never left half-done."""
         self.notes_path.unlink(missing_ok=True)
-        with notes_variable(self.notes_path):
-            done = self.git.run_once(("merge", "-q", "--no-ff", "--no-commit", "--allow-unrelated-histories",
-                                      theirs), None)
+        done = run_merge(self.git, theirs, {NOTES_VARIABLE: str(self.notes_path)})
         try:
             if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
                 raise blocked(GitFailed("git merge failed", f"{done.stdout}\n{done.stderr}"))
@@ -314,6 +313,11 @@ class DeviceSync:
             self.git.run("add", "--", repo_path)
             return f"{rel}: changed on both devices; this device's version kept, the other in history"
         side = 2 if 2 in blobs else 3
+        clash = PurePosixPath(rel).name.rpartition("~")[0]
+        if clash and (full.parent / clash).is_dir():  # git moved the file aside as 'name~<side>'
+            self.git.run("add", "--", repo_path)
+            return (f"{PurePosixPath(rel).parent / clash}: a folder on one device, a file on the other; both kept, "
+                    f"the file as {rel}")
         if full.is_dir():
             self.git.run("rm", "-q", "--cached", "--", repo_path)
             return f"{rel}: a folder on one device, a file on the other; the folder kept, the file in history"
@@ -471,15 +475,10 @@ def blocked(exc: GitFailed) -> SyncBlocked:
     return SyncBlocked(f"the sync cannot merge: {exc} (commit or undo that edit, then sync again)")
 
 
-@contextmanager
-def notes_variable(path) -> Iterator[None]:
-    """Tell the drivers git runs where to note their decisions (the variable, for this merge only)."""
-    before = os.environ.get(NOTES_VARIABLE)
-    os.environ[NOTES_VARIABLE] = str(path)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(NOTES_VARIABLE, None)
-        else:
-            os.environ[NOTES_VARIABLE] = before
+def run_merge(git: VaultGit, theirs: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`git merge --no-commit` of `theirs`, the drivers told where to note their decisions (through
+    this process's environment only: several vaults may sync at once in one process)."""
+    args = ["git", "--literal-pathspecs", *OWN_CONFIG, "merge", "-q", "--no-ff", "--no-commit",
+            "--allow-unrelated-histories", theirs]
+    return subprocess.run(args, cwd=git.work_dir, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                          env={**os.environ, **git.env, **env})

@@ -30,8 +30,9 @@ def sync(remote: RemoteArg = None, quiet: QuietOpt = False, vault: VaultOpt = No
         say(f"note: {line}")  # conflicts git could not express, settled as said
     if not quiet:
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(report.by_kind().items()))
-        say(f"Synced with {report.remote}: {report.outcome}, {len(report.changed)} file(s) changed here"
-            f"{', pushed' if report.pushed and report.outcome != 'pushed' else ''}{f' (merges: {kinds})' if kinds else ''}.")
+        pushed = ", pushed" if report.pushed and report.outcome != "pushed" else ""
+        say(f"Synced with {report.remote}: {report.outcome}, {len(report.changed)} file(s) changed here{pushed}"
+            f"{f' (merges: {kinds})' if kinds else ''}.")
 
 
 @command("clone")
