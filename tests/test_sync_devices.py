@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -259,3 +260,24 @@ def test_exit_codes_mean_something(tmp_path):
         result = laptop("sync")
     assert result.exit_code == 3 and "another `memvault sync`" in result.stderr
     assert laptop("sync", "--quiet").stdout == ""
+
+
+def test_serve_syncs_on_an_interval_and_serves_what_arrived(tmp_path):
+    import httpx
+
+    from memvault.server.run import running
+    from tests.support.server import server_settings
+
+    _, (laptop, desktop) = devices(tmp_path)
+    settings = server_settings(desktop.vault)
+    settings.sync.interval = 0.3
+    with running(settings) as url:
+        laptop.ok("add", "The piano tuner comes on Friday", "--user", "ann")
+        laptop.ok("sync")
+        found = []
+        deadline = time.monotonic() + 60
+        while not found and time.monotonic() < deadline:
+            time.sleep(0.3)
+            found = httpx.get(f"{url}/v1/memories/search/", params={"query": "piano tuner", "user_id": "ann"},
+                              timeout=30).json().get("results", [])
+    assert [hit["memory"] for hit in found] == ["The piano tuner comes on Friday"]
