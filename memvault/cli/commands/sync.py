@@ -26,11 +26,14 @@ def sync(remote: RemoteArg = None, quiet: QuietOpt = False, vault: VaultOpt = No
     if json:
         print_json(report.to_dict())
         return
+    if report.recovered:
+        say("note: a sync cut short earlier was finished first")
     for line in report.fallbacks:
         say(f"note: {line}")  # conflicts git could not express, settled as said
     if not quiet:
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(report.by_kind().items()))
         pushed = ", pushed" if report.pushed and report.outcome != "pushed" else ""
+        pushed += f" (after {report.attempts} tries: other devices pushed meanwhile)" if report.attempts > 1 else ""
         say(f"Synced with {report.remote}: {report.outcome}, {len(report.changed)} file(s) changed here{pushed}"
             f"{f' (merges: {kinds})' if kinds else ''}.")
 
