@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from memvault.errors import VaultError
 from memvault.vault import layout
 from memvault.vault.git import OWN_CONFIG, GitFailed, VaultGit, format_message, parse_trailers, pathspec_file
-from memvault.vault.merge import DRIVERS, GITATTRIBUTES, GITATTRIBUTES_FILE, MERGES, NOTES_VARIABLE, driver_config
+from memvault.vault.merge import GITATTRIBUTES_FILE, MERGES, NOTES_VARIABLE, driver_config, gitattributes_text
 from memvault.vault.store import Vault, atomic_write
 
 MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote other devices keep pushing to
@@ -108,16 +108,6 @@ def install_drivers(git: VaultGit, python: str | None = None) -> bool:
     for key, value in missing.items():
         git.run("config", "--local", key, value)
     return bool(missing)
-
-
-def gitattributes_text(current: str | None) -> str | None:
-    """The .gitattributes that routes memvault's files to its drivers, keeping a person's own lines;
-    None when `current` already does."""
-    if current is not None and all(line in current.splitlines() for line in GITATTRIBUTES.splitlines()):
-        return None
-    own = [line for line in (current or "").splitlines()
-           if line not in GITATTRIBUTES.splitlines() and not any(f"merge={name}" in line for name in DRIVERS)]
-    return ("\n".join(own) + "\n" if own else "") + GITATTRIBUTES
 
 
 def ensure_merge_setup(vault: Vault) -> bool:

@@ -13,8 +13,10 @@ A driver never writes conflict markers into a memory:
 - journal (journal/<day>.md): the union of both sides' lines.
 
 Each decision worth a person's eye is appended as a JSON line to $MEMVAULT_MERGE_NOTES (set by
-`memvault sync`, which turns them into the merge commit's events); a person's own `git merge` just
-merges. Both sides are ordered before merging, so two devices merging the same pair agree.
+`memvault sync`, which turns them into the merge commit's events). Without that variable (a person's
+own `git merge`, `memvault pull`'s rebase, `git stash pop`: sides that may be in no commit) a driver
+is git's plain line merge. Both sides are ordered before merging, so two devices merging the same
+pair agree.
 """
 
 from __future__ import annotations
@@ -55,6 +57,16 @@ def driver_config(python: str | None = None) -> dict[str, str]:
         config[f"merge.{name}.name"] = f"memvault {kind} merge"
         config[f"merge.{name}.driver"] = f"{quote(python)} -m memvault.vault.merge {kind} %O %A %B %P"
     return config
+
+
+def gitattributes_text(current: str | None) -> str | None:
+    """The .gitattributes that routes memvault's files to its drivers, keeping a person's own lines;
+    None when `current` already does."""
+    if current is not None and all(line in current.splitlines() for line in GITATTRIBUTES.splitlines()):
+        return None
+    own = [line for line in (current or "").splitlines()
+           if line not in GITATTRIBUTES.splitlines() and not any(f"merge={name}" in line for name in DRIVERS)]
+    return ("\n".join(own) + "\n" if own else "") + GITATTRIBUTES
 
 
 def quote(word: str) -> str:
@@ -231,6 +243,12 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python -m memvault.vault.merge {entry,summary,core,journal} BASE OURS THEIRS PATH\n")
         return 2
     kind, base_file, ours_file, theirs_file, path = argv
+    if not os.environ.get(NOTES_VARIABLE):
+        # Not `memvault sync`: a person's `git merge`, `memvault pull`'s rebase, or a stash being put
+        # back, where "the later edit wins" could drop an edit that is in no commit. git's own merge.
+        done = subprocess.run(["git", "merge-file", "-L", "ours", "-L", "base", "-L", "theirs",
+                               ours_file, base_file, theirs_file])
+        return 0 if done.returncode == 0 else 1
     base = read(base_file) if os.path.getsize(base_file) or kind == "core" else None  # empty: added on both sides
     merged, record = MERGES[kind](base, read(ours_file), read(theirs_file), path)
     Path(ours_file).write_bytes(merged.encode("utf-8", "surrogateescape"))
