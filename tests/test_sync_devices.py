@@ -281,3 +281,38 @@ def test_serve_syncs_on_an_interval_and_serves_what_arrived(tmp_path):
             found = httpx.get(f"{url}/v1/memories/search/", params={"query": "piano tuner", "user_id": "ann"},
                               timeout=30).json().get("results", [])
     assert [hit["memory"] for hit in found] == ["The piano tuner comes on Friday"]
+
+
+def test_rules_from_two_devices_are_kept_within_the_cap_the_same_way_everywhere(tmp_path):
+    _, (laptop, desktop) = devices(tmp_path)
+    cap = {"MEMVAULT_RULES_MAX_ACTIVE": "3"}
+    for cli, rules in ((laptop, ["Answer in English", "Use metric units"]), (desktop, ["Be brief", "Cite sources"])):
+        for rule in rules:
+            cli.ok("rules", "add", rule, env=cap)
+    laptop.ok("sync", env=cap)
+    desktop.ok("sync", env=cap)
+    laptop.ok("sync", env=cap)
+    assert tree(laptop.vault) == tree(desktop.vault)
+    active = [rule["text"] for rule in desktop.ok("rules", "list", "--json", env=cap).json()]
+    assert len(active) == 3 and "Answer in English" not in active  # the oldest archived
+
+
+def test_a_merge_never_brings_back_what_an_erasure_record_lists(tmp_path):
+    _, (laptop, desktop) = devices(tmp_path)
+    secret = laptop.ok("add", "My bank PIN hint is the dog's birthday", "--json").json()["results"][0]["id"]
+    sync_all(laptop, desktop, rounds=1)
+    [path] = (laptop.vault / "entries").rglob(f"*{secret}.md")
+    rel = path.relative_to(laptop.vault).as_posix()
+    blob = git(laptop.vault, "rev-parse", f"HEAD:{rel}").strip()
+    # What `memvault erase` leaves (its own branch does the rewriting): the file gone, a record listing it.
+    git(laptop.vault, "rm", "-q", rel)
+    git(laptop.vault, "commit", "-qm", f"memvault erase: 1 memory\n\nMemvault-Operation: erase\n"
+        f"Memvault-Erased-Path: {rel}\nMemvault-Erased-Blob: {blob}")
+    desktop.ok("edit", secret, "-m", "My bank PIN hint is the dog's birthday, 4 May")  # the other device edits it
+    other = desktop.ok("add", "An unrelated memory of the desktop", "--json").json()["results"][0]["id"]
+    sync_all(laptop, desktop)
+    for cli in (laptop, desktop):
+        assert not list((cli.vault / "entries").rglob(f"*{secret}.md"))
+        assert live_fact_ids(cli.vault).get(other) == 1
+        assert cli.ok("search", "bank PIN hint", "--json").json() == []
+    assert tree(laptop.vault) == tree(desktop.vault)
