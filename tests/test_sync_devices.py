@@ -105,8 +105,11 @@ def test_the_same_fact_edited_on_two_devices_keeps_the_later_edit_and_logs_the_o
     assert "The boiler service is due in April" in texts
 
 
-def test_a_delete_on_one_device_wins_over_an_edit_on_another(tmp_path):
+@pytest.mark.parametrize("renames", ["true", "false"])
+def test_a_delete_on_one_device_wins_over_an_edit_on_another(tmp_path, renames):
     _, (laptop, desktop) = devices(tmp_path)
+    for cli in (laptop, desktop):  # without rename detection git sees a modify/delete, not a moved file
+        git(cli.vault, "config", "merge.renames", renames)
     short = laptop.ok("add", "Fact to delete", "--json").json()["results"][0]["id"]
     sync_all(laptop, desktop, rounds=1)
     laptop.ok("rm", short)

@@ -7,7 +7,7 @@ Not to be confused with memvault.index.sync (files -> index). The order of one r
 3. under the vault's write lock: mend what a killed sync left (a merge in progress, a half-done
    checkout, see `recover`), then fast-forward or merge with the vault's merge drivers
    (memvault.vault.merge), resolve what git cannot express (modify/delete, a folder replaced by a
-   file) without conflict markers, drop what an erasure record lists, let tombstones win, commit;
+   file) without conflict markers, drop what an erasure record lists, commit;
 4. push; a push another device won first sends us back to 2 (MAX_ATTEMPTS in all).
 
 An intent file (.memvault/sync.json: the HEAD before, the commit merged, the paths a person had
@@ -256,8 +256,7 @@ class DeviceSync:
             if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
                 raise blocked(GitFailed("git merge failed", f"{done.stdout}\n{done.stderr}"))
             report.fallbacks += self.resolve_unmerged()
-            dropped = self.drop_erased(ours, theirs) + self.tombstones_win(ours)
-            report.fallbacks += [f"{path}: erased or deleted elsewhere, removed" for path in dropped]
+            report.fallbacks += [f"{path}: erased on a device, removed" for path in self.drop_erased(ours, theirs)]
             report.merges += self.read_notes()
             self.git.run("commit", "-q", "--no-verify", "-F", "-",
                          input=self.message(theirs, report.merges, report.fallbacks))
@@ -325,22 +324,6 @@ class DeviceSync:
             return False
         tomb = PurePosixPath(parts[0], parts[1], layout.DELETED, *parts[2:])
         return bool(self.git.run("ls-files", "-z", "--", self.git.repo_path(str(tomb))).strip("\0"))
-
-    def tombstones_win(self, ours: str) -> list[str]:
-        """A fact deleted on one device and edited on another can arrive as both a tombstone and a
-        live file (git saw no rename): the live copy goes, the edit stays in history."""
-        changed = self.git.run("diff", "--cached", "--name-only", "-z", "--no-renames", ours)
-        dropped = []
-        for repo_path in [p for p in changed.split("\0") if p]:
-            rel = PurePosixPath(self.git.vault_path(repo_path))
-            if not layout.is_deleted_path(rel) or len(rel.parts) < 5 or rel.parts[2] != layout.DELETED:
-                continue
-            live = PurePosixPath(rel.parts[0], rel.parts[1], *rel.parts[3:])
-            live_repo = self.git.repo_path(str(live))
-            if self.git.run("ls-files", "-z", "--", live_repo).strip("\0"):
-                self.git.run("rm", "-q", "-f", "--", live_repo)
-                dropped.append(str(live))
-        return dropped
 
     def drop_erased(self, ours: str, theirs: str) -> list[str]:
         """The hook of `memvault erase`: an erasure record (a commit whose trailers list
