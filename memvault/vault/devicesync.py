@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 from memvault.errors import VaultError
 from memvault.vault import layout
 from memvault.vault.git import OWN_CONFIG, GitFailed, VaultGit, format_message, parse_trailers, pathspec_file
-from memvault.vault.merge import GITATTRIBUTES_FILE, MERGES, NOTES_VARIABLE, driver_config, gitattributes_text
+from memvault.vault.merge import GITATTRIBUTES_FILE, NOTES_VARIABLE, driver_config, gitattributes_text, merge
 from memvault.vault.store import Vault, atomic_write
 
 MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote other devices keep pushing to
@@ -41,7 +41,6 @@ INTENT = "sync.json"
 NOTES = "merge-notes.jsonl"
 REJECTED = ("[rejected]", "non-fast-forward", "fetch first", "stale info", "cannot lock ref")
 ERASED_PATH, ERASED_BLOB = "Erased-Path", "Erased-Blob"  # erasure records' trailers (docs/architecture.md, Sync)
-EXPRESSIBLE = {"entry", "summary", "core", "journal"}
 
 
 class SyncBusy(VaultError):
@@ -291,9 +290,9 @@ class DeviceSync:
         rel = self.git.vault_path(repo_path)
         kind = kind_of(rel)
         full = self.git.work_dir / repo_path
-        if 2 in blobs and 3 in blobs and kind in EXPRESSIBLE:  # a driver that could not run: merge here
+        if 2 in blobs and 3 in blobs and kind is not None:  # a driver that could not run: merge here
             base = self.blob(blobs[1]) if 1 in blobs else None
-            merged, record = MERGES[kind](base, self.blob(blobs[2]), self.blob(blobs[3]), rel)
+            merged, record = merge(kind, base, self.blob(blobs[2]), self.blob(blobs[3]), rel)
             atomic_write(full, merged.encode("utf-8", "surrogateescape"))
             self.git.run("add", "--", repo_path)
             return f"{rel}: merged as {kind} ({(record or {}).get('event', 'clean')})"

@@ -95,12 +95,6 @@ def parsed(text: str):
 
 def merge_entry(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, dict | None]:
     """A fact, turn or rule changed on both sides: one version, and a note when one was set aside."""
-    if ours == theirs:
-        return ours, None
-    if base is not None and ours == base:
-        return theirs, None
-    if base is not None and theirs == base:
-        return ours, None
     a, b = parsed(ours), parsed(theirs)
     if a is not None and b is not None and a.role in ("summary", "session"):
         return merge_summary(base, ours, theirs, path)
@@ -125,10 +119,6 @@ def merge_summary(base: str | None, ours: str, theirs: str, path: str) -> tuple[
     """Both sides' lines, earlier version first; the result is marked for re-summarising."""
     from memvault.vault.entry import render
 
-    if ours == theirs or (base is not None and theirs == base):
-        return ours, None
-    if base is not None and ours == base:
-        return theirs, None
     a, b = parsed(ours), parsed(theirs)
     if a is None or b is None:
         return union_lines(*ordered(ours, theirs, lambda _: "")), {"event": "MERGE-UNION", "path": path}
@@ -167,10 +157,6 @@ def merge_file(base: str, ours: str, theirs: str, union: bool = False) -> tuple[
 
 def merge_core(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, dict | None]:
     """A three-way line merge; hunks both sides changed are kept, both, under the KEPT_BOTH heading."""
-    if ours == theirs or (base is not None and theirs == base):
-        return ours, None
-    if base is not None and ours == base:
-        return theirs, None
     first, second = ordered(ours, theirs, lambda _: "")
     text, clashed = merge_file(base or "", first, second)
     if not clashed:
@@ -205,10 +191,6 @@ def kept_both(text: str) -> str:
 
 def merge_journal(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, dict | None]:
     """A day's log written on two devices: every line of both (each list line once)."""
-    if ours == theirs or (base is not None and theirs == base):
-        return ours, None
-    if base is not None and ours == base:
-        return theirs, None
     first, second = ordered(ours, theirs, lambda _: "")
     text, _ = merge_file(base or "", first, second, union=True)
     seen: set[str] = set()
@@ -222,6 +204,15 @@ def merge_journal(base: str | None, ours: str, theirs: str, path: str) -> tuple[
 
 
 MERGES = {"entry": merge_entry, "summary": merge_summary, "core": merge_core, "journal": merge_journal}
+
+
+def merge(kind: str, base: str | None, ours: str, theirs: str, path: str) -> tuple[str, dict | None]:
+    """The merge of `kind`; a side that did not change leaves the other as it is, whatever the kind."""
+    if ours == theirs or (base is not None and theirs == base):
+        return ours, None
+    if base is not None and ours == base:
+        return theirs, None
+    return MERGES[kind](base, ours, theirs, path)
 
 
 # -- the driver git runs --------------------------------------------------------------------------------
@@ -250,7 +241,7 @@ def main(argv: list[str]) -> int:
                                ours_file, base_file, theirs_file])
         return 0 if done.returncode == 0 else 1
     base = read(base_file) if os.path.getsize(base_file) or kind == "core" else None  # empty: added on both sides
-    merged, record = MERGES[kind](base, read(ours_file), read(theirs_file), path)
+    merged, record = merge(kind, base, read(ours_file), read(theirs_file), path)
     Path(ours_file).write_bytes(merged.encode("utf-8", "surrogateescape"))
     if record:
         note({"kind": kind, **record})
