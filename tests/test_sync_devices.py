@@ -267,25 +267,52 @@ def test_exit_codes_mean_something(tmp_path):
     assert laptop("sync", "--quiet").stdout == ""
 
 
-def test_serve_syncs_on_an_interval_and_serves_what_arrived(tmp_path):
+def served(url: str, query: str) -> list[str]:
+    """What the running server's REST search finds for `query` (user ann), waiting up to a minute."""
     import httpx
 
+    found: list = []
+    deadline = time.monotonic() + 60
+    while not found and time.monotonic() < deadline:
+        time.sleep(0.3)
+        found = httpx.get(f"{url}/v1/memories/search/", params={"query": query, "user_id": "ann"},
+                          timeout=30).json().get("results", [])
+    return [hit["memory"] for hit in found]
+
+
+@pytest.mark.parametrize("interval", [0.3, 0.0])
+def test_a_running_serve_serves_what_a_sync_brought(tmp_path, interval):
+    """With sync.interval the server syncs itself; without, a sync from cron changes the files and
+    the server's watcher indexes them."""
     from memvault.server.run import running
     from tests.support.server import server_settings
 
     _, (laptop, desktop) = devices(tmp_path)
     settings = server_settings(desktop.vault)
-    settings.sync.interval = 0.3
+    settings.sync.interval = interval
     with running(settings) as url:
         laptop.ok("add", "The piano tuner comes on Friday", "--user", "ann")
         laptop.ok("sync")
-        found = []
-        deadline = time.monotonic() + 60
-        while not found and time.monotonic() < deadline:
-            time.sleep(0.3)
-            found = httpx.get(f"{url}/v1/memories/search/", params={"query": "piano tuner", "user_id": "ann"},
-                              timeout=30).json().get("results", [])
-    assert [hit["memory"] for hit in found] == ["The piano tuner comes on Friday"]
+        if not interval:
+            time.sleep(1)  # the watcher is up
+            subprocess.run([sys.executable, "-m", "memvault", "sync", "-q", "--vault", str(desktop.vault)], check=True)
+        assert served(url, "piano tuner") == ["The piano tuner comes on Friday"]
+
+
+def test_a_vault_moved_to_another_machine_merges_with_this_machines_python(tmp_path):
+    _, (laptop, desktop) = devices(tmp_path)
+    memory_id = laptop.ok("add", "The boiler service is due in March", "--json").json()["results"][0]["id"]
+    sync_all(laptop, desktop, rounds=1)
+    # The clone's .git/config names an interpreter this machine does not have (copied from elsewhere).
+    git(desktop.vault, "config", "merge.memvault-entry.driver", "/elsewhere/bin/python -m memvault.vault.merge entry "
+        "%O %A %B %P")
+    laptop.ok("edit", memory_id, "-m", "The boiler service is due in April")
+    desktop.ok("edit", memory_id, "-m", "The boiler service is due in May")
+    sync_all(laptop, desktop)
+    assert sys.executable in git(desktop.vault, "config", "merge.memvault-entry.driver")
+    assert tree(laptop.vault) == tree(desktop.vault)
+    assert desktop.ok("show", memory_id, "--json").json()["text"] == "The boiler service is due in May"
+    assert_clean(desktop.vault)
 
 
 def test_rules_from_two_devices_are_kept_within_the_cap_the_same_way_everywhere(tmp_path):
