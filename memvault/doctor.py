@@ -132,6 +132,25 @@ def check_interrupted_write(vault) -> Check:
                  "write undoes what it left uncommitted", fix="--fix does it now", repair=RECOVER)
 
 
+def check_sync(vault) -> Check:
+    """What `memvault sync` left for a person: core files where two devices changed the same lines
+    (both versions kept under a heading), and a sync a crash cut short (the next sync finishes it)."""
+    from memvault.vault import layout
+    from memvault.vault.devicesync import INTENT
+    from memvault.vault.merge import KEPT_BOTH
+
+    kept = [f"{layout.CORE_DIR}/{path.name}" for path in sorted((vault.root / layout.CORE_DIR).glob("*.md"))
+            if path.is_file() and not path.is_symlink()
+            and KEPT_BOTH in path.read_text(encoding="utf-8", errors="replace")]
+    if kept:
+        return Check("sync", WARN, f"both versions kept by a sync in {listed(kept)}: two devices changed the same "
+                     "lines", fix="keep what is right under the heading, delete the rest (memvault core edit NAME)",
+                     paths=kept)
+    if (vault.state_dir / INTENT).exists():
+        return Check("sync", WARN, "a sync was cut short by a crash", fix="run `memvault sync`: it finishes it")
+    return Check("sync", OK, "nothing left by a sync")
+
+
 def check_temp_files(vault) -> Check:
     """Atomic-write temporary files a crash left beside the entries (never entries themselves)."""
     from memvault.vault.store import STALE_TEMP_AGE
@@ -448,8 +467,8 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
         return [opened]
     files, tombstones = check_entry_files(vault)
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
-            check_uncommitted(vault), check_temp_files(vault), check_curation_queue(vault), files, tombstones,
-            check_stray_files(vault),
+            check_uncommitted(vault), check_temp_files(vault), check_curation_queue(vault), check_sync(vault),
+            files, tombstones, check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 
 

@@ -162,6 +162,13 @@ class RedactionSettings:
 
 
 @dataclass
+class SyncSettings:
+    """`memvault sync`: one memory on many devices through a git remote (vault.git_remote, else origin)."""
+
+    interval: float = 0.0  # seconds between syncs while `memvault serve` runs; 0: off (cron runs `memvault sync`)
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
@@ -177,6 +184,7 @@ class Settings:
     prompt: PromptSettings = field(default_factory=PromptSettings)
     proxy: ProxySettings = field(default_factory=ProxySettings)
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
+    sync: SyncSettings = field(default_factory=SyncSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 

@@ -489,8 +489,8 @@ def test_everything_stored_is_markdown_files_and_git_commits(make):
     m.delete(fact["id"])
     stored = [p.relative_to(m.vault_path) for p in m.vault_path.rglob("*")
               if p.is_file() and p.relative_to(m.vault_path).parts[0] not in (".git", ".memvault")]
-    # .gitignore, the turn, the summary, the deleted fact and the bike.
-    assert len(stored) == 5 and all(p.suffix == ".md" or str(p) == ".gitignore" for p in stored)
+    # .gitignore, .gitattributes (how sync merges), the turn, the summary, the deleted fact and the bike.
+    assert len(stored) == 6 and all(p.suffix == ".md" or str(p) in (".gitignore", ".gitattributes") for p in stored)
     for rel in stored:
         if rel.suffix == ".md":
             parse((m.vault_path / rel).read_text(), str(rel))  # every file is a readable entry

@@ -17,12 +17,13 @@ from memvault.core.reading import Listing, Reading, matches
 from memvault.core.rules import Rules
 from memvault.core.searching import RetrievalOverrides, Searching
 from memvault.core.sessions import SessionEnd, Sessions
+from memvault.core.syncing import Syncing
 from memvault.core.turns import TurnWriting
 from memvault.core.workspace import Workspace
 
 
 class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
-               Browsing, Erasing, MemvaultBase):
+               Browsing, Erasing, Syncing, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

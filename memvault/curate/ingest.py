@@ -155,10 +155,19 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
         elif decision.event == "NONE":
             events.append(MemoryEvent("NONE", decision.memory_id, decision.old_text, decision.new_text))
     if curation.summary:
-        summary = (previous_summary.replace(text=curation.summary, updated_at=now()) if previous_summary
+        summary = (previous_summary.replace(text=curation.summary, updated_at=now(),
+                                            extra=resummarized(previous_summary)) if previous_summary
                    else Entry(text=curation.summary, role="summary", conversation_id=conversation, **scopes))
         tx.write(summary, event="SUMMARY")
     return events
+
+
+def resummarized(previous: Entry) -> dict:
+    """The summary's unknown front matter keys, less the mark a sync's union left (memvault.vault.merge):
+    this rewrite is the re-summarising it asked for."""
+    from memvault.vault.merge import RESUMMARIZE
+
+    return {key: value for key, value in previous.extra.items() if key != RESUMMARIZE}
 
 
 def split_fields(metadata: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -73,6 +73,8 @@ class ServerState:
                         "says why", len(poison))
         self.watcher = start_watcher(self.core, self.stop_watching, own=self.turns.in_flight)
         threading.Thread(target=self.end_idle_sessions, name="memvault-sessions", daemon=True).start()
+        if self.settings.sync.interval > 0:
+            threading.Thread(target=self.sync_every, name="memvault-sync", daemon=True).start()
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.
             threading.Thread(target=warm_litellm, name="memvault-litellm-import", daemon=True).start()
@@ -137,6 +139,20 @@ class ServerState:
         idle = self.settings.session.idle_minutes
         while not self.stop_watching.wait(min(60.0, max(0.2, idle * 15))):  # a quarter of the idle time
             self.submit_curation(lambda: self.end_sessions(idle))
+
+    def sync_every(self) -> None:
+        """`sync.interval`: sync with the remote every so often; what arrives is indexed by the sync
+        (and seen by the watcher). A failed sync is logged and tried again at the next tick."""
+        from memvault.errors import MemvaultError
+
+        while not self.stop_watching.wait(self.settings.sync.interval):
+            try:
+                report = self.core.sync()
+            except MemvaultError as exc:
+                log.warning("sync failed: %s", exc)
+                continue
+            if report.changed:
+                log.info("sync with %s: %s, %d file(s) changed", report.remote, report.outcome, len(report.changed))
 
     def end_sessions(self, idle_minutes: float | None, only: set[str] | None = None) -> None:
         from memvault.server.upstream import curator

@@ -385,6 +385,9 @@ class VaultGit:
             args += ["--name-status", "-M"]
         if grep:
             args += ["--fixed-strings", "--all-match", *(f"--grep={text}" for text in grep)]
+        # --full-history: a sync's merge keeps one side's file; the other side's commits (an edit kept
+        # in history; docs/architecture.md, Sync) and the merge itself are still listed.
+        args.append("--full-history")
         if pathspecs:
             args += ["--", *pathspecs]
         else:

@@ -38,6 +38,7 @@ from memvault.settings import LimitsSettings
 from memvault.vault import jsonlines, layout
 from memvault.vault.entry import Entry, check_text, now, parse, render
 from memvault.vault.git import VaultGit, format_message
+from memvault.vault.merge import GITATTRIBUTES_FILE, gitattributes_text
 from memvault.vault.redact import redact, redact_entry
 
 GITIGNORE_LINE = f"{layout.STATE_DIR}/"
@@ -257,9 +258,13 @@ class Vault:
         lines = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.exists() else []
         if GITIGNORE_LINE not in lines:
             atomic_write(gitignore, ("\n".join([*lines, GITIGNORE_LINE]) + "\n").encode("utf-8"))
+        attributes = vault.root / GITATTRIBUTES_FILE  # how `memvault sync` merges (vault.merge)
+        text = gitattributes_text(attributes.read_text(encoding="utf-8") if attributes.is_file() else None)
+        if text is not None:
+            atomic_write(attributes, text.encode("utf-8"))
         with vault.lock():
             git.check_state()  # never commit onto a detached HEAD or into a merge or rebase
-            git.commit([".gitignore"], format_message("memvault init", "init", None, []))
+            git.commit([".gitignore", GITATTRIBUTES_FILE], format_message("memvault init", "init", None, []))
         return vault
 
     @property

@@ -17,6 +17,7 @@ from memvault.cli.commands import (  # noqa: F401
     semantic,
     serve,
     session,
+    sync,
     transfer,
     ui,
     workspace,

@@ -17,6 +17,9 @@ def init(
     use_enclosing_repo: Annotated[bool, typer.Option(
         "--use-enclosing-repo", help="When PATH lies inside another git repository, commit into that repository "
         "instead of making one at PATH.")] = False,
+    remote: Annotated[Optional[str], typer.Option(
+        "--remote", help="A git remote to sync with (as origin): what it holds is merged in, then ours pushed.",
+        show_default=False)] = None,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Create a vault: a folder of markdown files in a git repository of its own.
@@ -29,6 +32,10 @@ def init(
     settings = settings_module.load(config, {"vault.path": str(path or vault) if (path or vault) else None})
     memvault = Memvault.open(settings, create=True, use_enclosing_repo=use_enclosing_repo)
     memvault.ensure_core()  # core/USER.md ... : empty but explained, one commit
+    memvault.ensure_merge_setup()  # .gitattributes and the merge drivers `memvault sync` merges with
+    if remote:
+        memvault.add_remote(remote)
+        memvault.sync("origin")
     git = memvault.vault.git
     root = str(git.root)
     if json:

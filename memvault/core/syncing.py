@@ -1,0 +1,94 @@
+"""Many devices, one memory: `sync` with a git remote, `clone` of a vault, and what follows a merge
+(the rule cap, the index caught up with only the files that changed). The git side is
+memvault.vault.devicesync; the merge drivers are memvault.vault.merge."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from memvault.errors import EntryFormatError, UsageError, VaultError
+from memvault.vault import layout
+
+if TYPE_CHECKING:
+    from memvault.core import Memvault
+    from memvault.vault.devicesync import SyncReport
+
+
+class Syncing:
+    """Sync with other devices through git."""
+
+    def ensure_merge_setup(self) -> bool:
+        """Merge drivers registered in this clone's .git/config and .gitattributes committed (the
+        migration of an older vault); True when a commit was made."""
+        from memvault.vault.devicesync import ensure_merge_setup
+
+        with self.vault.lock():
+            self.vault.git.check_state()
+            return ensure_merge_setup(self.vault)
+
+    def sync(self, remote: str | None = None) -> SyncReport:
+        """Fetch, merge by kind, push (again when another device pushed first); then the rule cap
+        and the index, for the files that changed only."""
+        from memvault.vault.devicesync import DeviceSync
+
+        device = DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules)
+        report = device.run()
+        if report.changed:
+            self.resync_paths([PurePosixPath(path) for path in report.changed])
+        return report
+
+    @classmethod
+    def clone(cls, url: str, settings) -> Memvault:
+        """`git clone` a vault into `vault.path` (a new or empty folder) and make it this machine's:
+        merge drivers registered, state folder made; the index is built on first use."""
+        import subprocess
+        from pathlib import Path
+
+        from memvault.vault.git import first_cause
+
+        target = Path(settings.vault.path)
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise UsageError(f"{target} exists and is not an empty folder: clone into a new one")
+        done = subprocess.run(["git", "clone", "--quiet", "--", url, str(target)], capture_output=True, text=True,
+                              encoding="utf-8", errors="replace")
+        if done.returncode != 0:
+            raise VaultError(f"git clone of {url} failed: {first_cause(done.stderr) or 'no output'}")
+        memvault = cls.open(settings, create=True)
+        memvault.ensure_merge_setup()
+        return memvault
+
+    def add_remote(self, url: str, name: str = "origin") -> None:
+        """Point the vault at a remote (`init --remote URL`): added, or its address changed."""
+        git = self.vault.git
+        if not url.strip():
+            raise UsageError("the remote's URL is empty")
+        names = [remote.name for remote in git.repo.remotes]
+        git.run("remote", "set-url" if name in names else "add", name, url)
+
+    def cap_rules(self, paths: list[str]) -> None:
+        """Rules arrived from another device: past `rules.max_active` in a scope the oldest are
+        archived, as adding one would (every device archives the same ones: oldest first)."""
+        scopes_seen: dict[tuple, tuple[str, dict]] = {}
+        for path in paths:
+            rel = PurePosixPath(path)
+            if len(rel.parts) < 4 or rel.parts[0] != layout.ENTRIES or rel.parts[2] != "rules" \
+                    or not (self.vault.root / rel).is_file():
+                continue
+            try:
+                rule = self.vault.read(rel)
+            except EntryFormatError:
+                continue
+            scopes_seen[(rule.conversation_id, *sorted(rule.scopes.items()))] = (rule.conversation_id, rule.scopes)
+        over = []
+        for conversation, scopes in scopes_seen.values():
+            active = self.rules(conversation, scopes)
+            over += active[:max(0, len(active) - self.settings.rules.max_active)]
+        if not over:
+            return
+        with self.vault.transaction("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
+            for rule in over:
+                if self.vault.is_live(rule.id):
+                    tx.soft_delete(rule)
+        self.keeper.record(tx.changes)
+
