@@ -112,11 +112,11 @@ def test_a_superseding_fact_carries_its_own_triple(memvault):
            "object": "Paris", "evidence": "I live in Paris"}
     memvault.add("I live in Paris", llm=llm_for([old]))
     new = {**old, "text": "The user lives in Berlin.", "object": "Berlin", "evidence": "I moved to Berlin"}
-    result = memvault.add("I moved to Berlin", llm=llm_for([new], [{"fact": 0, "event": "SUPERSEDE", "id": "0",
-                                                                     "text": "The user moved from Paris to Berlin."}]))
+    result = memvault.add("I moved to Berlin, I live there now", llm=llm_for(
+        [new], [{"fact": 0, "event": "SUPERSEDE", "id": "0", "text": "The user lives in Berlin, not Paris."}]))
     [update] = [e for e in result.events if e.event == "UPDATE"]
     _, entry = memvault.get(update.id)
-    assert entry.text == "The user moved from Paris to Berlin."
+    assert entry.text == "The user lives in Berlin, not Paris."
     assert (entry.object, entry.evidence) == ("Berlin", "I moved to Berlin")
     assert [r.destination for r in memvault.relations("where does the user live")] == ["berlin"]
 
