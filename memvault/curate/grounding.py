@@ -43,6 +43,7 @@ utente eu meu minha yo mi je moi mon ma mes ich mein meine
 # Words a third-person paraphrase adds without adding a claim ("The user's sister is called Ana").
 FRAME_WORDS = frozenset("""
 is are was were be been being am has have had having does do did called named name names known also currently
+said says say told tells mentioned mentions stated states
 now still there here who whom whose which that this these those it its one ones
 """.split())
 STOP_WORDS = frozenset("""
@@ -57,7 +58,15 @@ el la los las un una unos unas del al y en es con para por su sus lo le les que
 le la les un une des du de et en est à au aux dans pour par sur avec que qui ne pas
 der die das den dem des ein eine einen einem einer und ist in im zu mit von für auf an dass nicht
 """.split())
-FREE_WORDS = PERSON_WORDS | FRAME_WORDS | STOP_WORDS
+# A fact may say "not" only where the user said some negation (else "I like pizza" could come back
+# as "The user does not like pizza").
+NEGATIONS = frozenset("not no never nor none nothing neither without longer anymore nao nunca jamais nicht kein".split())
+FREE_WORDS = PERSON_WORDS | FRAME_WORDS | STOP_WORDS | NEGATIONS
+# Words a paraphrase swaps for one another without changing the claim: each root maps to its group's
+# first. Kept small and of one polarity each: "likes" is supported by "love", never by "hate".
+SYNONYMS = ("like love enjoy adore fond favourite favorite fan prefer",
+            "dislike hate detest loathe", "live reside", "move relocate", "mother mom mum", "father dad",
+            "job work employ", "child kid", "wife spouse husband partner")
 # Relations a triple may name that its fact says in other words ("The user's bicycle ..." OWNS).
 PREDICATE_WORDS = frozenset("own owns owned possess possesses relation related to".split())
 USER_NAMES = frozenset({"user", "the user", "i", "me", "the user's", "user's", "users", "myself"})
@@ -91,13 +100,22 @@ def words(text: str) -> list[str]:
     return normalised(text).split()
 
 
-def root(word: str) -> str:
+def stem(word: str) -> str:
     """A light stem: "moved", "moves", "moving" -> "mov"; "hives" -> "hiv"; "Ana" -> "ana"."""
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
             break
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+SYNONYM_ROOT = {stem(word): stem(group.split()[0]) for group in SYNONYMS for word in group.split()}
+
+
+def root(word: str) -> str:
+    """The word's stem, or its synonym group's ("loves" -> "lik")."""
+    stemmed = stem(word)
+    return SYNONYM_ROOT.get(stemmed, stemmed)
 
 
 def roots_of(text: str) -> frozenset[str]:
@@ -178,12 +196,17 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
         if reason:
             return reason
     source_roots = source.roots
+    reason = example_problem(text, source_roots, examples)
+    if reason:
+        return reason
+    if set(words(text)) & NEGATIONS and not set(words(f"{source.said} {source.context}")) & NEGATIONS:
+        return "ungrounded: it negates what the user said"
     missing = unsupported_words(text, source_roots)
     if missing:
         return f"ungrounded: {', '.join(dict.fromkeys(missing))} not in what the user said"
     if not content_roots(text):
         return "ungrounded: it says nothing about what the user said"
-    return example_problem(text, source_roots, examples)
+    return None
 
 
 def example_problem(text: str, source_roots: frozenset[str], examples: tuple[str, ...]) -> str | None:
@@ -194,8 +217,9 @@ def example_problem(text: str, source_roots: frozenset[str], examples: tuple[str
         theirs = set(content_roots(example))
         if not theirs or not mine:
             continue
-        if len(mine & theirs) / len(mine | theirs) >= EXAMPLE_SIMILARITY and not all(
-                known(word_root, source_roots) for word_root in theirs):
+        shared = mine & theirs
+        if len(shared) / len(mine | theirs) >= EXAMPLE_SIMILARITY and not all(
+                known(word_root, source_roots) for word_root in shared):
             return f"copies the prompt's example {clip_quote(example)}"
     return None
 
