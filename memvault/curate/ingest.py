@@ -16,13 +16,14 @@ from typing import Any
 
 from memvault.curate import prompts
 from memvault.curate.extract import Fact, extract_fact_records, grounding_source, last_user_text
-from memvault.curate.grounding import Source, consistent_triple, fact_problem
+from memvault.curate.grounding import Source, fact_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
 from memvault.errors import EmbeddingError, LLMError
 from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
 from memvault.vault.store import Transaction
+from memvault.vault.wording import consistent_triple
 
 
 @dataclass
@@ -91,8 +92,9 @@ class CurationPlan:
 
     def triple_of(self, decision) -> dict[str, str]:
         """The triple fields to store with a decision's text: its fact's triple when it describes
-        that text (curate.grounding.consistent_triple), else none ({} when it has none)."""
-        return consistent_triple(decision.new_text or "", self.triples.get(decision.origin or decision.new_text or "", {}))
+        that text (vault.wording.consistent_triple), else none ({} when it has none)."""
+        text = decision.new_text or ""
+        return consistent_triple(text, self.triples.get(decision.origin or text, {}))
 
 
 def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,

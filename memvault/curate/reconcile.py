@@ -198,7 +198,8 @@ class Applier:
         origin = self.prep.asked[index] if index is not None else None
         if said == "SUPERSEDE" and not text:
             text = origin or ""  # "the new fact supersedes the stored one": its text replaces it
-        if kind in ("ADD", "UPDATE") and text and self.ungrounded(text, origin, memory_id if kind == "UPDATE" else None):
+        rewritten = memory_id if kind == "UPDATE" else None
+        if kind in ("ADD", "UPDATE") and text and self.ungrounded(text, origin, rewritten):
             return False  # dropped: its fact, if nothing else covers it, is ADDed as given
         if kind == "ADD":
             text = text or (self.prep.asked[index] if index is not None else "")
