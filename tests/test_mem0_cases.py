@@ -275,7 +275,8 @@ def test_a_duplicate_is_a_none_event(both):
     llm = scripted({"I love pizza": ["The user likes pizza."], "Pizza! I love pizza": ["The user likes pizza."]})
     m = both(llm)
     [added] = m.add("I love pizza", user_id="alice")["results"]
-    assert [(e["event"], e["id"]) for e in m.add("Pizza! I love pizza", user_id="alice")["results"]] == [("NONE", added["id"])]
+    again = m.add("Pizza! I love pizza", user_id="alice")["results"]
+    assert [(e["event"], e["id"]) for e in again] == [("NONE", added["id"])]
     assert reconcile_calls(llm) == []
     assert [h["event"] for h in m.history(added["id"])] == ["ADD"]
 

@@ -217,7 +217,8 @@ def test_cli_add_policy_reports_hold_and_drop_as_json_events(memvault, monkeypat
     from tests.support.cli import Cli
 
     held, dropped = "The user may learn Dutch.", "The user said thanks."
-    llm = policy_llm({"Maybe I'll learn Dutch, thanks": [held, dropped]}, {held: ("hold", "fact"), dropped: ("drop", "fact")})
+    llm = policy_llm({"Maybe I'll learn Dutch, thanks": [held, dropped]},
+                     {held: ("hold", "fact"), dropped: ("drop", "fact")})
     monkeypatch.setattr(Memvault, "llm", lambda self: llm)
     cli = Cli(memvault.vault.root)
     events = cli.ok("add", "Maybe I'll learn Dutch, thanks", "--policy", "--json").json()["results"]

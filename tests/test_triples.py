@@ -1,6 +1,7 @@
 """Semantic facts as triples: the optional front matter fields, extraction that returns them, curated adds
 that store them, bump / supersede / coexist in reconciliation, and the prompt line `[category] text`
-(the fact's text is what the model reads; a triple that contradicts it never reaches the graph). Real vault, git, index and MiniLM; a scripted LLM judges."""
+(the fact's text is what the model reads; a triple that contradicts it never reaches the graph).
+Real vault, git, index and MiniLM; a scripted LLM judges."""
 
 from __future__ import annotations
 
