@@ -36,6 +36,7 @@ near off out outside over past since through throughout till toward towards unde
 not no yes very just too quite rather really some any each every all both either neither many much more most
 few less least other another such own same s t can could will would shall should may might must ought
 what when where why how whatever whoever whenever wherever
+due including various because while often usually sometimes recently always especially together
 o os as um uma uns umas de do da dos das em no na nos nas ao aos à e é ou que com para por pelo pela se não
 el la los las un una unos unas del al y en es con para por su sus lo le les que
 le la les un une des du de et en est à au aux dans pour par sur avec que qui ne pas
