@@ -165,11 +165,11 @@ def faithful(text: str) -> list[tuple[str, str]]:
 
 def local_llm(url: str, max_tokens: int):
     from memvault import settings as settings_module
-    from memvault.curate.llm import LiteLLM
+    from memvault.curate.llm import LLMClient
 
     settings = settings_module.load(None, {"llm.model": "openai/smollm2", "llm.api_base": url, "llm.api_key": "none",
                                            "llm.timeout": 300, "llm.max_tokens": max_tokens})
-    return LiteLLM(settings.llm)
+    return LLMClient(settings.llm)
 
 
 def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:

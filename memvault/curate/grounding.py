@@ -86,8 +86,9 @@ def evidence_problem(evidence: str, said: str) -> str | None:
 
 
 def fact_problem(text: str, source: Source, evidence: str | None = None,
-                 examples: tuple[str, ...] = ()) -> str | None:
-    """Why an extracted fact is not supported by its source, or None when it is (see the module)."""
+                 examples: tuple[str, ...] = (), negating: bool = False) -> str | None:
+    """Why an extracted fact is not supported by its source, or None when it is (see the module).
+    `negating`: the text may say "not" where the source does not (an update superseding a memory)."""
     reason = degenerate(text)
     if reason:
         return reason
@@ -99,7 +100,7 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
     reason = example_problem(text, source_roots, examples)
     if reason:
         return reason
-    if set(words(text)) & NEGATIONS and not set(words(f"{source.said} {source.context}")) & NEGATIONS:
+    if not negating and set(words(text)) & NEGATIONS and not set(words(f"{source.said} {source.context}")) & NEGATIONS:
         return "ungrounded: it negates what the user said"
     missing = unsupported_words(text, source_roots)
     if missing:
@@ -124,10 +125,11 @@ def example_problem(text: str, source_roots: frozenset[str], examples: tuple[str
     return None
 
 
-def rewrite_problem(text: str, grounds: list[str]) -> str | None:
-    """Why an LLM's rewrite (a reconcile ADD or UPDATE text, a promoted candidate) says more than
-    the texts it was made from (`grounds`: the new fact, the stored one), or None."""
-    return fact_problem(text, Source("\n".join(grounds)))
+def rewrite_problem(text: str, grounds: list[str], superseding: bool = False) -> str | None:
+    """Why an LLM's rewrite (a reconcile ADD or UPDATE text) says more than the texts it was made
+    from (`grounds`: the new fact, and the stored one it supersedes), or None. A superseding text may
+    negate the old one ("The user lives in Berlin, not Paris")."""
+    return fact_problem(text, Source("\n".join(grounds)), negating=superseding)
 
 
 def clip_quote(text: str, limit: int = 60) -> str:

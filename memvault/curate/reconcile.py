@@ -232,7 +232,7 @@ class Applier:
         grounds = [origin] if origin else list(self.prep.asked)
         if memory_id is not None:
             grounds.append(self.stored_text[memory_id])
-        reason = rewrite_problem(text, grounds)
+        reason = rewrite_problem(text, grounds, superseding=memory_id is not None)
         if reason:
             self.plan.dropped.append((text, reason))
         return reason is not None
