@@ -10,9 +10,9 @@ import json
 import pytest
 
 from memvault import settings
+from memvault.core import Memvault
 from memvault.curate import prompts
 from memvault.curate.grounding import Source, evidence_problem, fact_problem
-from memvault.core import Memvault
 from memvault.vault.entry import Entry
 from memvault.vault.wording import consistent_triple, triple_problem
 from tests.support.scripted_llm import ScriptedLLM
@@ -176,7 +176,8 @@ def test_reconcile_cannot_invent_ids_or_facts(memvault):
     [paris] = live_facts(memvault)
     decisions = [{"fact": 0, "event": "UPDATE", "id": "7", "text": "The user lives in Berlin."},
                  {"fact": 0, "event": "DELETE", "id": paris.id},  # a real id, never offered by number
-                 {"fact": 0, "event": "UPDATE", "id": "0", "text": "The user lives in Berlin with a sister called Ana."},
+                 {"fact": 0, "event": "UPDATE", "id": "0",
+                  "text": "The user lives in Berlin with a sister called Ana."},
                  {"fact": 0, "event": "ADD", "text": "The user has a dog called Rex."}]
     result = memvault.add("I live in Berlin now", llm=extracting(["The user lives in Berlin now."], decisions))
     dropped = drops(result)
