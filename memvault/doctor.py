@@ -6,6 +6,8 @@ it aside), files are read, nothing is written. `repair` applies only what cannot
 - remove git lock files no running git holds (a killed git left them), and atomic-write temporary
   files a crash left; undo what a transaction cut short by a crash left uncommitted;
 - reindex, or rebuild the index in full (it is derived from the files and disposable);
+- drop a fact's triple (subject, predicate, object) that its text does not say (vault.wording), in
+  one commit: the text, the truth, is kept; the graph never held the triple;
 - commit entry files a crash or a hand edit left uncommitted, but only files that parse, and a
   deleted file only when its memory lives on in another file (moved, or tombstoned in deleted/).
   A broken file is never rewritten or committed, a plain deletion is left for the person to
@@ -28,7 +30,8 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 # --fix actions, in the order they are applied.
 UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "recover", "clean", "commit", "rebuild", "reindex"
 REQUEUE = "requeue"
-ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX, REQUEUE)
+TRIPLES = "triples"
+ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, TRIPLES, REBUILD, REINDEX, REQUEUE)
 SHOWN_PATHS = 5
 LLM_PROBE = [{"role": "user", "content": "Reply with the single word: ok"}]
 LLM_PROBE_TIMEOUT = 30.0
@@ -261,6 +264,43 @@ def check_stray_files(vault) -> Check:
                      "(a fact: facts/), or out of entries/", paths=stray)
 
 
+def wrong_triples(vault) -> list[tuple[str, Any, str]]:
+    """(path, fact, why) of each live fact whose triple its text does not say."""
+    from memvault.vault.wording import triple_problem
+
+    found = []
+    for rel, item in vault.iter_entries():
+        if not isinstance(item, EntryFormatError) and item.role == "memory" and item.triple:
+            problem = triple_problem(item.text, item.triple)
+            if problem:
+                found.append((str(rel), item, problem))
+    return found
+
+
+def check_triples(vault) -> Check:
+    wrong = wrong_triples(vault)
+    if not wrong:
+        return Check("triples", OK, "every fact's triple is drawn from its text")
+    return Check("triples", WARN, f"{len(wrong)} fact(s) carry a triple their text does not say: "
+                 + listed([rel for rel, _, _ in wrong], {rel: why for rel, _, why in wrong}),
+                 fix="memvault doctor --fix (drops those triples, keeps the texts)", repair=TRIPLES,
+                 paths=[rel for rel, _, _ in wrong])
+
+
+def drop_wrong_triples(memvault) -> str:
+    """Rewrite the facts whose triple contradicts their text without it (one commit); the index follows."""
+    with memvault.vault.lock():
+        wrong = wrong_triples(memvault.vault)  # again under the lock
+    if not wrong:
+        return "no wrong triple left to drop"
+    with memvault.vault.transaction("doctor", f"memvault doctor: drop {len(wrong)} triple(s) their facts do not say",
+                                    None) as tx:
+        for _, fact, _ in wrong:
+            tx.write(fact.replace(subject=None, predicate=None, object=None), event="UPDATE")
+    memvault.keeper.record(tx.changes)
+    return f"dropped the triple of {len(wrong)} fact(s) whose text does not say it: {listed(r for r, _, _ in wrong)}"
+
+
 # -- index -------------------------------------------------------------------------------------------
 class IndexSnapshot:
     """An index file opened read-only, with what sync.scan and sync.diff need (`files()`)."""
@@ -468,7 +508,7 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
     files, tombstones = check_entry_files(vault)
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
             check_uncommitted(vault), check_temp_files(vault), check_curation_queue(vault), check_sync(vault),
-            files, tombstones, check_stray_files(vault),
+            files, tombstones, check_triples(vault), check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 
 
@@ -529,6 +569,8 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
         turns = [p for c in diagnosis.checks if c.repair == REQUEUE for p in c.paths]
         CurationQueue(vault.state_dir).retry(turns)
         done.append(f"queued {len(turns)} turn(s) for curation again (the next `memvault serve` curates them)")
+    if TRIPLES in actions:
+        done.append(drop_wrong_triples(memvault))
     if REBUILD in actions or REINDEX in actions:
         memvault.on_progress = on_progress
         try:

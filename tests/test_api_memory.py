@@ -277,11 +277,11 @@ def test_dedup_same_fact_twice_is_none_without_asking_and_a_paraphrase_is_none_b
 
 def test_update_on_contradiction(make):
     new = "The user no longer likes pizza and loves sushi."
-    llm = scripted({"I love pizza": ["The user likes pizza."], "I'm off pizza, sushi now": [new]},
+    llm = scripted({"I love pizza": ["The user likes pizza."], "I no longer love pizza, I love sushi now": [new]},
                    {new: [{"fact": 0, "event": "UPDATE", "id": "0", "text": new}]})
     m = make(llm)
     [old] = m.add("I love pizza", user_id="alice")["results"]
-    [event] = m.add("I'm off pizza, sushi now", user_id="alice")["results"]
+    [event] = m.add("I no longer love pizza, I love sushi now", user_id="alice")["results"]
     assert (event["event"], event["memory"], event["previous_memory"], event["id"]) == (
         "UPDATE", new, "The user likes pizza.", old["id"])  # in place: the id is kept
     assert "The user likes pizza." in reconcile_calls(llm)[0].prompt

@@ -40,7 +40,7 @@ def test_injection_order_summary_then_memories_then_current_message():
 
 def test_a_chat_turn_retrieves_injects_persists_and_curates(memvault):
     memvault.add_entries([Entry("Alice likes green tea")], "seed")
-    llm = ScriptedLLM([("Latest user message", json.dumps(["Alice is visiting Kyoto in May"])),
+    llm = ScriptedLLM([("Latest user message", json.dumps(["The user is visiting Kyoto in May"])),
                        ("Previous summary:", "Alice likes tea and travels to Kyoto.")],
                       default="You could try a tea house in Kyoto.")
     chat = MemoryChat(memvault, "default")
@@ -56,7 +56,7 @@ def test_a_chat_turn_retrieves_injects_persists_and_curates(memvault):
     chat.curate(turn, history, llm)
     chat.wait(60)
     assert not chat.errors
-    assert "Alice is visiting Kyoto in May" in [e.text for _, e in memvault.list(role="memory").entries]
+    assert "The user is visiting Kyoto in May" in [e.text for _, e in memvault.list(role="memory").entries]
     assert memvault.vault.summary("default").text == "Alice likes tea and travels to Kyoto."
     # The user turn was stored once, by persist, not again by curation.
     assert len(memvault.list(role="user").entries) == 1

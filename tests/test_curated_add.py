@@ -38,11 +38,11 @@ def live_texts(m):
 
 
 def test_first_add_stores_turn_facts_and_summary_in_one_commit(memvault):
-    llm = llm_for(["Alice likes green tea", "Alice lives in Lisbon"])
+    llm = llm_for(["Alice loves green tea", "Alice lives in Lisbon"])
     result = memvault.add("I'm Alice, I love green tea and I live in Lisbon", llm=llm)
     assert [(e.event, e.new_memory) for e in result.events] == [
-        ("ADD", "Alice likes green tea"), ("ADD", "Alice lives in Lisbon")]
-    assert live_texts(memvault) == ["Alice likes green tea", "Alice lives in Lisbon"]
+        ("ADD", "Alice loves green tea"), ("ADD", "Alice lives in Lisbon")]
+    assert live_texts(memvault) == ["Alice lives in Lisbon", "Alice loves green tea"]
     turns = memvault.list(role="user").entries
     assert [e.text for _, e in turns] == ["I'm Alice, I love green tea and I live in Lisbon"]
     facts = [e for _, e in memvault.list(role="memory").entries]
@@ -56,10 +56,10 @@ def test_first_add_stores_turn_facts_and_summary_in_one_commit(memvault):
 
 
 def test_update_rewrites_the_memory_in_place_under_its_id(memvault):
-    first = memvault.add("I like pizza", llm=llm_for(["Alice likes pizza"])).events[0]
+    first = memvault.add("I'm Alice and I like pizza", llm=llm_for(["Alice likes pizza"])).events[0]
     llm = llm_for(["Alice no longer likes pizza and loves sushi"],
                   [{"fact": 0, "event": "UPDATE", "id": "0", "text": "Alice loves sushi, not pizza"}])
-    result = memvault.add("I don't like pizza anymore, I love sushi", llm=llm)
+    result = memvault.add("Alice here: I no longer like pizza, I love sushi", llm=llm)
     update = [e for e in result.events if e.event == "UPDATE"][0]
     assert (update.id, update.old_memory, update.new_memory) == (
         first.id, "Alice likes pizza", "Alice loves sushi, not pizza")
@@ -75,18 +75,18 @@ def test_update_rewrites_the_memory_in_place_under_its_id(memvault):
 
 
 def test_delete_on_negation_is_soft_and_new_facts_still_land(memvault):
-    memvault.add("I have a cat", llm=llm_for(["Alice has a cat called Tom"]))
+    memvault.add("I'm Alice and I have a cat called Tom", llm=llm_for(["Alice has a cat called Tom"]))
     llm = llm_for(["Alice no longer has a cat"], [{"fact": 0, "event": "DELETE", "id": "0"}])
-    result = memvault.add("Tom ran away, I don't have a cat any more", llm=llm)
+    result = memvault.add("Alice again: Tom ran away, I no longer have a cat", llm=llm)
     assert [e.event for e in result.events] == ["DELETE", "ADD"]  # delete-only answer: the fact still lands
     assert live_texts(memvault) == ["Alice no longer has a cat"]
     assert any(e.deleted for _, e in memvault.list(include_deleted=True).entries)
 
 
 def test_exact_duplicate_is_none_without_asking(memvault):
-    memvault.add("I like jazz", llm=llm_for(["Alice likes jazz"]))
+    memvault.add("I'm Alice and I like jazz", llm=llm_for(["Alice likes jazz"]))
     llm = llm_for(["Alice likes jazz"], [{"fact": 0, "event": "ADD", "text": "should not be asked"}])
-    result = memvault.add("As I said, I like jazz", llm=llm)
+    result = memvault.add("Alice here, as I said, I like jazz", llm=llm)
     assert [e.event for e in result.events] == ["NONE"]
     assert not [c for c in llm.calls if RECONCILE in c.prompt]
     assert live_texts(memvault) == ["Alice likes jazz"]
@@ -99,29 +99,29 @@ def test_llm_failure_keeps_what_the_user_said(memvault):
 
 
 def test_garbage_from_the_reconciler_adds_the_new_facts(memvault):
-    memvault.add("I run", llm=llm_for(["Alice runs"]))
+    memvault.add("I'm Alice and I run", llm=llm_for(["Alice runs"]))
     llm = llm_for(["Alice runs marathons"], "I think you should <html> maybe")
-    result = memvault.add("I run marathons", llm=llm)
+    result = memvault.add("Alice: I run marathons", llm=llm)
     assert "Alice runs marathons" in live_texts(memvault) and result.notes
 
 
 def test_ids_not_offered_are_ignored(memvault):
-    memvault.add("I run", llm=llm_for(["Alice runs"]))
+    memvault.add("I'm Alice and I run", llm=llm_for(["Alice runs"]))
     llm = llm_for(["Alice swims"], [{"fact": 0, "event": "DELETE", "id": "7"},
                                     {"fact": 0, "event": "UPDATE", "id": "99", "text": "hijack"}])
-    memvault.add("I swim", llm=llm)
+    memvault.add("Alice: I swim", llm=llm)
     assert live_texts(memvault) == ["Alice runs", "Alice swims"]
 
 
 def test_a_target_deleted_meanwhile_turns_update_into_add(memvault):
-    memvault.add("I like tea", llm=llm_for(["Alice likes tea"]))
+    memvault.add("Alice: I like tea", llm=llm_for(["Alice likes tea"]))
     target = memvault.list(role="memory").entries[0][1]
 
     def decide(prompt):
         memvault.delete([target.id])  # another process deletes it while the LLM thinks
         return json.dumps([{"fact": 0, "event": "UPDATE", "id": "0", "text": "Alice likes black tea"}])
 
-    memvault.add("black tea in fact", llm=llm_for(["Alice likes black tea"], decide))
+    memvault.add("Alice likes black tea in fact", llm=llm_for(["Alice likes black tea"], decide))
     assert live_texts(memvault) == ["Alice likes black tea"]
 
 

@@ -101,7 +101,7 @@ def test_journal_command_prints_a_day_and_search_finds_it(memvault):
 def test_a_chat_session_logs_what_it_learned_when_it_ends(memvault):
     """What the turns stored (through the write policy) and what the end promoted go into today's log,
     in the session end's one commit."""
-    llm = ScriptedLLM([("Latest user message", json.dumps(["Alice is learning the cello"])),
+    llm = ScriptedLLM([("Latest user message", json.dumps(["The user started cello lessons"])),
                        ("Previous summary:", "Alice plays music.")], default="ok")
     chat = MemoryChat(memvault, "music")
     history = [{"role": "user", "content": "I started cello lessons this week"}]
@@ -111,7 +111,7 @@ def test_a_chat_session_logs_what_it_learned_when_it_ends(memvault):
     head = git(memvault.vault.root, "rev-parse", "HEAD").strip()
     memvault.end_session("music", llm)
     _, text = memvault.journal()
-    assert "· session in music\n- added: Alice is learning the cello [" in text
+    assert "· session in music\n- added: The user started cello lessons [" in text
     assert git(memvault.vault.root, "log", "-1", "--format=%s").startswith("memvault session end: music")
     assert git(memvault.vault.root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"
     assert memvault.end_session("music", llm) is None  # ended once: a second end adds nothing

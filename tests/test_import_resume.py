@@ -125,12 +125,13 @@ def test_curate_adds_facts_in_the_conversations_own_commit_and_a_second_run_asks
     assert (report.imported, report.turns) == (2, 6)
     stored = [entry for _, entry in memvault.list(role="memory").entries]
     facts = {entry.text: entry for entry in stored}
-    # the Lisbon conversation's second user turn repeats "vegetarian", planned for its first: stored once
+    # the answer for the Lisbon conversation's first user turn also claims "vegetarian", which that turn
+    # does not say: dropped (curate.grounding); the second turn says it, and it is stored from there, once
     assert len(stored) == 3 and set(facts) == {"The user is flying to Lisbon in May.", "The user is vegetarian.",
                           "The user's sister Ana plays the cello."}
     assert report.facts == 3
     turn = memvault.get(facts["The user is vegetarian."].source)[1]
-    assert (turn.role, turn.text) == ("user", "I'm flying to Lisbon in May. Where should I stay?")
+    assert (turn.role, turn.text) == ("user", "I'm vegetarian. Here is a photo of the hotel.")
     assert facts["The user is vegetarian."].metadata["imported_from"] == "chatgpt"
     # turns, facts and the rolling summary of a conversation: one commit
     shown = git(memvault.vault.root, "show", "--name-only", "--format=%s", "HEAD~1").splitlines()

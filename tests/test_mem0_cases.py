@@ -272,10 +272,11 @@ def test_one_add_updates_in_place_and_adds(both):
 
 
 def test_a_duplicate_is_a_none_event(both):
-    llm = scripted({"I love pizza": ["The user likes pizza."], "Pizza!": ["The user likes pizza."]})
+    llm = scripted({"I love pizza": ["The user likes pizza."], "Pizza! I love pizza": ["The user likes pizza."]})
     m = both(llm)
     [added] = m.add("I love pizza", user_id="alice")["results"]
-    assert [(e["event"], e["id"]) for e in m.add("Pizza!", user_id="alice")["results"]] == [("NONE", added["id"])]
+    again = m.add("Pizza! I love pizza", user_id="alice")["results"]
+    assert [(e["event"], e["id"]) for e in again] == [("NONE", added["id"])]
     assert reconcile_calls(llm) == []
     assert [h["event"] for h in m.history(added["id"])] == ["ADD"]
 
@@ -415,7 +416,7 @@ def test_async_memory_takes_the_2x_forms(tmp_path):
 
 
 def test_metadata_created_at_dates_curated_facts_too(make):
-    m = make(scripted({"I moved to Lisbon in 2024": ["The user lives in Lisbon."]}))
+    m = make(scripted({"I moved to Lisbon in 2024": ["The user moved to Lisbon in 2024."]}))
     [event] = m.add("I moved to Lisbon in 2024", user_id="alice",
                     metadata={"created_at": "2024-05-01T09:30:00+00:00", "source": "import"})["results"]
     item = m.get(event["id"])

@@ -101,12 +101,12 @@ def test_hold_then_dropped_at_session_end_is_reported(memvault):
 def test_repeat_promotes_when_the_same_candidate_comes_back(memvault):
     first, again = "The user likes jazz music a lot.", "The user likes jazz music a lot!"
     assert jaccard(first, again) >= 0.85
-    llm = policy_llm({"I like jazz": [first], "Jazz, I love it": [again]},
+    llm = policy_llm({"I like jazz music a lot": [first], "Jazz music, I love it a lot": [again]},
                      {first: ("repeat", "fact"), again: ("repeat", "fact")})
-    waiting = memvault.policy_add("I like jazz", "default", llm=llm)
+    waiting = memvault.policy_add("I like jazz music a lot", "default", llm=llm)
     assert events_of(waiting, "HOLD") == [first] and waiting.events[-1].reason.startswith("repeat")
     assert facts_of(memvault) == []
-    memvault.policy_add("Jazz, I love it", "default", llm=llm)
+    memvault.policy_add("Jazz music, I love it a lot", "default", llm=llm)
     assert facts_of(memvault) == [again]
     assert memvault.open_sessions()[0].held == []  # promoted: no longer waiting
 
@@ -114,10 +114,10 @@ def test_repeat_promotes_when_the_same_candidate_comes_back(memvault):
 def test_repeat_that_never_comes_back_is_dropped_at_session_end(memvault):
     first, other = "The user likes jazz music a lot.", "The user likes jazz and also blues music."
     assert not same_candidate(first, other)  # below 0.85: another candidate
-    llm = policy_llm({"I like jazz": [first], "Jazz and blues": [other]},
+    llm = policy_llm({"I like jazz music a lot": [first], "I like jazz and also blues music": [other]},
                      {first: ("repeat", "fact"), other: ("repeat", "fact")})
-    memvault.policy_add("I like jazz", "default", llm=llm)
-    memvault.policy_add("Jazz and blues", "default", llm=llm)
+    memvault.policy_add("I like jazz music a lot", "default", llm=llm)
+    memvault.policy_add("I like jazz and also blues music", "default", llm=llm)
     assert facts_of(memvault) == []
     ended = memvault.end_session("default", llm)
     assert sorted(events_of(ended, "DROP")) == sorted([first, other])
@@ -143,7 +143,7 @@ def test_drop_is_reported_and_never_stored(memvault):
 ])
 def test_safety_and_secrets_are_dropped_before_any_llm_sees_them(memvault, candidate):
     llm = policy_llm({"remember this": [candidate]}, {candidate: ("now", "rule")})
-    result = memvault.policy_add("remember this", "default", llm=llm)
+    result = memvault.policy_add(f"remember this: {candidate}", "default", llm=llm)  # grounded: the user said it
     assert events_of(result, "DROP") == [candidate] and "never stored" in result.events[-1].reason
     assert facts_of(memvault) == []
     assert not [call for call in llm.calls if LABELLING in call.prompt]  # the guard is local and hard
@@ -155,7 +155,7 @@ def test_guards_leave_ordinary_facts_alone():
 
 
 def test_an_explicit_instruction_classified_as_a_rule_goes_to_the_rule_writer(memvault):
-    rule = "The user wants answers in British English."
+    rule = "Always answer in British English."
     llm = policy_llm({"Always answer in British English": [rule]}, {rule: ("now", "rule")})
     result = memvault.policy_add("Always answer in British English", "default", llm=llm)
     assert [e.text for _, e in memvault.list(role="rule").entries] == [rule]  # memvault.core.rules wrote it
@@ -217,13 +217,14 @@ def test_cli_add_policy_reports_hold_and_drop_as_json_events(memvault, monkeypat
     from tests.support.cli import Cli
 
     held, dropped = "The user may learn Dutch.", "The user said thanks."
-    llm = policy_llm({"Maybe Dutch, thanks": [held, dropped]}, {held: ("hold", "fact"), dropped: ("drop", "fact")})
+    llm = policy_llm({"Maybe I'll learn Dutch, thanks": [held, dropped]},
+                     {held: ("hold", "fact"), dropped: ("drop", "fact")})
     monkeypatch.setattr(Memvault, "llm", lambda self: llm)
     cli = Cli(memvault.vault.root)
-    events = cli.ok("add", "Maybe Dutch, thanks", "--policy", "--json").json()["results"]
+    events = cli.ok("add", "Maybe I'll learn Dutch, thanks", "--policy", "--json").json()["results"]
     assert [(e["event"], e["memory"]) for e in events] == [("HOLD", held), ("DROP", dropped)]
     assert all(e["reason"] for e in events)
-    assert cli.ok("add", "Maybe Dutch, thanks", "--json").json()["results"][0]["event"] == "ADD"  # no policy
+    assert cli.ok("add", "Maybe I'll learn Dutch, thanks", "--json").json()["results"][0]["event"] == "ADD"  # no policy
 
 
 def test_session_settings_must_be_positive():

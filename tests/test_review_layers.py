@@ -112,7 +112,7 @@ def test_a_scoped_key_never_sees_core_files_rules_sessions_relations_or_journal_
 
 # -- ending a session: twice at once, and killed half-way -------------------------------------------
 TURNS = ["I'm planning a trip to Oslo", "I want to see the fjords", "Which month is best?"]
-HELD = "The user might go to Oslo in May."
+HELD = "The user is planning a trip to Oslo."
 
 
 def open_session(vault) -> None:

@@ -126,7 +126,7 @@ def test_chat_cli_exit_ends_the_session(tmp_path, monkeypatch):
     """In-process CLI with a scripted LLM: /exit promotes the held fact and writes the summary, one commit."""
     from tests.support.cli import Cli
 
-    fact = "The user might go to Oslo in May."
+    fact = "The user is planning a trip to Oslo."
     llm = policy_llm({TURNS[0]: [fact]}, {fact: ("hold", "fact")}, promote={fact: True}, summary="Oslo trip.")
     llm.settings = type("settings", (), {"model": "scripted"})  # what the chat banner reads
     monkeypatch.setattr(Memvault, "llm", lambda self: llm)

@@ -1,6 +1,7 @@
 """Semantic facts as triples: the optional front matter fields, extraction that returns them, curated adds
-that store them, bump / supersede / coexist in reconciliation, and the prompt line
-`[category] Subject PREDICATE object — "evidence"`. Real vault, git, index and MiniLM; a scripted LLM judges."""
+that store them, bump / supersede / coexist in reconciliation, and the prompt line `[category] text`
+(the fact's text is what the model reads; a triple that contradicts it never reaches the graph).
+Real vault, git, index and MiniLM; a scripted LLM judges."""
 
 from __future__ import annotations
 
@@ -72,8 +73,8 @@ def test_a_curated_add_stores_the_triple_and_the_prompt_shows_the_fact_line(memv
         "relationship", "user", "HAS_SISTER", "Ana", "my sister Ana")
     context = gather(memvault, "who is Ana?", "default", {})
     assert [memory_line(hit) for hit in context.memories] == [
-        '[relationship] user HAS_SISTER Ana — "my sister Ana"', "[user] My sister Ana is visiting next week"]
-    assert '[relationship] user HAS_SISTER Ana — "my sister Ana"' in render(context, "who is Ana?")
+        f"[relationship] {ANA['text']}", "[user] My sister Ana is visiting next week"]
+    assert f"[relationship] {ANA['text']}" in render(context, "who is Ana?")
     relations = memvault.relations("who is Ana?")  # the graph follows extracted triples too
     assert [(r.source, r.relationship, r.destination) for r in relations] == [("user", "has_sister", "ana")]
 
@@ -83,7 +84,7 @@ def test_a_fact_without_a_triple_reads_as_before():
     assert memory_line(hit) == "[memory] Alice likes tea."
     bare = SimpleNamespace(role="memory", text="-", triple={"subject": "Alice", "predicate": "lives in",
                                                             "object": "Lisbon"})
-    assert memory_line(bare) == "[memory] Alice LIVES_IN Lisbon"
+    assert memory_line(bare) == "[memory] -"  # the text, whatever the triple says
 
 
 FACTS = ["The user loves sushi.", "The user likes jazz.", "The user lives in Berlin."]
@@ -112,11 +113,11 @@ def test_a_superseding_fact_carries_its_own_triple(memvault):
            "object": "Paris", "evidence": "I live in Paris"}
     memvault.add("I live in Paris", llm=llm_for([old]))
     new = {**old, "text": "The user lives in Berlin.", "object": "Berlin", "evidence": "I moved to Berlin"}
-    result = memvault.add("I moved to Berlin", llm=llm_for([new], [{"fact": 0, "event": "SUPERSEDE", "id": "0",
-                                                                     "text": "The user moved from Paris to Berlin."}]))
+    result = memvault.add("I moved to Berlin, I live there now", llm=llm_for(
+        [new], [{"fact": 0, "event": "SUPERSEDE", "id": "0", "text": "The user lives in Berlin, not Paris."}]))
     [update] = [e for e in result.events if e.event == "UPDATE"]
     _, entry = memvault.get(update.id)
-    assert entry.text == "The user moved from Paris to Berlin."
+    assert entry.text == "The user lives in Berlin, not Paris."
     assert (entry.object, entry.evidence) == ("Berlin", "I moved to Berlin")
     assert [r.destination for r in memvault.relations("where does the user live")] == ["berlin"]
 
@@ -143,8 +144,8 @@ def test_the_proxy_sends_rules_and_fact_lines_upstream(tmp_path):
             assert reply.status_code == 200, reply.text
     sent = upstream.chat_requests()[0]["messages"][-1]["content"]
     assert f"{RULES_HEADER}\n- Answer in British English." in sent
-    assert '[relationship] user HAS_SISTER Ana — "my sister Ana"' in sent
-    assert sent.index(RULES_HEADER) < sent.index("HAS_SISTER") < sent.index("Current message: Who is my sister?")
+    assert f"[relationship] {ANA['text']}" in sent and "HAS_SISTER" not in sent
+    assert sent.index(RULES_HEADER) < sent.index(ANA["text"]) < sent.index("Current message: Who is my sister?")
 
 
 def test_a_new_text_drops_the_old_triple_and_its_relation(memvault):

@@ -165,8 +165,8 @@ class Memory:
             result = self._core.policy_add(chat, scopes=scopes, metadata=carried,
                                            prompt=self._extraction_prompt(prompt), llm=llm)
         else:
-            result = self._core.add(chat, scopes=scopes, metadata=carried, infer=True,
-                                    prompt=self._extraction_prompt(prompt), llm=llm)
+            result = self._core.add(chat, scopes=scopes, metadata=carried, infer=True,  # mem0: every user message
+                                    prompt=self._extraction_prompt(prompt), llm=llm, whole=True)
         out: dict[str, Any] = {"results": [event_dict(e) for e in result.events]}
         notes = list(result.notes) + self._index_notes()
         if notes:
@@ -343,9 +343,7 @@ class Memory:
             self._synced = True
 
     def _extraction_prompt(self, prompt: str | None) -> str | None:
-        from memvault.curate.extract import load_prompt
-
-        return prompt or self._prompt or load_prompt(self.settings.llm.extraction_prompt_file)
+        return self._core.extraction_prompt(prompt or self._prompt)
 
     def _memory(self, memory_id: str, scopes: dict[str, str]) -> Entry | None:
         """The live fact with exactly this id within `scopes`, or None (turns and summaries are not

@@ -40,14 +40,10 @@ class MemoryContext:
 
 
 def memory_line(hit) -> str:
-    """How one retrieved memory reads in the prompt: a fact with a triple as
-    `[category] Subject PREDICATE object — "evidence"`, anything else as `[role] text`."""
-    triple = getattr(hit, "triple", None)
-    if not triple:
-        return f"[{hit.role}] {hit.text}"
-    predicate = "_".join(triple["predicate"].split()).upper()
-    line = f"[{triple.get('category') or hit.role}] {triple['subject']} {predicate} {triple['object']}"
-    return f'{line} — "{triple["evidence"]}"' if triple.get("evidence") else line
+    """How one retrieved memory reads in the prompt: always its text, the truth a person can read
+    and edit (a triple only annotates: a fact with one shows its category), as `[category] text`."""
+    triple = getattr(hit, "triple", None) or {}
+    return f"[{triple.get('category') or hit.role}] {hit.text}"
 
 
 def render(context: MemoryContext, message: str) -> str:

@@ -77,11 +77,12 @@ class Adding:
 
     def add(self, messages: str | dict | list, conversation: str | None = None,
             scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None, infer: bool = True,
-            prompt: str | None = None, llm=None, turn: Entry | None = None) -> AddResult:
+            prompt: str | None = None, llm=None, turn: Entry | None = None, whole: bool = False) -> AddResult:
         """Remember what the user said: with an LLM, extract and reconcile facts (one commit with the
         user turn, the facts, tombstones and the rolling summary); without one, store it as given.
 
-        `turn`: the user turn is already stored (chat persists turns first); it becomes the source."""
+        `turn`: the user turn is already stored (chat persists turns first); it becomes the source.
+        `whole`: facts come from every user message given (mem0's `add(messages)`), not the latest."""
         from memvault.curate.ingest import MemoryEvent, Placement
 
         conversation, scopes, chat = placed(messages, conversation, scopes)
@@ -93,10 +94,19 @@ class Adding:
             self.add_entries(entries, add_subject(entries))
             notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
             return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
-        return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn)
+        return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn,
+                                 whole=whole)
+
+    def extraction_prompt(self, given: str | None = None) -> str | None:
+        """The extraction prompt every curated path uses: `given` (a caller's own), else the file
+        `llm.extraction_prompt_file` names (read at each use, so an edit applies at once), else None
+        (the default prompt). The one place that reads the setting."""
+        from memvault.curate.extract import load_prompt
+
+        return given or load_prompt(self.settings.llm.extraction_prompt_file)
 
     def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
-                     turn: Entry | None, select=None) -> AddResult:
+                     turn: Entry | None, select=None, whole: bool = False) -> AddResult:
         """`select`: the write policy's choice of the extracted facts to store now (core.sessions)."""
         from memvault.curate.extract import last_user_text
         from memvault.curate.ingest import apply_curation, plan_curation
@@ -108,7 +118,8 @@ class Adding:
 
         previous = self.vault.summary(conversation)
         curation = plan_curation(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
-                                 previous.text if previous else None, prompt, select)
+                                 previous.text if previous else None, self.extraction_prompt(prompt), select,
+                                 whole=whole)
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.vault.transaction("add", subject, conversation) as tx:

@@ -229,9 +229,15 @@ class Sessions:
         user_turns = self._session_turns(record)
         keep, note = promoted(llm, [str(item["text"]) for item in held], user_turns)
         result.notes += [note] if note else []
-        chosen = [item for item, yes in zip(held, keep, strict=True) if yes]
         result.events += [MemoryEvent("DROP", None, None, str(item["text"]), reason="the session did not support it")
                           for item, yes in zip(held, keep, strict=True) if not yes]
+        chosen = []
+        for item in (item for item, yes in zip(held, keep, strict=True) if yes):
+            reason = unsupported_by(str(item["text"]), user_turns)
+            if reason:  # a held candidate is re-checked against what the session's user said
+                result.events.append(MemoryEvent("DROP", None, None, str(item["text"]), reason=reason))
+            else:
+                chosen.append(item)
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
         self._commit_session_end(result, record, chosen, summary, llm)
         self.session_buffer.finish(folder)
@@ -301,6 +307,14 @@ class Sessions:
             if entry.role == "session" and all(getattr(entry, key) == wanted.get(key) for key in SCOPE_KEYS):
                 return entry
         return None
+
+
+def unsupported_by(text: str, user_turns: list[str]) -> str | None:
+    """Why a held candidate is not what the session's user turns say (curate.grounding), or None."""
+    from memvault.curate.grounding import Source, fact_problem
+    from memvault.curate.prompts import EXAMPLE_FACTS
+
+    return fact_problem(text, Source("\n".join(user_turns)), examples=EXAMPLE_FACTS)
 
 
 def learned_events(record: SessionRecord, events: list) -> list:

@@ -41,23 +41,49 @@ class Fact:
     triple: dict[str, str] = field(default_factory=dict)
 
 
-def extract_fact_records(llm: LLM, messages: list[dict], prompt: str | None = None) -> list[Fact]:
-    """Facts from the latest user message in `messages` (OpenAI-style role/content dicts).
+def extract_fact_records(llm: LLM, messages: list[dict], prompt: str | None = None,
+                         whole: bool = False) -> list[Fact]:
+    """Facts from the latest user message in `messages` (OpenAI-style role/content dicts), or with
+    `whole` from every user message (mem0's `add(messages)`: the assistant's turns are context).
 
     Earlier turns are shown as context only. `prompt` replaces the default instructions (see the
     module docstring). Returns stripped, de-duplicated facts; [] when there is no user message or
     the answer holds nothing usable. Raises LLMError when the LLM cannot be reached: the caller
     decides how to degrade (store the text as given).
     """
-    latest, context = split_latest(messages)
-    if not latest.strip():
+    said, context = split_source(messages, whole)
+    if not said.strip():
         return []
-    answer = llm.complete(extraction_messages(latest, context, prompt), json_schema=prompts.EXTRACTION_SCHEMA)
-    return parse_fact_records(answer)[: fact_limit(prompt)]
+    template = prompts.EXTRACTION_INPUT_WHOLE if whole and said_by_several(messages) else prompts.EXTRACTION_INPUT
+    answer = llm.complete(extraction_messages(said, context, prompt, template), json_schema=prompts.EXTRACTION_SCHEMA)
+    return parse_fact_records(answer)[: fact_limit(prompt, whole)]
 
 
-def fact_limit(prompt: str | None) -> int:
-    return MAX_CUSTOM_FACTS if prompt else prompts.MAX_DEFAULT_FACTS
+def fact_limit(prompt: str | None, whole: bool = False) -> int:
+    return MAX_CUSTOM_FACTS if prompt or whole else prompts.MAX_DEFAULT_FACTS
+
+
+def split_source(messages: list[dict], whole: bool = False) -> tuple[str, list[dict]]:
+    """(the user's words facts are taken from, the turns shown as context): the latest user message
+    and the turns before it, or with `whole` every user message and the assistant's turns."""
+    if not (whole and said_by_several(messages)):
+        return split_latest(messages)
+    said = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
+    return said, [m for m in messages if m.get("role") == "assistant"][-CONTEXT_TURNS:]
+
+
+def said_by_several(messages: list[dict]) -> bool:
+    """Whether more than one user message holds text (else the whole conversation is its latest one)."""
+    return sum(1 for m in messages if m.get("role") == "user" and message_text(m).strip()) > 1
+
+
+def grounding_source(messages: list[dict], whole: bool = False):
+    """What the grounding guard checks the extracted facts against (curate.grounding.Source): the
+    same words and context the LLM was shown."""
+    from memvault.curate.grounding import Source
+
+    said, context = split_source(messages, whole)
+    return Source(said, "\n".join(clip(message_text(turn), CONTEXT_CHARS) for turn in context))
 
 
 def load_prompt(path: str) -> str | None:
@@ -73,14 +99,15 @@ def load_prompt(path: str) -> str | None:
     return text
 
 
-def extraction_messages(latest: str, context: list[dict], prompt: str | None = None) -> list[dict]:
-    """The chat sent to the LLM for one extraction."""
+def extraction_messages(latest: str, context: list[dict], prompt: str | None = None,
+                        template: str = prompts.EXTRACTION_INPUT) -> list[dict]:
+    """The chat sent to the LLM for one extraction (`template`: the input's layout)."""
     context_text = "\n".join(
         f"{turn.get('role', 'user')}: {clip(message_text(turn), CONTEXT_CHARS)}" for turn in context
     ) or "(none)"
     if prompt and "{message}" in prompt:
         return [{"role": "user", "content": prompts.fill(prompt, message=latest, context=context_text)}]
-    user = prompts.fill(prompts.EXTRACTION_INPUT, message=latest, context=context_text)
+    user = prompts.fill(template, message=latest, context=context_text)
     return [{"role": "system", "content": prompt or prompts.EXTRACTION}, {"role": "user", "content": user}]
 
 

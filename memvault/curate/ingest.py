@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import extract_fact_records, last_user_text
+from memvault.curate import prompts
+from memvault.curate.extract import Fact, extract_fact_records, grounding_source, last_user_text
+from memvault.curate.grounding import Source, fact_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
 from memvault.errors import EmbeddingError, LLMError
 from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
 from memvault.vault.store import Transaction
+from memvault.vault.wording import consistent_triple
 
 
 @dataclass
@@ -85,24 +88,31 @@ class CurationPlan:
     summary: str | None  # the new rolling summary, None when unchanged
     notes: list[str] = field(default_factory=list)
     triples: dict[str, dict[str, str]] = field(default_factory=dict)  # fact text -> its triple fields
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (text, why): DROP events
 
     def triple_of(self, decision) -> dict[str, str]:
-        """The triple fields of the fact a decision is about ({} when it has none)."""
-        return self.triples.get(decision.origin or decision.new_text or "", {})
+        """The triple fields to store with a decision's text: its fact's triple when it describes
+        that text (vault.wording.consistent_triple), else none ({} when it has none)."""
+        text = decision.new_text or ""
+        return consistent_triple(text, self.triples.get(decision.origin or text, {}))
 
 
 def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,
                   previous_summary: str | None, prompt: str | None = None,
                   select: Callable[[list[str]], list[str]] | None = None,
-                  facts: list[str] | None = None) -> CurationPlan:
-    """Ask the LLM what the latest user message teaches, and how it changes what is stored.
+                  facts: list[str] | None = None, whole: bool = False) -> CurationPlan:
+    """Ask the LLM what the latest user message (with `whole`, every user message) teaches, and how
+    it changes what is stored. Only facts the user's words support are kept (curate.grounding):
+    the rest are `dropped`, with the reason.
     `select(facts)`: the extracted facts to store now (the write policy, memvault.curate.policy);
     `facts`: candidates already chosen (held ones promoted at session end): nothing is extracted."""
     notes: list[str] = []
     triples: dict[str, dict[str, str]] = {}
+    dropped: list[tuple[str, str]] = []
     if facts is None:
         try:
-            records = extract_fact_records(llm, messages, prompt)
+            records = extract_fact_records(llm, messages, prompt, whole)
+            records = grounded(records, grounding_source(messages, whole), dropped)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
@@ -119,7 +129,20 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
     summary = update_summary(llm, previous_summary, learned, conversation) if learned else None
     return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes,
-                        triples)
+                        triples, dropped + plan.dropped)
+
+
+def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]) -> list[Fact]:
+    """The extracted facts the source supports (curate.grounding); each other one is appended to
+    `dropped` with its reason."""
+    kept = []
+    for record in records:
+        reason = fact_problem(record.text, source, record.triple.get("evidence"), prompts.EXAMPLE_FACTS)
+        if reason:
+            dropped.append((record.text, reason))
+        else:
+            kept.append(record)
+    return kept
 
 
 def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, live: Callable[[str], Entry | None],
@@ -154,6 +177,7 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
             events.append(MemoryEvent("DELETE", target.id, target.text, None))
         elif decision.event == "NONE":
             events.append(MemoryEvent("NONE", decision.memory_id, decision.old_text, decision.new_text))
+    events += [MemoryEvent("DROP", None, None, text, reason=reason) for text, reason in curation.dropped]
     if curation.summary:
         summary = (previous_summary.replace(text=curation.summary, updated_at=now(),
                                             extra=resummarized(previous_summary)) if previous_summary

@@ -8,32 +8,36 @@ from __future__ import annotations
 
 MAX_DEFAULT_FACTS = 3
 
+# The prompts' examples are placeholders in angle brackets: a small model that copies an example
+# copies a placeholder, which the grounding guard (memvault.curate.grounding) always refuses; and
+# `EXAMPLE_FACTS` lists the example sentences it drops unless the user's words say them.
 EXTRACTION = """\
 You extract long-term memories about the user from a chat.
 
-Read ONLY the latest user message. Earlier turns are context to resolve words such as "she" or \
-"there"; never take facts from them or from the assistant.
+Read ONLY the latest user message (or the user's messages, when several are marked "extract from \
+these only"). Earlier turns are context to resolve words such as "she" or "there"; never take facts \
+from them or from the assistant.
 
 Write 0 to 3 facts that are worth remembering in later conversations: personal details, \
 preferences, plans, relationships, possessions, work, health, opinions.
 Each fact is:
+- stated by the user: use the user's own words, add nothing they did not say;
 - atomic: one piece of information;
 - self-contained: understandable without the chat (name people and things, no "it" or "there");
-- in the third person about the user, e.g. "The user's sister is called Ana.", \
-"The user is vegetarian.";
-- in the language of the user's message.
+- in the third person about the user ("The user ..."), in the language of the user's words.
 
-Write no facts for questions, greetings, small talk, requests for help or anything the assistant \
-said. When in doubt, write fewer facts.
+Write no facts for questions, greetings, small talk, requests for help, pasted text or logs, or \
+anything the assistant said. When in doubt, write fewer facts.
 
-For each fact also give its triple: "subject" and "object" are short names (use "user" for the \
-user), "predicate" a short relation in capitals with underscores (LIVES_IN, HAS_SISTER, LIKES); \
-"category" one word (personal, preference, plan, relationship, possession, work, health, opinion); \
-"evidence" the user's own words the fact comes from, quoted exactly.
+For each fact also give its triple: "subject" and "object" are short names taken from the fact \
+(use "user" for the user), "predicate" a short relation in capitals with underscores made of the \
+fact's words; "category" one word (personal, preference, plan, relationship, possession, work, \
+health, opinion); "evidence" the user's own words the fact comes from, copied exactly.
 
-Answer with a JSON list of objects and nothing else, e.g.
-[{"text": "The user's sister is called Ana.", "category": "relationship", "subject": "user", \
-"predicate": "HAS_SISTER", "object": "Ana", "evidence": "my sister Ana"}]
+Answer with a JSON list of objects and nothing else, in this shape (replace every <...>):
+[{"text": "The user <what the user said, in the third person>.", "category": "<category>", \
+"subject": "user", "predicate": "<RELATION>", "object": "<name from the fact>", \
+"evidence": "<the user's exact words>"}]
 or [] when there is nothing to remember."""
 
 EXTRACTION_INPUT = """\
@@ -42,6 +46,17 @@ Earlier turns (context only):
 
 Latest user message (extract from this only):
 {message}"""
+
+EXTRACTION_INPUT_WHOLE = """\
+The assistant's turns (context only):
+{context}
+
+The user's messages (extract from these only):
+{message}"""
+
+# Example sentences of earlier versions of these prompts, which small models copied into results.
+EXAMPLE_FACTS = ("The user's sister is called Ana.", "The user is vegetarian.",
+                 "The user loves sushi and no longer likes pizza.", "The user has a dog called Rex.")
 
 EXTRACTION_SCHEMA: dict = {
     "type": "array",
@@ -70,9 +85,12 @@ the stored "id".
 Use only the ids shown. A fact may give more than one event (e.g. DELETE an old memory and ADD \
 the new fact). Give "fact" (the new fact's number) in every event.
 
-Answer with a JSON list of events and nothing else, e.g.
-[{"fact": 0, "event": "UPDATE", "id": "1", "text": "The user loves sushi and no longer likes pizza."},
- {"fact": 1, "event": "ADD", "text": "The user has a dog called Rex."}]"""
+Never add facts of your own: a "text" says only what the new fact and the stored memory say.
+
+Answer with a JSON list of events and nothing else, in this shape (replace every <...>):
+[{"fact": <fact number>, "event": "UPDATE", "id": "<stored id>", "text": "<the stored memory and the new fact, \
+combined>"},
+ {"fact": <fact number>, "event": "ADD", "text": "<the new fact>"}]"""
 
 RECONCILIATION_INPUT = """\
 Stored memories:

@@ -7,8 +7,11 @@ Safeguards (docs/architecture.md, Curation), in the order they apply:
 - an exact duplicate (same md5 as a stored fact, or repeated among the new facts) is NONE, unasked;
 - a fact with no stored neighbours is ADDed unasked; with none for any fact the LLM is not called;
 - an LLM failure, or an answer holding no list of events, ADDs every remaining fact as given;
-- events naming ids that were not offered are ignored; an UPDATE or DELETE of a memory already
-  claimed by an earlier event is ignored (the first wins); an UPDATE with empty text counts as NONE;
+- events naming ids that were not offered are dropped (a DROP with the reason); an UPDATE or DELETE
+  of a memory already claimed by an earlier event is ignored (the first wins); an UPDATE with empty
+  text counts as NONE;
+- an ADD or UPDATE whose text says more than its new fact (and, for an UPDATE, the stored memory)
+  is dropped (curate.grounding.rewrite_problem): the LLM may merge and rephrase, never invent;
 - a fact no ADD, UPDATE or NONE accounts for (e.g. when the answer holds only deletes, or nothing)
   is ADDed as given: nothing the user said is silently lost.
 Every degradation leaves a line in `Plan.notes` for the caller to report.
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.curate import prompts
+from memvault.curate.grounding import clip_quote, rewrite_problem
 from memvault.curate.jsonish import as_list, parse_json
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
@@ -51,6 +55,7 @@ class Decision:
 class Plan:
     decisions: list[Decision] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # degradations, one line each, for the user
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (text, why) of events refused: DROP events
 
     @property
     def changes(self) -> list[Decision]:
@@ -181,12 +186,21 @@ class Applier:
         text = event.get("text") if isinstance(event.get("text"), str) else ""
         text = " ".join(text.split())
         memory_id = self.by_short_id.get(str(event.get("id", "")).strip())
-        if kind not in EVENTS or (kind != "ADD" and memory_id is None):
+        if kind not in EVENTS:
+            return False
+        if kind != "ADD" and memory_id is None:
+            given = str(event.get("id", "")).strip()
+            if given:  # an id the LLM made up: said so, never applied
+                self.plan.dropped.append((text or f"{kind} {given}",
+                                          f"{kind} names memory id {clip_quote(given, 20)}, which was not offered"))
             return False
         index = self.fact_index(event, kind, memory_id, text)
         origin = self.prep.asked[index] if index is not None else None
         if said == "SUPERSEDE" and not text:
             text = origin or ""  # "the new fact supersedes the stored one": its text replaces it
+        rewritten = memory_id if kind == "UPDATE" else None
+        if kind in ("ADD", "UPDATE") and text and self.ungrounded(text, origin, rewritten):
+            return False  # dropped: its fact, if nothing else covers it, is ADDed as given
         if kind == "ADD":
             text = text or (self.prep.asked[index] if index is not None else "")
             if not text:
@@ -211,6 +225,17 @@ class Applier:
                 self.known.setdefault(index, memory_id)
         # An UPDATE with empty text is a NONE that accounts for no fact: the fact is ADDed later.
         return True
+
+    def ungrounded(self, text: str, origin: str | None, memory_id: str | None) -> bool:
+        """Whether an event's text says more than the fact it is about (all new facts when unknown)
+        and the stored memory it rewrites; if so it is noted as dropped."""
+        grounds = [origin] if origin else list(self.prep.asked)
+        if memory_id is not None:
+            grounds.append(self.stored_text[memory_id])
+        reason = rewrite_problem(text, grounds, superseding=memory_id is not None)
+        if reason:
+            self.plan.dropped.append((text, reason))
+        return reason is not None
 
     def add(self, text: str, origin: str | None = None) -> None:
         if text not in self.written:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memvault.vault.wording import triple_problem
+
 USER = "user"
 USER_NAMES = {"i", "me", "my", "myself", "mine", "user", "the_user", "users", "user's"}
 ARTICLES = ("the_", "a_", "an_")
@@ -70,9 +72,12 @@ def relationship_key(predicate: str) -> str:
     return NON_WORD.sub("_", unicodedata.normalize("NFKC", str(predicate)).casefold()).strip("_")
 
 
-def triple_json(triple: dict[str, str] | None) -> str | None:
-    """How an entry's triple is kept in its index row (None: the entry has no whole triple)."""
-    return json.dumps(triple, sort_keys=True, ensure_ascii=False) if triple else None
+def triple_json(triple: dict[str, str] | None, text: str | None = None) -> str | None:
+    """How an entry's triple is kept in its index row (None: the entry has no whole triple, or, given
+    its `text`, one that text does not say: the graph holds only triples drawn from their facts)."""
+    if not triple or (text is not None and triple_problem(text, triple)):
+        return None
+    return json.dumps(triple, sort_keys=True, ensure_ascii=False)
 
 
 def write_relation(conn: Any, rowid: int, role: str, triple: str | None) -> None:

@@ -91,7 +91,8 @@ class IndexRow:
             created_at=entry.created_at.timestamp(), updated_at=(entry.updated_at or entry.created_at).timestamp(),
             user_id=entry.user_id, agent_id=entry.agent_id, run_id=entry.run_id,
             metadata=json.dumps(metadata_with_mem0_fields(entry), sort_keys=True, ensure_ascii=False, default=str),
-            source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size, triple=triple_json(entry.triple),
+            source=entry.source, text=entry.text, mtime_ns=mtime_ns, size=size,
+            triple=triple_json(entry.triple, entry.text),
         )
 
 

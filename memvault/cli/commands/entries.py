@@ -80,7 +80,7 @@ def add(
         show_added({"results": [e.to_dict() for e in events], "notes": [], "turn_id": None, "curated": False},
                    events, json, quiet)
         return
-    prompt = load_prompt(str(prompt_file) if prompt_file else memvault.settings.llm.extraction_prompt_file)
+    prompt = memvault.extraction_prompt(load_prompt(str(prompt_file)) if prompt_file else None)
     for item in items:  # validated before the first is stored
         memvault.clean_text(item["text"])
     write = memvault.policy_add if policy and not no_llm else functools.partial(memvault.add, infer=not no_llm)

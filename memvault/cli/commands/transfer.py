@@ -30,7 +30,6 @@ def import_(
 ) -> None:
     """Import conversations or memories: one commit per conversation; run it again to resume an
     interrupted import (what is already in the vault is never written twice)."""
-    from memvault.curate.extract import load_prompt
     from memvault.transfer import import_source
 
     memvault = open_memvault(vault, config, **{"llm.model": model})
@@ -39,7 +38,7 @@ def import_(
         llm = memvault.llm()
         if llm is None:
             raise UsageError("--curate needs an LLM: set llm.model (memvault config set llm.model ...) or --model")
-    prompt = load_prompt(memvault.settings.llm.extraction_prompt_file) if curate else None
+    prompt = memvault.extraction_prompt() if curate else None
     with progress_bar() as on_progress:
         report = import_source(memvault, paths, fmt.lower(), conversation, llm, prompt, on_progress)
     for note in report.notes:

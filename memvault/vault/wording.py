@@ -1,0 +1,156 @@
+"""How memvault compares the words of two texts: normalised, lightly stemmed, with the words that
+make no claim (stop-words, the user's person words, frame words such as "called") set aside.
+
+The one home of this for the grounding guard (memvault.curate.grounding: is a fact in the user's
+words?) and for triples (is a triple drawn from its fact's text? the graph, doctor and curation ask).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+CONTRACTIONS = tuple((re.compile(pattern), spelled) for pattern, spelled in (
+    (r"n['’]t\b", " not"), (r"['’]m\b", " am"), (r"['’]re\b", " are"), (r"['’]ve\b", " have"),
+    (r"['’]ll\b", " will"), (r"['’]d\b", " would"), (r"['’]s\b", " s")))
+PREFIX_MATCH = 5  # two words sharing a prefix this long (and 3/4 of the shorter) are one word
+
+# The user, however a fact or a message names them: a fact about the user may always say so.
+PERSON_WORDS = frozenset("""
+user users user's person i me my mine myself we us our ours you your yours yourself they them their theirs
+he him his she her hers himself herself themselves
+utilizador utilizadora usuário usuária usuario usuaria utilisateur utilisatrice nutzer nutzerin benutzer benutzerin
+utente eu meu minha yo mi je moi mon ma mes ich mein meine
+""".split())
+# Words a third-person paraphrase adds without adding a claim ("The user's sister is called Ana").
+FRAME_WORDS = frozenset("""
+is are was were be been being am has have had having does do did called named name names known also currently
+said says say told tells mentioned mentions stated states
+now still there here who whom whose which that this these those it its one ones
+""".split())
+STOP_WORDS = frozenset("""
+a an the and or but nor so yet if then than as of at by for from in into on onto to with within without about
+above after against along among around before behind below beneath beside between beyond during except inside
+near off out outside over past since through throughout till toward towards under until up upon via per
+not no yes very just too quite rather really some any each every all both either neither many much more most
+few less least other another such own same s t can could will would shall should may might must ought
+what when where why how whatever whoever whenever wherever
+due including various because while often usually sometimes recently always especially together
+o os as um uma uns umas de do da dos das em no na nos nas ao aos à e é ou que com para por pelo pela se não
+el la los las un una unos unas del al y en es con para por su sus lo le les que
+le la les un une des du de et en est à au aux dans pour par sur avec que qui ne pas
+der die das den dem des ein eine einen einem einer und ist in im zu mit von für auf an dass nicht
+""".split())
+# A fact may say "not" only where the user said some negation (else "I like pizza" could come back
+# as "The user does not like pizza").
+NEGATIONS = frozenset("not no never nor none nothing neither without longer anymore nao nunca jamais nicht kein"
+                      .split())
+FREE_WORDS = PERSON_WORDS | FRAME_WORDS | STOP_WORDS | NEGATIONS
+# Words a paraphrase swaps for one another without changing the claim: each root maps to its group's
+# first. Kept small and of one polarity each: "likes" is supported by "love", never by "hate".
+SYNONYMS = ("like love enjoy adore fond favourite favorite fan prefer",
+            "dislike hate detest loathe", "live reside", "move relocate", "mother mom mum", "father dad",
+            "job work employ", "child kid", "wife spouse husband partner")
+# Relations a triple may name that its fact says in other words ("The user's bicycle ..." OWNS).
+PREDICATE_WORDS = frozenset("own owns owned possess possesses relation related to".split())
+USER_NAMES = frozenset({"user", "the user", "i", "me", "the user's", "user's", "users", "myself"})
+SUFFIXES = ("ingly", "ings", "ing", "ied", "ies", "edly", "ed", "es", "s", "ly")
+
+
+def normalised(text: str) -> str:
+    """`text` as the guard compares it: compatibility forms folded, accents removed, case folded,
+    contractions spelled out, punctuation as spaces, one space between words."""
+    text = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold()
+    for pattern, spelled in CONTRACTIONS:
+        text = pattern.sub(spelled, text)
+    return " ".join(WORD.findall(text))
+
+
+def words(text: str) -> list[str]:
+    return normalised(text).split()
+
+
+def stem(word: str) -> str:
+    """A light stem: "moved", "moves", "moving" -> "mov"; "hives" -> "hiv"; "Ana" -> "ana"."""
+    for suffix in SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+SYNONYM_ROOT = {stem(word): stem(group.split()[0]) for group in SYNONYMS for word in group.split()}
+
+
+def root(word: str) -> str:
+    """The word's stem, or its synonym group's ("loves" -> "lik")."""
+    stemmed = stem(word)
+    return SYNONYM_ROOT.get(stemmed, stemmed)
+
+
+def roots_of(text: str) -> frozenset[str]:
+    return frozenset(root(word) for word in words(text))
+
+
+def content_roots(text: str) -> list[str]:
+    """The roots of the words that make a claim (stop, person and frame words aside), in order."""
+    return [root(word) for word in words(text) if word not in FREE_WORDS]
+
+
+def known(word_root: str, source_roots: frozenset[str]) -> bool:
+    """Whether a root is among the source's, exactly or as the same word with another ending
+    ("allergic" / "allergy": a shared prefix of 5+ letters and 3/4 of the shorter word)."""
+    if word_root in source_roots:
+        return True
+    for other in source_roots:
+        shared = len(_common_prefix(word_root, other))
+        if shared >= PREFIX_MATCH and shared >= 0.75 * min(len(word_root), len(other)):
+            return True
+    return False
+
+
+def _common_prefix(left: str, right: str) -> str:
+    size = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        size += 1
+    return left[:size]
+
+
+def unsupported_words(text: str, source_roots: frozenset[str]) -> list[str]:
+    """The content words of `text` the source does not hold (as written in `text`)."""
+    return [word for word in words(text) if word not in FREE_WORDS and not known(root(word), source_roots)]
+
+
+def triple_problem(text: str, triple: dict[str, str]) -> str | None:
+    """Why a triple does not describe its fact's text, or None: its subject and object must be
+    named in the text (the user by any of their names) and its predicate's words be the text's."""
+    if not triple:
+        return None
+    text_roots = roots_of(text)
+    says_user = bool(set(words(text)) & PERSON_WORDS)
+    for key in ("subject", "object"):
+        name = str(triple.get(key) or "")
+        if normalised(name) in {normalised(alias) for alias in USER_NAMES}:
+            if not says_user:
+                return f"triple: its {key} {name!r} (the user) is not in the fact"
+            continue
+        if not content_roots(name) or unsupported_words(name, text_roots):
+            return f"triple: its {key} {name!r} is not in the fact"
+    predicate = " ".join(str(triple.get("predicate") or "").replace("_", " ").split())
+    if [word for word in unsupported_words(predicate, text_roots) if word not in PREDICATE_WORDS]:
+        return f"triple: its predicate {predicate.upper().replace(' ', '_')!r} is not what the fact says"
+    return None
+
+
+def consistent_triple(text: str, triple: dict[str, str]) -> dict[str, str]:
+    """The triple fields to store with `text`: as given when consistent, else only the fields that
+    are not the triple (category, evidence): the text is kept, the wrong triple is not."""
+    if not triple or triple_problem(text, triple) is None:
+        return dict(triple)
+    return {key: value for key, value in triple.items() if key in ("category", "evidence")}
+
+

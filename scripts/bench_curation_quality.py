@@ -1,0 +1,323 @@
+"""What curation stores, measured: user messages through a model and memvault's curation path.
+
+    python scripts/bench_curation_quality.py --model scripted            # the guards on good answers
+    python scripts/bench_curation_quality.py --model local --sample 40   # SmolLM2-135M via xllamacpp
+    python scripts/bench_curation_quality.py --model local --limit 0 --full 20   # every message; 20 full adds
+
+The messages: LoCoMo user turns (speaker A of each sample, with the other speaker's turn before it as
+context; `../shared/data/locomo/`, evaluation only) and hand-written traps (no facts, questions,
+commands, pasted logs, other people's facts), at least 200 in all. Every message goes through
+extraction and the guards, exactly as `plan_curation` runs them (curate.extract + curate.ingest.grounded
++ the triple check); `--full N` also runs the first N through a whole `Memvault.add` in a scratch vault
+(reconcile, summary, files, git) and checks what the files hold.
+
+The table: facts stored, grounded share (every stored fact checked again against its message: must be
+100%), prompt-example leaks (0), triple/text mismatches (0), degenerate texts (0), and fact recall
+against LoCoMo's `observation` facts of the same turns (token F1 of content words, the speaker's name
+read as "user"): the model's ceiling, reported, not a gate. `--model scripted` answers each LoCoMo
+turn with its own observations (the speaker's name made "the user") and each trap with a copied
+prompt example: the guards should keep the former and refuse the latter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
+if not LOCOMO.exists():
+    LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
+
+TRAPS = [
+    # no facts: greetings, small talk, thanks
+    "Hi there!", "Good morning, how are you?", "Thanks a lot, that was helpful.", "lol ok", "Hmm, let me think.",
+    "Sounds good to me.", "Haha, that's funny.", "Bye for now!",
+    # questions
+    "What is the capital of Australia?", "How do I reverse a list in Python?", "Can you explain quantum computing?",
+    "What's the weather like on Mars?", "Who wrote Pride and Prejudice?", "Is it better to rent or buy a house?",
+    "What time zone is Tokyo in?", "How many grams are in a pound?",
+    # commands and requests
+    "Write me a haiku about autumn.", "Translate 'good night' into German.", "Summarise the text above.",
+    "Give me three ideas for a birthday party.", "Fix the bug in this function.", "List the planets in order.",
+    "Generate a concise title for this chat.", "Suggest 3 follow-up questions.",
+    # pasted logs and code
+    "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    main()\nKeyError: 'user'",
+    "2026-11-26 10:02:11 ERROR [worker-3] connection refused: 127.0.0.1:5432",
+    "def add(a, b):\n    return a + b\n\nprint(add(2, 3))",
+    "SELECT name, email FROM users WHERE created_at > '2024-01-01';",
+    "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree",
+    "$ git push origin main\nrejected: non-fast-forward",
+    # other people's facts (not the user's)
+    "My neighbour's sister is called Ana.", "Did you know Einstein was born in Ulm?",
+    "The article says Lisbon is the sunniest capital in Europe.", "Bob told me his dog Rex is sick.",
+    "Apparently the CEO moved to Berlin.", "In the novel, the hero has a sister called Ana.",
+    "Taylor Swift released a new album.", "The news said pizza prices went up.",
+    # a message that invites the prompt's examples
+    "Tell me about sisters and dogs in general.", "Is sushi healthier than pizza?",
+    "What do vegetarians eat?", "Write an example of a memory about a sister.",
+]
+
+
+def load_messages(limit_locomo: int) -> list[dict]:
+    """LoCoMo user turns (speaker A's, in order, across the samples) then the traps."""
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    per_sample = max(1, -(-limit_locomo // len(data)))
+    messages: list[dict] = []
+    for sample in data:
+        conv, speaker = sample["conversation"], sample["conversation"]["speaker_a"]
+        observed: dict[str, list[str]] = {}
+        for session in sample["observation"].values():
+            for fact, dia in session.get(speaker, []):
+                for one in (dia if isinstance(dia, list) else [dia]):
+                    observed.setdefault(str(one), []).append(fact)
+        taken = 0
+        for n in range(1, 40):
+            turns = conv.get(f"session_{n}")
+            if not turns or taken >= per_sample:
+                continue
+            for i, turn in enumerate(turns):
+                if turn["speaker"] != speaker or taken >= per_sample:
+                    continue
+                before = turns[i - 1]["text"] if i else ""
+                messages.append({"text": turn["text"], "context": before, "speaker": speaker,
+                                 "observations": observed.get(turn["dia_id"], []), "kind": "locomo"})
+                taken += 1
+    messages = messages[:limit_locomo]
+    return messages + [{"text": t, "context": "", "speaker": "", "observations": [], "kind": "trap"} for t in TRAPS]
+
+
+def as_user(text: str, speaker: str) -> str:
+    return re.sub(rf"\b{re.escape(speaker)}\b", "The user", text) if speaker else text
+
+
+def content_words(text: str) -> Counter:
+    from memvault.vault.wording import content_roots
+
+    return Counter(content_roots(text))
+
+
+def token_f1(stored: list[str], expected: list[str]) -> float:
+    got, want = content_words(" ".join(stored)), content_words(" ".join(expected))
+    overlap = sum((got & want).values())
+    if not overlap:
+        return 0.0
+    precision, recall = overlap / sum(got.values()), overlap / sum(want.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+def scripted_llm():
+    """Answers a LoCoMo turn with its observations (as the user's facts), a trap with a copied example."""
+    from memvault.curate import prompts
+
+    table: dict[str, str] = {}
+
+    class Scripted:
+        def complete(self, messages, json_schema=None, **_):
+            text = messages[-1]["content"]
+            for key, answer in table.items():
+                if key in text:
+                    return answer
+            if "extract from" in text:
+                return json.dumps([{"text": prompts.EXAMPLE_FACTS[0], "subject": "user", "predicate": "HAS_SISTER",
+                                    "object": "Ana", "evidence": "my sister Ana"}])
+            return "[]"
+
+        def stream(self, messages, **_):
+            yield self.complete(messages)
+
+    def teach(message: dict) -> None:
+        message["faithful"] = faithful(message["text"])
+        facts = [{"text": fact, "evidence": quote} for fact, quote in message["faithful"]]
+        facts += [{"text": as_user(fact, message["speaker"])} for fact in message["observations"]]
+        table[message["text"]] = json.dumps(facts)
+
+    return Scripted(), teach
+
+
+FIRST_PERSON = ((r"\bI'm\b", "the user is"), (r"\bI am\b", "the user is"), (r"\bI've\b", "the user has"),
+                (r"\bI was\b", "the user was"), (r"\bI\b", "the user"), (r"\b[Mm]y\b", "the user's"),
+                (r"\bme\b", "the user"))
+
+
+def faithful(text: str) -> list[tuple[str, str]]:
+    """What a careful model extracts from a turn: its first-person sentences in the third person,
+    each with the sentence as evidence (at most 3)."""
+    found = []
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        if not re.search(r"\b(I|I'm|my)\b", sentence) or "?" in sentence:
+            continue
+        fact = sentence
+        for pattern, spelled in FIRST_PERSON:
+            fact = re.sub(pattern, spelled, fact)
+        found.append((fact[0].upper() + fact[1:], sentence))
+    return found[:3]
+
+
+def local_llm(url: str, max_tokens: int):
+    from memvault import settings as settings_module
+    from memvault.curate.llm import LLMClient
+
+    settings = settings_module.load(None, {"llm.model": "openai/smollm2", "llm.api_base": url, "llm.api_key": "none",
+                                           "llm.timeout": 300, "llm.max_tokens": max_tokens})
+    return LLMClient(settings.llm)
+
+
+def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
+    """(stored facts as (text, triple), dropped (text, why), seconds): extraction and the guards, as
+    plan_curation runs them."""
+    from memvault.curate.extract import extract_fact_records, grounding_source
+    from memvault.curate.ingest import grounded
+    from memvault.errors import LLMError
+    from memvault.vault.wording import consistent_triple
+
+    chat = ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
+        {"role": "user", "content": message["text"]}]
+    started = time.monotonic()
+    dropped: list[tuple[str, str]] = []
+    try:
+        records = extract_fact_records(llm, chat)
+    except LLMError as exc:
+        return [], [("", f"LLM failed: {exc}")], time.monotonic() - started
+    kept = grounded(records, grounding_source(chat), dropped)
+    return ([(r.text, consistent_triple(r.text, r.triple)) for r in kept], dropped, time.monotonic() - started)
+
+
+def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
+    """The independent checks of one stored fact against the message it came from."""
+    from memvault.curate import prompts
+    from memvault.curate.grounding import Source, degenerate, example_problem, fact_problem
+    from memvault.vault.wording import roots_of, triple_problem
+
+    source = Source(message["text"], message["context"])
+    return {"grounded": fact_problem(text, source) is None,
+            "example": example_problem(text, roots_of(message["text"]), prompts.EXAMPLE_FACTS) is not None
+            or "<" in text,
+            "mismatch": bool(triple) and triple_problem(text, triple) is not None,
+            "degenerate": degenerate(text) is not None}
+
+
+def full_adds(llm, messages: list[dict]) -> list[tuple[str, dict, dict]]:
+    """The whole add (reconcile, summary, files, git) for each message in one scratch vault; returns
+    (text, triple, message) of every live fact the files hold at the end."""
+    from memvault import settings as settings_module
+    from memvault.core import Memvault
+
+    with tempfile.TemporaryDirectory(prefix="bench-curation-") as tmp:
+        core = Memvault.open(settings_module.load(None, {"vault.path": str(Path(tmp) / "vault")}), create=True)
+        try:
+            by_turn: dict[str, dict] = {}
+            for message in messages:
+                chat = ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
+                    {"role": "user", "content": message["text"]}]
+                result = core.add(chat, conversation="bench", llm=llm)
+                if result.turn is not None:
+                    by_turn[result.turn.id] = message
+            facts = [entry for _, entry in core.list(role="memory").entries]
+            return [(f.text, f.triple or {}, by_turn.get(f.source or "", {"text": "", "context": ""})) for f in facts]
+        finally:
+            core.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=("scripted", "local"), default="scripted")
+    parser.add_argument("--limit", type=int, default=170, help="LoCoMo turns (0: all that are loaded; default 170)")
+    parser.add_argument("--sample", type=int, default=0, help="run a random sample of this many messages (0: all)")
+    parser.add_argument("--full", type=int, default=0, help="also run the first N through a whole Memvault.add")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--max-tokens", type=int, default=300)
+    parser.add_argument("--json", help="write every message's result to this file")
+    args = parser.parse_args()
+
+    messages = load_messages(args.limit or 10_000)
+    if args.sample:
+        messages = random.Random(args.seed).sample(messages, min(args.sample, len(messages)))
+    print(f"{len(messages)} messages ({sum(m['kind'] == 'locomo' for m in messages)} LoCoMo user turns, "
+          f"{sum(m['kind'] == 'trap' for m in messages)} traps), model: {args.model}", flush=True)
+    server = None
+    if args.model == "local":
+        from tests.support.local_llm import local_llm_server
+
+        server = local_llm_server(n_ctx=4096)
+        llm = local_llm(server.__enter__(), args.max_tokens)
+    else:
+        llm, teach = scripted_llm()
+        for message in messages:
+            if message["kind"] == "locomo":
+                teach(message)
+    try:
+        rows = []
+        for i, message in enumerate(messages, 1):
+            stored, dropped, seconds = curate_one(llm, message)
+            rows.append({"message": message, "stored": stored, "dropped": dropped, "seconds": seconds})
+            if args.model == "local":
+                print(f"  {i}/{len(messages)} {seconds:.1f}s stored {len(stored)} dropped {len(dropped)}", flush=True)
+        full = full_adds(llm, messages[: args.full]) if args.full else []
+    finally:
+        if server is not None:
+            server.__exit__(None, None, None)
+    report(rows, full, args)
+
+
+def report(rows: list[dict], full: list, args) -> None:
+    stored = [(text, triple, row["message"]) for row in rows for text, triple in row["stored"]]
+    checks = [audit(text, triple, message) for text, triple, message in stored]
+    full_checks = [audit(text, triple, message) for text, triple, message in full]
+    observed = [row for row in rows if row["message"]["observations"]]
+    f1 = [token_f1([t for t, _ in row["stored"]], [as_user(o, row["message"]["speaker"])
+                                                    for o in row["message"]["observations"]]) for row in observed]
+    traps = [row for row in rows if row["message"]["kind"] == "trap"]
+    reasons = Counter(re.sub(r"[:'(].*", "", why).strip() for row in rows for _, why in row["dropped"])
+
+    def line(name: str, value) -> None:
+        print(f"| {name:<46} | {value:>12} |")
+
+    print(f"\n| {'curation path (extraction + guards), ' + args.model:<46} | {'':>12} |\n|{'-' * 48}|{'-' * 14}|")
+    line("messages", len(rows))
+    line("facts extracted by the model", len(stored) + sum(len(r["dropped"]) for r in rows))
+    line("facts stored", len(stored))
+    line("facts dropped by the guards", sum(len(r["dropped"]) for r in rows))
+    line("grounded share of stored facts", f"{share(checks, 'grounded'):.1%}" if checks else "n/a")
+    line("prompt-example leaks", sum(c["example"] for c in checks))
+    line("triple/text mismatches", sum(c["mismatch"] for c in checks))
+    line("degenerate texts stored", sum(c["degenerate"] for c in checks))
+    line("facts stored from traps", sum(len(r["stored"]) for r in traps))
+    line("fact recall vs observations (token F1)", f"{sum(f1) / len(f1):.3f}" if f1 else "n/a")
+    line("LoCoMo turns with observations", len(observed))
+    line("seconds per message (mean)", f"{sum(r['seconds'] for r in rows) / max(1, len(rows)):.1f}")
+    if args.model == "scripted":
+        texts = {text for text, _, _ in stored}
+        good = [fact for row in rows for fact, _ in row["message"].get("faithful", [])]
+        seen = [as_user(o, row["message"]["speaker"]) for row in rows for o in row["message"]["observations"]]
+        line("good (first-person, faithful) facts kept", f"{sum(f in texts for f in good)} of {len(good)}")
+        line("LoCoMo observations kept", f"{sum(' '.join(f.split()) in texts for f in seen)} of {len(seen)}")
+    if args.full:
+        print(f"\n| {'whole Memvault.add, first ' + str(args.full):<46} | {'':>12} |\n|{'-' * 48}|{'-' * 14}|")
+        line("live facts in the vault", len(full))
+        line("grounded share", f"{share(full_checks, 'grounded'):.1%}" if full_checks else "n/a")
+        line("prompt-example leaks", sum(c["example"] for c in full_checks))
+        line("triple/text mismatches", sum(c["mismatch"] for c in full_checks))
+        line("degenerate texts", sum(c["degenerate"] for c in full_checks))
+    print("\nwhy facts were dropped:")
+    for why, count in reasons.most_common(8):
+        print(f"  {count:>4}  {why}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+
+
+def share(checks: list[dict], key: str) -> float:
+    return sum(c[key] for c in checks) / len(checks)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""The guards on what curation stores (curate.grounding, vault.wording): a model that copies the prompt's
+examples, answers garbage, loops, contradicts itself, invents facts, triples or ids stores nothing the
+user did not say; every refusal is a DROP event with its reason. Real vault, git, index and MiniLM; the
+fakes are scripted LLMs that behave badly."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memvault import settings
+from memvault.core import Memvault
+from memvault.curate import prompts
+from memvault.curate.grounding import Source, evidence_problem, fact_problem
+from memvault.vault.entry import Entry
+from memvault.vault.wording import consistent_triple, triple_problem
+from tests.support.scripted_llm import ScriptedLLM
+
+EXTRACT = "(extract from this only):"
+RECONCILE = "Stored memories:"
+PORTO = "I moved from Porto to Lisbon last month"
+OLD_EXAMPLE = {"text": "The user's sister is called Ana.", "category": "relationship", "subject": "user",
+               "predicate": "HAS_SISTER", "object": "Ana", "evidence": "my sister Ana"}
+
+
+@pytest.fixture
+def memvault(tmp_path):
+    m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    yield m
+    m.close()
+
+
+def extracting(answer, decisions=None) -> ScriptedLLM:
+    rules = [(EXTRACT, answer if isinstance(answer, str) else json.dumps(answer)), ("Previous summary:", "Summary.")]
+    if decisions is not None:
+        rules.insert(0, (RECONCILE, json.dumps(decisions)))
+    return ScriptedLLM(rules, default="[]")
+
+
+def live_facts(m) -> list[Entry]:
+    return [entry for _, entry in m.list(role="memory").entries]
+
+
+def assert_all_grounded(m) -> None:
+    """The invariant: every live fact is supported by the user turn it came from."""
+    for fact in live_facts(m):
+        _, turn = m.get(fact.source)
+        assert fact_problem(fact.text, Source(turn.text)) is None, (fact.text, turn.text)
+        assert triple_problem(fact.text, fact.triple or {}) is None, fact
+
+
+def drops(result) -> dict[str, str]:
+    return {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+
+
+# -- the checks themselves ----------------------------------------------------------------------------
+@pytest.mark.parametrize(("fact", "said", "why"), [
+    ("The user's sister is called Ana.", PORTO, "copies the prompt's example"),
+    ("The user <relation> is called <name>.", PORTO, "placeholder"),
+    ("The user lives in Madrid.", PORTO, "madrid"),
+    ("The user does not like pizza.", "I love pizza", "negates"),
+    ("The user likes pizza.", "I hate pizza", "likes"),
+    ("The user " + "loves bees " * 6, "I love bees", "repeated"),
+    ("The user " + "x" * 600, "x", "longer than"),
+    ("The user.", "I love bees", "says nothing"),
+])
+def test_unsupported_facts_are_refused_with_a_reason(fact, said, why):
+    reason = fact_problem(fact, Source(said), examples=prompts.EXAMPLE_FACTS)
+    assert reason is not None and why in reason.lower()
+
+
+@pytest.mark.parametrize(("fact", "said"), [
+    ("The user moved from Porto to Lisbon last month.", PORTO),
+    ("The user is vegetarian.", "I'm vegetarian and allergic to nuts"),
+    ("The user has a nut allergy.", "I'm vegetarian and allergic to nuts"),  # allergic ~ allergy, nuts ~ nut
+    ("The user likes pizza.", "I love pizza"),  # one polarity: like ~ love
+    ("The user's sister is called Ana.", "My sister Ana is visiting"),  # the example, when the user says it
+    ("The user no longer has a cat.", "Tom ran away, I don't have a cat any more"),
+    ("O utilizador é vegetariano.", "Sou vegetariano"),
+])
+def test_supported_facts_pass(fact, said):
+    assert fact_problem(fact, Source(said), examples=prompts.EXAMPLE_FACTS) is None
+
+
+def test_evidence_is_found_normalised_or_fuzzily_but_never_invented():
+    said = "Honestly, I’m VEGETARIAN — and allergic to nuts!"
+    assert evidence_problem("I'm vegetarian", said) is None  # case, curly apostrophe, punctuation
+    assert evidence_problem("I am vegetarian and allergic to nuts", said) is None  # contraction, a dash
+    assert evidence_problem("I'm vegetarian, allergic to peanuts", said) is not None
+    assert evidence_problem("my sister Ana", said) is not None
+
+
+def test_a_triple_must_be_drawn_from_its_text():
+    bike = "The user's bicycle is a red Brompton called Rocinante."
+    assert triple_problem(bike, {"subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante"})
+    assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Ana"})
+    assert triple_problem("Bruno keeps bees.", {"subject": "user", "predicate": "KEEPS", "object": "bees"})
+    assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Rocinante"}) is None
+    assert consistent_triple(bike, {"subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante",
+                                    "category": "possession", "evidence": "my bike"}) == {
+        "category": "possession", "evidence": "my bike"}
+
+
+# -- models that behave badly, through the real add ---------------------------------------------------
+def test_a_model_that_copies_the_prompts_example_stores_nothing(memvault):
+    result = memvault.add(PORTO, llm=extracting([OLD_EXAMPLE]))
+    assert live_facts(memvault) == []
+    assert "is not in the user's words" in drops(result)[OLD_EXAMPLE["text"]]
+    placeholder = {"text": "The user <what the user said, in the third person>.", "subject": "user",
+                   "predicate": "<RELATION>", "object": "<name from the fact>", "evidence": "<the user's exact words>"}
+    result = memvault.add(PORTO, llm=extracting([placeholder]))
+    assert live_facts(memvault) == [] and "placeholder" in drops(result)[placeholder["text"]]
+
+
+def test_the_prompts_examples_are_placeholders_the_guard_refuses():
+    example = prompts.EXTRACTION.split("in this shape (replace every <...>):\n", 1)[1].split("\nor []")[0]
+    copied = json.loads(example)[0]
+    assert fact_problem(copied["text"], Source(PORTO), copied["evidence"]) is not None
+    for text in prompts.EXAMPLE_FACTS:  # the old examples, which small models copied
+        assert text not in prompts.EXTRACTION and text not in prompts.RECONCILIATION
+        assert fact_problem(text, Source(PORTO), examples=prompts.EXAMPLE_FACTS) is not None
+
+
+def test_garbage_and_loops_store_nothing(memvault):
+    garbage = ["zxq vbn plorf", "The user" + " likes" * 20, "The user lorem ipsum dolor."]  # at most 3 are read
+    result = memvault.add("I keep bees in Coimbra", llm=extracting(garbage))
+    assert live_facts(memvault) == []
+    assert set(drops(result)) == set(garbage)
+    assert memvault.add("I keep bees in Coimbra", llm=extracting("asdf <html> {{{ not json")).events == []
+
+
+def test_a_model_that_contradicts_itself_or_the_user_keeps_only_what_was_said(memvault):
+    answer = ["The user is vegetarian.", "The user eats meat every day.", "The user is not allergic to nuts."]
+    result = memvault.add("I'm vegetarian and allergic to nuts", llm=extracting(answer))
+    assert [f.text for f in live_facts(memvault)] == ["The user is vegetarian."]
+    assert set(drops(result)) == {"The user eats meat every day.", "The user is not allergic to nuts."}
+    assert_all_grounded(memvault)
+
+
+def test_a_wrong_triple_is_dropped_the_text_kept_and_the_prompt_shows_the_text(memvault):
+    from memvault.converse.prompt import gather, memory_line
+
+    bike = {"text": "The user's bicycle is a red Brompton called Rocinante.", "category": "possession",
+            "subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante", "evidence": "my bicycle"}
+    memvault.add("My bicycle is a red Brompton called Rocinante", llm=extracting([bike]))
+    [fact] = live_facts(memvault)
+    assert (fact.text, fact.subject, fact.predicate, fact.object) == (bike["text"], None, None, None)
+    assert memvault.relations("who is Rocinante") == []
+    lines = [memory_line(hit) for hit in gather(memvault, "what is Rocinante?", "default", {}).memories]
+    assert f"[memory] {bike['text']}" in lines and not [line for line in lines if "HAS_SISTER" in line]
+
+
+def test_a_hand_written_wrong_triple_never_reaches_the_graph_and_doctor_fix_drops_it(memvault):
+    from memvault.doctor import diagnose, repair
+
+    text = "The user's favourite colour is teal."
+    memvault.add_entries([Entry(text, subject="Ana", predicate="HAS_SISTER", object="user"),
+                          Entry("The user's sister is called Ana.", subject="user", predicate="HAS_SISTER",
+                                object="Ana")], "hand-written")
+    assert [(r.source, r.relationship, r.destination) for r in memvault.relations("Ana")] == [
+        ("user", "has_sister", "ana")]
+    diagnosis = diagnose(memvault.settings, llm_check=False)
+    [check] = [c for c in diagnosis.checks if c.name == "triples"]
+    assert check.status == "warn" and "1 fact(s)" in check.detail
+    done = repair(memvault.settings, diagnosis)
+    assert any("dropped the triple of 1 fact" in line for line in done)
+    fixed = {f.text: f for f in live_facts(memvault)}
+    assert fixed[text].subject is None and fixed[text].text == text
+    assert fixed["The user's sister is called Ana."].object == "Ana"
+    assert [c.status for c in diagnose(memvault.settings, llm_check=False).checks if c.name == "triples"] == ["ok"]
+
+
+def test_reconcile_cannot_invent_ids_or_facts(memvault):
+    memvault.add("I live in Paris", llm=extracting(["The user lives in Paris."]))
+    [paris] = live_facts(memvault)
+    decisions = [{"fact": 0, "event": "UPDATE", "id": "7", "text": "The user lives in Berlin."},
+                 {"fact": 0, "event": "DELETE", "id": paris.id},  # a real id, never offered by number
+                 {"fact": 0, "event": "UPDATE", "id": "0",
+                  "text": "The user lives in Berlin with a sister called Ana."},
+                 {"fact": 0, "event": "ADD", "text": "The user has a dog called Rex."}]
+    result = memvault.add("I live in Berlin now", llm=extracting(["The user lives in Berlin now."], decisions))
+    dropped = drops(result)
+    assert "not offered" in dropped["The user lives in Berlin."]
+    assert "sister" in dropped["The user lives in Berlin with a sister called Ana."]
+    assert "dog" in dropped["The user has a dog called Rex."]
+    assert sorted(f.text for f in live_facts(memvault)) == ["The user lives in Berlin now.", "The user lives in Paris."]
+    assert_all_grounded(memvault)
+
+
+def test_a_grounded_update_merges_the_new_fact_and_the_old(memvault):
+    memvault.add("I live in Paris", llm=extracting(["The user lives in Paris."]))
+    [paris] = live_facts(memvault)
+    merged = "The user lives in Berlin, not Paris."
+    result = memvault.add("I moved to Berlin, I live there now", llm=extracting(
+        ["The user lives in Berlin."], [{"fact": 0, "event": "UPDATE", "id": "0", "text": merged}]))
+    assert [(e.event, e.id, e.new_memory) for e in result.events] == [("UPDATE", paris.id, merged)]
+
+
+def test_a_held_candidate_the_session_does_not_support_is_dropped_at_session_end(memvault):
+    from tests.test_policy import policy_llm
+
+    held = "The user is planning a trip to Oslo."
+    llm = policy_llm({"I'm planning a trip to Oslo": [held]}, {held: ("hold", "fact")}, promote={held: True})
+    memvault.policy_add("I'm planning a trip to Oslo", "default", llm=llm)
+    buffer = memvault.session_buffer
+    with buffer.locked():  # a buffer a bug or a hand wrote: what is promoted is checked again
+        record = buffer.read("default")
+        buffer.append_held(record, [{"text": "The user's sister is called Ana.", "label": "hold", "kind": "fact"}])
+    llm = policy_llm({}, promote={held: True, "The user's sister is called Ana.": True})
+    ended = memvault.end_session("default", llm)
+    assert [f.text for f in live_facts(memvault)] == [held]
+    [dropped] = [e for e in ended.events if e.event == "DROP"]
+    assert dropped.new_memory == "The user's sister is called Ana." and "example" in dropped.reason
+
+
+# -- Memory.add(messages): the whole conversation; one extraction prompt everywhere ---------------------
+def test_memory_add_extracts_from_every_user_message(tmp_path):
+    import memvault as package
+
+    def answer(prompt: str) -> str:
+        said = prompt.split("The user's messages (extract from these only):\n", 1)[1]
+        return json.dumps(["The user's name is Alice."] if "I'm Alice" in said else [])
+
+    llm = ScriptedLLM([("extract from these only", answer), ("Previous summary:", "Summary.")], default="[]")
+    m = package.Memory(vault=tmp_path / "vault", llm=llm)
+    try:
+        result = m.add([{"role": "user", "content": "Hi, I'm Alice"},
+                        {"role": "assistant", "content": "Hello Alice! How can I help?"},
+                        {"role": "user", "content": "Recommend a book"}], user_id="alice")
+        assert [(r["event"], r["memory"]) for r in result["results"]] == [("ADD", "The user's name is Alice.")]
+        [call] = [c for c in llm.calls if "extract from these only" in c.prompt]
+        assert "Hello Alice! How can I help?" in call.prompt.split("(context only)", 1)[1]
+    finally:
+        m.close()
+
+
+def test_the_extraction_prompt_file_applies_on_the_chat_path(tmp_path):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Extract only food facts. Answer a JSON list.", encoding="utf-8")
+    m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault"),
+                                           "llm.extraction_prompt_file": str(prompt)}), create=True)
+    try:
+        llm = ScriptedLLM([(EXTRACT, json.dumps(["The user loves pizza."]))], default="[]")
+        m.policy_add("I love pizza", "default", llm=llm)  # chat's and the proxy's path
+        assert llm.calls[0].messages[0]["content"] == "Extract only food facts. Answer a JSON list."
+    finally:
+        m.close()
+
+
+# -- the real local model ----------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_readme_examples_through_the_real_local_model_store_nothing_ungrounded(local_llm, tmp_path):
+    import memvault as package
+
+    config = {"vault.path": str(tmp_path / "vault"), "llm.model": "openai/smollm2", "llm.api_base": local_llm,
+              "llm.api_key": "none", "llm.timeout": 300, "llm.max_tokens": 200}
+    core = Memvault.open(settings.load(None, config), create=True)
+    try:
+        result = core.add(PORTO)
+        assert not [n for n in result.notes if "LLM failed" in n], result.notes
+        assert_all_grounded(core)
+        assert "The user's sister is called Ana." not in [f.text for f in live_facts(core)]
+    finally:
+        core.close()
+    m = package.Memory(vault=tmp_path / "vault", settings=settings.load(None, config))
+    try:
+        m.add("I'm vegetarian and allergic to nuts", user_id="alice")
+        for item in m.get_all(user_id="alice")["results"]:
+            problem = fact_problem(item["memory"], Source("I'm vegetarian and allergic to nuts"))
+            assert problem is None, (item["memory"], problem)
+    finally:
+        m.close()
