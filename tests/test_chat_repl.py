@@ -94,6 +94,12 @@ def test_memories_shows_what_was_used_and_what_would_be_injected(cli, monkeypatc
     assert "no memories" not in result.stderr
 
 
+def test_memories_shows_the_ids_forget_takes(cli, monkeypatch):
+    use(monkeypatch, scripted())
+    added = cli.ok("add", "--no-llm", "--json", "The user's dog is called Pirata").json()["results"][0]["id"]
+    assert added[:8] in cli.ok("chat", input="/memories my dog Pirata\n/exit\n").stdout
+
+
 def test_forget_soft_deletes_through_the_facade(cli, monkeypatch):
     use(monkeypatch, scripted())
     added = cli.ok("add", "--no-llm", "--json", "The user's dog is called Pirata").json()["results"][0]["id"]

@@ -34,8 +34,8 @@ INTERRUPTED = "[the answer was interrupted by the user]"
 
 def show_memories(hits) -> None:
     if hits:
-        table(["#", "role", "memory", "score"], [[h.rank, h.role, h.text, f"{h.total:.2f}"] for h in hits],
-              title="memories used")
+        table(["#", "id", "role", "memory", "score"],
+              [[h.rank, h.id[:8], h.role, h.text, f"{h.total:.2f}"] for h in hits], title="memories used")
 
 
 def stream_reply(llm, messages: list[dict], pretty: bool) -> str:
