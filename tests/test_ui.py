@@ -38,6 +38,11 @@ def commits(root) -> int:
                               text=True, check=True).stdout)
 
 
+def git_log_all(root) -> str:
+    return subprocess.run(["git", "-C", str(root), "log", "--all", "-p"], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def token(html: str) -> str:
     return re.search(r'name="csrf_token" value="([0-9a-f]+)"', html).group(1)
 
@@ -152,8 +157,12 @@ def test_delete_then_restore(client):
     assert XSS not in c.get("/ui/memories").text.replace("&lt;", "<").replace("&gt;", ">").replace("&#34;", '"')
     page = c.post(f"/ui/m/{found.xss}/restore", data={"csrf_token": good}, headers=SELF).text
     assert re.findall(r'class="op op-\w+">(\w+)<', page) == ["ADD", "DELETE", "RESTORE"]
-    erase = c.post(f"/ui/m/{found.xss}/erase", data={"csrf_token": good, "confirm": found.xss[:8]}, headers=SELF)
-    assert erase.status_code == 400  # the hook: not available until the forgetting issue lands
+    unconfirmed = c.post(f"/ui/m/{found.xss}/erase", data={"csrf_token": good, "confirm": "nope"}, headers=SELF)
+    assert unconfirmed.status_code == 400 and "to confirm erasing it" in unconfirmed.text
+    assert "onerror" in git_log_all(found.root)  # nothing erased without the confirmation
+    erased = c.post(f"/ui/m/{found.xss}/erase", data={"csrf_token": good, "confirm": found.xss[:8]}, headers=SELF)
+    assert erased.status_code == 200 and "onerror" not in git_log_all(found.root)  # gone from every commit
+    assert "erase" in git_log_all(found.root).lower()  # and the erasure record says something was
 
 
 def test_core_files_and_rules_are_edited_in_one_commit_each(client):

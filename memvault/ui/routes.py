@@ -250,14 +250,11 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @router.post("/m/{memory_id}/erase")
     @view
     def erase(request: Request, memory_id: str, confirm: str = Form(""), csrf_token: str = Form("")):
-        # ERASE HOOK: `Memvault.erase` (the forgetting issue) removes a memory from every commit. Until
-        # it lands, the page says so; once it does, this calls it after the id is typed back.
+        # `Memvault.erase` removes the memory from every commit: irreversible, so the id is typed back first.
         core, entry = written(request, csrf_token, memory_id, live=False)
-        if not hasattr(core, "erase"):
-            raise UsageError("erasing (removing a memory from every commit) is not available in this version")
         if confirm.strip() != entry.id[:8]:
             raise UsageError(f"type the memory's short id ({entry.id[:8]}) to confirm erasing it")
-        core.erase([entry.id])
+        core.erase([entry.id], reason="erased from the web page")
         return moved("/memories", saved="erased")
 
     @router.post("/core/{name}")
