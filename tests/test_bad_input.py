@@ -317,12 +317,12 @@ def test_control_and_bidi_characters_are_escaped_for_the_terminal_but_kept_in_js
     assert "\x1b]0;pwned" not in terminal and "\u202e" not in terminal and "\x1b[31mred" not in terminal
     assert cli.ok("list", "--json").json()[0]["text"] == HOSTILE.strip()
     added = cli.ok("add", "\x1b[2J wipe", "--no-llm")
-    assert "\x1b[2J" not in added.stderr and "\\x1b[2J wipe" in added.stderr
+    assert "\x1b[2J" not in added.stdout and "\\x1b[2J wipe" in added.stdout  # the result line, for pipes
 
 
 def test_add_shortens_what_it_echoes(cli):
     done = cli.ok("add", "-", "--no-llm", input="m" * 50_000)
-    assert len(done.stderr) < 1_000 and "more characters)" in done.stderr
+    assert len(done.stdout) < 1_000 and "more characters)" in done.stdout
     assert len(cli.ok("list", "--json").json()[0]["text"]) == 50_000
 
 
