@@ -366,3 +366,18 @@ def test_a_merge_never_brings_back_what_an_erasure_record_lists(tmp_path):
         assert live_fact_ids(cli.vault).get(other) == 1
         assert cli.ok("search", "bank PIN hint", "--json").json() == []
     assert tree(laptop.vault) == tree(desktop.vault)
+
+
+def test_init_remote_joins_a_vault_that_already_has_memories_to_a_remote_that_has_others(tmp_path):
+    remote, (laptop,) = devices(tmp_path, names=("laptop",))
+    laptop.ok("add", "A memory from the laptop")
+    laptop.ok("sync")
+    desktop = Cli(tmp_path / "desktop")
+    desktop.ok("init")
+    desktop.ok("add", "A memory the desktop had before joining")
+    desktop.ok("init", "--remote", str(remote))  # two unrelated histories: merged, nothing lost
+    laptop.ok("sync")
+    assert tree(laptop.vault) == tree(desktop.vault)
+    texts = sorted(entry["text"] for entry in laptop.ok("list", "--json").json())
+    assert texts == ["A memory from the laptop", "A memory the desktop had before joining"]
+    assert_clean(desktop.vault)
