@@ -6,8 +6,8 @@ holding a 10k vault, and one with nothing to do.
 A synthetic vault (scripts/synth_vault.py) is pushed to a bare remote on disk and cloned as a second
 device; both are indexed first (not timed). The first device adds `--new` memories (one commit) and
 syncs; the second device's `memvault sync` is timed as a real process (interpreter start and the
-embedding model's load included), then again with nothing new. Printed: seconds for each, and the
-files the sync changed.
+embedding model's load included), then again with nothing new. Printed: seconds for each, the files
+the sync changed, and how long the model alone takes to embed the new texts (the index's share).
 """
 
 from __future__ import annotations
@@ -66,9 +66,21 @@ def main() -> None:
         took_new, out = memvault("sync", "--json", "--vault", str(base / "desktop"))
         report = json.loads(out)
         took_none, out_none = memvault("sync", "--json", "--vault", str(base / "desktop"))
+        # How much of the first figure is the embedding model (the same 1,000 texts, model loaded first).
+        from memvault.models.embedders import load_embedder
+
+        embedder = load_embedder(settings.Settings().embedder.model, 64, "")
+        embedder.embed(["warm up"])
+        rng = random.Random(27)
+        texts = [sentence(rng, args.size + i) for i in range(args.new)]
+        start = time.perf_counter()
+        for i in range(0, len(texts), 64):
+            embedder.embed(texts[i:i + 64])
+        took_embed = time.perf_counter() - start
         print(f"vault {args.size:,} memories on both devices, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
         print(f"sync bringing {args.new:,} new memories (fetch, merge, index): {took_new:.2f} s, "
               f"{len(report['changed']):,} files changed, outcome {report['outcome']}")
+        print(f"  of which embedding the {args.new:,} texts alone (model loaded): {took_embed:.2f} s")
         print(f"no-change sync: {took_none:.2f} s, outcome {json.loads(out_none)['outcome']}")
 
 

@@ -267,6 +267,24 @@ def test_exit_codes_mean_something(tmp_path):
     assert laptop("sync", "--quiet").stdout == ""
 
 
+def test_an_uncommitted_edit_where_the_merge_must_write_blocks_the_sync_and_loses_nothing(tmp_path):
+    _, (laptop, desktop) = devices(tmp_path)
+    memory_id = laptop.ok("add", "The boiler service is due in March", "--json").json()["results"][0]["id"]
+    sync_all(laptop, desktop, rounds=1)
+    laptop.ok("edit", memory_id, "-m", "The boiler service is due in April")
+    laptop.ok("sync")
+    [path] = (desktop.vault / "entries").rglob(f"*{memory_id}.md")
+    path.write_text(path.read_text().replace("due in March", "due in June"))  # by hand, not committed
+    result = desktop("sync")
+    assert result.exit_code == 6 and "doctor --fix" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "due in June" in path.read_text() and not (desktop.vault / ".git" / "MERGE_HEAD").exists()
+    assert not (desktop.vault / ".memvault" / "sync.json").exists()
+    desktop.ok("doctor", "--fix")
+    desktop.ok("sync")
+    laptop.ok("sync")
+    assert tree(laptop.vault) == tree(desktop.vault)
+
+
 def served(url: str, query: str) -> list[str]:
     """What the running server's REST search finds for `query` (user ann), waiting up to a minute."""
     import httpx
@@ -348,3 +366,18 @@ def test_a_merge_never_brings_back_what_an_erasure_record_lists(tmp_path):
         assert live_fact_ids(cli.vault).get(other) == 1
         assert cli.ok("search", "bank PIN hint", "--json").json() == []
     assert tree(laptop.vault) == tree(desktop.vault)
+
+
+def test_init_remote_joins_a_vault_that_already_has_memories_to_a_remote_that_has_others(tmp_path):
+    remote, (laptop,) = devices(tmp_path, names=("laptop",))
+    laptop.ok("add", "A memory from the laptop")
+    laptop.ok("sync")
+    desktop = Cli(tmp_path / "desktop")
+    desktop.ok("init")
+    desktop.ok("add", "A memory the desktop had before joining")
+    desktop.ok("init", "--remote", str(remote))  # two unrelated histories: merged, nothing lost
+    laptop.ok("sync")
+    assert tree(laptop.vault) == tree(desktop.vault)
+    texts = sorted(entry["text"] for entry in laptop.ok("list", "--json").json())
+    assert texts == ["A memory from the laptop", "A memory the desktop had before joining"]
+    assert_clean(desktop.vault)

@@ -143,7 +143,11 @@ def test_a_sync_killed_mid_way_is_finished_by_the_next(tmp_path):
         diverge([a, b], f"edit {attempt}")
         a.ok("sync")  # a's edits on the remote; b must merge them (12 driver runs)
         proc = start_sync(b.vault)
-        time.sleep(rng.uniform(0.3, 2.5))
+        intent = b.vault / ".memvault" / "sync.json"
+        deadline = time.monotonic() + 120
+        while not intent.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.005)  # the merge is about to move the work tree: kill it somewhere in there
+        time.sleep(rng.uniform(0, 0.8))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             killed += 1

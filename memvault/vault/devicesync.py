@@ -132,7 +132,11 @@ class DeviceSync:
         self.on_merged = on_merged
         self.git = vault.git
         self.remote = self.git.remote_name(remote)
-        self.branch = self.git.repo.active_branch.name
+        try:
+            self.branch = self.git.repo.active_branch.name
+        except TypeError:
+            raise VaultError("the vault's git repository has a detached HEAD: run `git switch <branch>` in the vault, "
+                             "then sync") from None
         self.tracking = f"refs/remotes/{self.remote}/{self.branch}"
 
     @property
@@ -444,7 +448,8 @@ def kind_of(rel: str) -> str | None:
 
 
 def blocked(exc: GitFailed) -> SyncBlocked:
-    return SyncBlocked(f"the sync cannot merge: {exc} (commit or undo that edit, then sync again)")
+    return SyncBlocked(f"the sync cannot merge: {exc} (an uncommitted edit: `memvault doctor --fix` commits an "
+                       "entry edited by hand; or commit or undo it with git; then sync again)")
 
 
 def run_merge(git: VaultGit, theirs: str, env: dict[str, str]) -> subprocess.CompletedProcess:
