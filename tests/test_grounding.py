@@ -55,6 +55,7 @@ def drops(result) -> dict[str, str]:
     ("The user " + "loves bees " * 6, "I love bees", "repeated"),
     ("The user " + "x" * 600, "x", "longer than"),
     ("The user.", "I love bees", "says nothing"),
+    ("What's up with you, Dave?", "Hard work pays off. What's up with you, Dave?", "question"),
 ])
 def test_unsupported_facts_are_refused_with_a_reason(fact, said, why):
     reason = fact_problem(fact, Source(said), examples=prompts.EXAMPLE_FACTS)
@@ -88,6 +89,8 @@ def test_a_triple_must_be_drawn_from_its_text():
     assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Ana"})
     assert triple_problem("Bruno keeps bees.", {"subject": "user", "predicate": "KEEPS", "object": "bees"})
     assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Rocinante"}) is None
+    assert triple_problem(bike, {"subject": bike, "predicate": bike, "object": bike})  # the text thrice: no names
+    assert triple_problem(bike, {"category": "possession", "evidence": "my bike"}) is None  # no triple at all
     assert consistent_triple(bike, {"subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante",
                                     "category": "possession", "evidence": "my bike"}) == {
         "category": "possession", "evidence": "my bike"}

@@ -66,6 +66,8 @@ def degenerate(text: str) -> str | None:
             return "degenerate: a word repeated over and over"
     if not any(ch.isalnum() for ch in text):
         return "degenerate: no words"
+    if "?" in text:
+        return "a question, not a fact"
     return None
 
 
