@@ -90,8 +90,10 @@ def test_add_single_fact_returns_mem0_events_and_writes_a_markdown_file_and_a_co
     assert f"Memvault-Event: ADD {event['id']}" in git(m, "log", "-1", "--format=%B")
 
 
-def test_add_conversation_extracts_from_the_latest_user_message_with_context(make):
-    llm = scripted({"Yes, she is called Ana.": ["The user's sister is called Ana."]})
+def test_add_conversation_extracts_from_every_user_message_with_the_assistant_as_context(make):
+    said = "The user's messages (extract from these only):\nI have a sister.\nYes, she is called Ana."
+    llm = ScriptedLLM([(said, json.dumps(["The user's sister is called Ana."])), (SUMMARY, "A sister.")],
+                      default="[]")  # mem0's semantics: the whole conversation given is mined
     m = make(llm)
     messages = [
         {"role": "system", "content": "You are helpful."},
@@ -102,7 +104,7 @@ def test_add_conversation_extracts_from_the_latest_user_message_with_context(mak
     result = m.add(messages, user_id="alice")
     assert [(e["event"], e["memory"]) for e in result["results"]] == [("ADD", "The user's sister is called Ana.")]
     extraction = llm.calls[0].prompt
-    assert "user: I have a sister." in extraction and "assistant: What is her name?" in extraction
+    assert "assistant: What is her name?" in extraction.split("(context only):", 1)[1].split(said)[0]
     assert texts(m.get_all(user_id="alice")) == ["The user's sister is called Ana."]
 
 

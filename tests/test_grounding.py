@@ -16,12 +16,10 @@ from memvault.curate.grounding import Source, evidence_problem, fact_problem
 from memvault.vault.entry import Entry
 from memvault.vault.wording import consistent_triple, triple_problem
 from tests.support.scripted_llm import ScriptedLLM
+from tests.test_triples import ANA, EXTRACT, llm_for
 
-EXTRACT = "(extract from this only):"
-RECONCILE = "Stored memories:"
 PORTO = "I moved from Porto to Lisbon last month"
-OLD_EXAMPLE = {"text": "The user's sister is called Ana.", "category": "relationship", "subject": "user",
-               "predicate": "HAS_SISTER", "object": "Ana", "evidence": "my sister Ana"}
+OLD_EXAMPLE = ANA  # the example the extraction prompt carried until the guards came
 
 
 @pytest.fixture
@@ -29,13 +27,6 @@ def memvault(tmp_path):
     m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
     yield m
     m.close()
-
-
-def extracting(answer, decisions=None) -> ScriptedLLM:
-    rules = [(EXTRACT, answer if isinstance(answer, str) else json.dumps(answer)), ("Previous summary:", "Summary.")]
-    if decisions is not None:
-        rules.insert(0, (RECONCILE, json.dumps(decisions)))
-    return ScriptedLLM(rules, default="[]")
 
 
 def live_facts(m) -> list[Entry]:
@@ -64,6 +55,7 @@ def drops(result) -> dict[str, str]:
     ("The user " + "loves bees " * 6, "I love bees", "repeated"),
     ("The user " + "x" * 600, "x", "longer than"),
     ("The user.", "I love bees", "says nothing"),
+    ("What's up with you, Dave?", "Hard work pays off. What's up with you, Dave?", "question"),
 ])
 def test_unsupported_facts_are_refused_with_a_reason(fact, said, why):
     reason = fact_problem(fact, Source(said), examples=prompts.EXAMPLE_FACTS)
@@ -97,6 +89,8 @@ def test_a_triple_must_be_drawn_from_its_text():
     assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Ana"})
     assert triple_problem("Bruno keeps bees.", {"subject": "user", "predicate": "KEEPS", "object": "bees"})
     assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Rocinante"}) is None
+    assert triple_problem(bike, {"subject": bike, "predicate": bike, "object": bike})  # the text thrice: no names
+    assert triple_problem(bike, {"category": "possession", "evidence": "my bike"}) is None  # no triple at all
     assert consistent_triple(bike, {"subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante",
                                     "category": "possession", "evidence": "my bike"}) == {
         "category": "possession", "evidence": "my bike"}
@@ -104,12 +98,12 @@ def test_a_triple_must_be_drawn_from_its_text():
 
 # -- models that behave badly, through the real add ---------------------------------------------------
 def test_a_model_that_copies_the_prompts_example_stores_nothing(memvault):
-    result = memvault.add(PORTO, llm=extracting([OLD_EXAMPLE]))
+    result = memvault.add(PORTO, llm=llm_for([OLD_EXAMPLE]))
     assert live_facts(memvault) == []
     assert "is not in the user's words" in drops(result)[OLD_EXAMPLE["text"]]
     placeholder = {"text": "The user <what the user said, in the third person>.", "subject": "user",
                    "predicate": "<RELATION>", "object": "<name from the fact>", "evidence": "<the user's exact words>"}
-    result = memvault.add(PORTO, llm=extracting([placeholder]))
+    result = memvault.add(PORTO, llm=llm_for([placeholder]))
     assert live_facts(memvault) == [] and "placeholder" in drops(result)[placeholder["text"]]
 
 
@@ -124,15 +118,16 @@ def test_the_prompts_examples_are_placeholders_the_guard_refuses():
 
 def test_garbage_and_loops_store_nothing(memvault):
     garbage = ["zxq vbn plorf", "The user" + " likes" * 20, "The user lorem ipsum dolor."]  # at most 3 are read
-    result = memvault.add("I keep bees in Coimbra", llm=extracting(garbage))
+    result = memvault.add("I keep bees in Coimbra", llm=llm_for(garbage))
     assert live_facts(memvault) == []
     assert set(drops(result)) == set(garbage)
-    assert memvault.add("I keep bees in Coimbra", llm=extracting("asdf <html> {{{ not json")).events == []
+    nonsense = ScriptedLLM([(EXTRACT, "asdf <html> {{{ not json")], default="[]")
+    assert memvault.add("I keep bees in Coimbra", llm=nonsense).events == []
 
 
 def test_a_model_that_contradicts_itself_or_the_user_keeps_only_what_was_said(memvault):
     answer = ["The user is vegetarian.", "The user eats meat every day.", "The user is not allergic to nuts."]
-    result = memvault.add("I'm vegetarian and allergic to nuts", llm=extracting(answer))
+    result = memvault.add("I'm vegetarian and allergic to nuts", llm=llm_for(answer))
     assert [f.text for f in live_facts(memvault)] == ["The user is vegetarian."]
     assert set(drops(result)) == {"The user eats meat every day.", "The user is not allergic to nuts."}
     assert_all_grounded(memvault)
@@ -143,7 +138,7 @@ def test_a_wrong_triple_is_dropped_the_text_kept_and_the_prompt_shows_the_text(m
 
     bike = {"text": "The user's bicycle is a red Brompton called Rocinante.", "category": "possession",
             "subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante", "evidence": "my bicycle"}
-    memvault.add("My bicycle is a red Brompton called Rocinante", llm=extracting([bike]))
+    memvault.add("My bicycle is a red Brompton called Rocinante", llm=llm_for([bike]))
     [fact] = live_facts(memvault)
     assert (fact.text, fact.subject, fact.predicate, fact.object) == (bike["text"], None, None, None)
     assert memvault.relations("who is Rocinante") == []
@@ -172,14 +167,14 @@ def test_a_hand_written_wrong_triple_never_reaches_the_graph_and_doctor_fix_drop
 
 
 def test_reconcile_cannot_invent_ids_or_facts(memvault):
-    memvault.add("I live in Paris", llm=extracting(["The user lives in Paris."]))
+    memvault.add("I live in Paris", llm=llm_for(["The user lives in Paris."]))
     [paris] = live_facts(memvault)
     decisions = [{"fact": 0, "event": "UPDATE", "id": "7", "text": "The user lives in Berlin."},
                  {"fact": 0, "event": "DELETE", "id": paris.id},  # a real id, never offered by number
                  {"fact": 0, "event": "UPDATE", "id": "0",
                   "text": "The user lives in Berlin with a sister called Ana."},
                  {"fact": 0, "event": "ADD", "text": "The user has a dog called Rex."}]
-    result = memvault.add("I live in Berlin now", llm=extracting(["The user lives in Berlin now."], decisions))
+    result = memvault.add("I live in Berlin now", llm=llm_for(["The user lives in Berlin now."], decisions))
     dropped = drops(result)
     assert "not offered" in dropped["The user lives in Berlin."]
     assert "sister" in dropped["The user lives in Berlin with a sister called Ana."]
@@ -189,10 +184,10 @@ def test_reconcile_cannot_invent_ids_or_facts(memvault):
 
 
 def test_a_grounded_update_merges_the_new_fact_and_the_old(memvault):
-    memvault.add("I live in Paris", llm=extracting(["The user lives in Paris."]))
+    memvault.add("I live in Paris", llm=llm_for(["The user lives in Paris."]))
     [paris] = live_facts(memvault)
     merged = "The user lives in Berlin, not Paris."
-    result = memvault.add("I moved to Berlin, I live there now", llm=extracting(
+    result = memvault.add("I moved to Berlin, I live there now", llm=llm_for(
         ["The user lives in Berlin."], [{"fact": 0, "event": "UPDATE", "id": "0", "text": merged}]))
     assert [(e.event, e.id, e.new_memory) for e in result.events] == [("UPDATE", paris.id, merged)]
 

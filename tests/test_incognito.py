@@ -91,11 +91,12 @@ def test_memory_incognito_keeps_everything_in_the_process(seeded):
 def test_memory_policy_true_routes_through_the_write_policy(tmp_path):
     fact = "The user is thinking about a new bike."
     m = Memory({"vault": {"path": str(tmp_path / "v")}},
-               llm=policy_llm({"Maybe a new bike": [fact]}, {fact: ("hold", "fact")}))
-    held = m.add("Maybe a new bike", user_id="alice", policy=True)["results"]
+               llm=policy_llm({"Maybe I am thinking about a new bike": [fact]}, {fact: ("hold", "fact")}))
+    held = m.add("Maybe I am thinking about a new bike", user_id="alice", policy=True)["results"]
     assert [(r["event"], r["memory"]) for r in held] == [("HOLD", fact)] and held[0]["reason"]
     assert m.get_all(user_id="alice")["results"] == []
-    assert [r["event"] for r in m.add("Maybe a new bike", user_id="alice")["results"]] == ["ADD"]  # default: no policy
+    again = m.add("Maybe I am thinking about a new bike", user_id="alice")["results"]
+    assert [r["event"] for r in again] == ["ADD"]  # default: no policy
     m.close()
 
 

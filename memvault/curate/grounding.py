@@ -1,6 +1,6 @@
 """The grounding guard: what an LLM says becomes a memory only if the user's words support it.
 
-Local and model-independent (docs/architecture.md, Curation; DESIGN s11 "the model is not trusted"):
+Local and model-independent (docs/architecture.md, Curation: "the model is not trusted"):
 - a fact's `evidence`, when given, must be found in the words it was taken from (`Source.said`):
   compared normalised (Unicode compatibility forms, accents, case, punctuation, contractions,
   whitespace), exactly or, fuzzily, with every content word and 80% of all its words there;
@@ -66,6 +66,8 @@ def degenerate(text: str) -> str | None:
             return "degenerate: a word repeated over and over"
     if not any(ch.isalnum() for ch in text):
         return "degenerate: no words"
+    if "?" in text:
+        return "a question, not a fact"
     return None
 
 

@@ -15,6 +15,7 @@ CONTRACTIONS = tuple((re.compile(pattern), spelled) for pattern, spelled in (
     (r"n['’]t\b", " not"), (r"['’]m\b", " am"), (r"['’]re\b", " are"), (r"['’]ve\b", " have"),
     (r"['’]ll\b", " will"), (r"['’]d\b", " would"), (r"['’]s\b", " s")))
 PREFIX_MATCH = 5  # two words sharing a prefix this long (and 3/4 of the shorter) are one word
+MAX_NAME_WORDS = 8  # a triple's subject, predicate or object longer than this is a sentence, not a name
 
 # The user, however a fact or a message names them: a fact about the user may always say so.
 PERSON_WORDS = frozenset("""
@@ -128,8 +129,11 @@ def unsupported_words(text: str, source_roots: frozenset[str]) -> list[str]:
 def triple_problem(text: str, triple: dict[str, str]) -> str | None:
     """Why a triple does not describe its fact's text, or None: its subject and object must be
     named in the text (the user by any of their names) and its predicate's words be the text's."""
-    if not triple:
-        return None
+    parts = [str(triple.get(key) or "").strip() for key in ("subject", "predicate", "object")]
+    if not all(parts):
+        return None  # not a triple (a category or evidence alone)
+    if normalised(parts[0]) == normalised(parts[2]) or max(len(words(part)) for part in parts) > MAX_NAME_WORDS:
+        return "triple: its subject, predicate and object are not three short names"
     text_roots = roots_of(text)
     says_user = bool(set(words(text)) & PERSON_WORDS)
     for key in ("subject", "object"):
