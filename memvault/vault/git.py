@@ -606,9 +606,19 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
     return trailers
 
 
+# What a terminal acts on rather than prints (C0 and C1 controls: ESC starts CSI and OSC sequences) and
+# what reorders text (bidi controls, as in "Trojan Source"): never raw in a subject `git log` prints.
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable_subject(subject: str) -> str:
+    """The subject on one line, each control or bidi character shown as its escape (`\x1b`, `\u202e`)."""
+    return UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), subject)
+
+
 def format_message(subject: str, operation: str, conversation: str | None, events: list[tuple[str, str]]) -> str:
     """A commit message: a readable subject line, then trailers a program can parse."""
-    lines = [subject, "", f"{TRAILER_PREFIX}Operation: {operation}"]
+    lines = [printable_subject(subject), "", f"{TRAILER_PREFIX}Operation: {operation}"]
     if conversation:
         lines.append(f"{TRAILER_PREFIX}Conversation: {conversation}")
     lines += [f"{TRAILER_PREFIX}Event: {event} {memory_id}" for event, memory_id in events]
