@@ -203,6 +203,7 @@ class Vault:
         self._paths: dict[str, PurePosixPath] | None = None
         self._intent_head: str | None = None  # HEAD when the open transaction started
         self.on_recovered = None  # callable(paths) told which files a recovery put back (the index follows)
+        self.on_committing = None  # callable(paths) told which files a transaction is about to commit
 
     # -- opening -------------------------------------------------------------------------------
     @staticmethod
@@ -285,15 +286,25 @@ class Vault:
             try:
                 yield tx
                 paths = [str(change.rel) for change in tx.changes]
+                self.tell_index([change.rel for change in tx.changes])  # before the commit: a kill after it
                 self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
             except BaseException:
                 if not self.commit_landed():  # after the commit, only bookkeeping is left: never undo it
+                    touched = [change.rel for change in tx.changes]
                     tx.rollback()
+                    self.tell_index(touched)  # the files are as they were: the last word to the index says so
                 raise
             finally:
                 self.intent_path.unlink(missing_ok=True)  # committed or rolled back: nothing left to recover
                 self._intent_head = None
                 self.forget_paths()
+
+    def tell_index(self, rels: list[PurePosixPath]) -> None:
+        """Journal these paths for the index as they are now (`on_committing`), so that a process killed
+        between a commit and its index update leaves the next search to catch up (no row pointing at
+        a path `rm` moved, no memory left unsearchable)."""
+        if rels and self.on_committing is not None:
+            self.on_committing(rels)
 
     def commit_landed(self) -> bool:
         """Whether HEAD moved since the open transaction started (we hold the lock: its commit landed,
