@@ -8,14 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.cli import initialised
 
 
 @pytest.fixture
 def cli(tmp_path):
-    cli = Cli(tmp_path / "vault")
-    cli.ok("init")
-    return cli
+    return initialised(tmp_path / "vault")
 
 
 def test_escape_osc_and_bidi_characters_never_reach_a_commit_subject_raw(cli):
