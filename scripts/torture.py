@@ -45,6 +45,7 @@ def main() -> None:
                         help="how serve is stopped, comma-separated rounds: kill (SIGKILL of its pid), sigint-group, "
                              "sigterm-group (the signal to its whole process group: Ctrl-C, a service stop), "
                              "sigint-twice (Ctrl-C, then Ctrl-C again)")
+    parser.add_argument("--chat-kills", type=int, default=0, help="Ctrl-C to `memvault chat`'s group mid-answer")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -65,6 +66,8 @@ def main() -> None:
                 parser.error(f"--serve-stops: {how!r} is not one of {', '.join(torture.STOPS)}")
             figures.append(torture.torture_serve(base / f"serve-{how}", kills=args.serve_kills,
                                                  clients=args.clients, seed=args.seed + 2, how=how))
+        if args.chat_kills:
+            figures.append(torture.torture_chat(base / "chat", kills=args.chat_kills))
     if args.json:
         print(json.dumps([f.to_dict() for f in figures], indent=2))
     else:
