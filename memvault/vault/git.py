@@ -282,7 +282,8 @@ class VaultGit:
         """Whether git failed on a lock that is gone already or that a live git holds (worth waiting
         for), rather than on one nobody will remove."""
         lock = failed_lock(stderr)
-        return lock is not None and (not lock.exists() or bool(self.lock_holders()))
+        # exists() again after the scan: a git that ended during it has removed its lock meanwhile.
+        return lock is not None and (not lock.exists() or bool(self.lock_holders()) or not lock.exists())
 
     def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
         return run_git(["git", "--literal-pathspecs", *OWN_CONFIG, *args], self.work_dir, input, self.env)
