@@ -80,6 +80,9 @@ class ServerSettings:
     keys: dict = field(default_factory=dict)
     # Web pages (origins, comma-separated, "*" for any) whose scripts may call the server (CORS); none by default.
     cors_origins: str = ""
+    # Paths the pass-through relays to llm.api_base beyond the OpenAI API's (/v1/models, /v1/embeddings...):
+    # comma-separated prefixes after /v1/ (e.g. "api/tags"); memvault's and mem0's own paths never are.
+    passthrough_paths: str = ""
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -2,6 +2,7 @@
 
     python scripts/torture.py                      # the three scenarios, the counts of tests/test_torture.py
     python scripts/torture.py --add-kills 50 --reindex-kills 10 --serve-kills 5 --json
+    python scripts/torture.py --add-kills 0 --reindex-kills 0 --serve-stops sigint-group,sigterm-group,sigint-twice
 
 Each scenario runs in a fresh vault under a temporary folder (its own HOME, no git identity, loopback
 only) and prints its figures: kills, acknowledged writes, lost, duplicated, problems left for a person.
@@ -40,6 +41,11 @@ def main() -> None:
     parser.add_argument("--reindex-memories", type=int, default=300)
     parser.add_argument("--serve-kills", type=int, default=2)
     parser.add_argument("--clients", type=int, default=3)
+    parser.add_argument("--serve-stops", default="kill",
+                        help="how serve is stopped, comma-separated rounds: kill (SIGKILL of its pid), sigint-group, "
+                             "sigterm-group (the signal to its whole process group: Ctrl-C, a service stop), "
+                             "sigint-twice (Ctrl-C, then Ctrl-C again)")
+    parser.add_argument("--chat-kills", type=int, default=0, help="Ctrl-C to `memvault chat`'s group mid-answer")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
@@ -55,9 +61,13 @@ def main() -> None:
         if args.reindex_kills:
             figures.append(torture.torture_reindex(base / "reindex", memories=args.reindex_memories,
                                                    kills=args.reindex_kills, seed=args.seed + 1))
-        if args.serve_kills:
-            figures.append(torture.torture_serve(base / "serve", kills=args.serve_kills, clients=args.clients,
-                                                 seed=args.seed + 2))
+        for how in filter(None, args.serve_stops.split(",")) if args.serve_kills else ():
+            if how not in torture.STOPS:
+                parser.error(f"--serve-stops: {how!r} is not one of {', '.join(torture.STOPS)}")
+            figures.append(torture.torture_serve(base / f"serve-{how}", kills=args.serve_kills,
+                                                 clients=args.clients, seed=args.seed + 2, how=how))
+        if args.chat_kills:
+            figures.append(torture.torture_chat(base / "chat", kills=args.chat_kills))
     if args.json:
         print(json.dumps([f.to_dict() for f in figures], indent=2))
     else:

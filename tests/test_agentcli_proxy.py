@@ -136,11 +136,13 @@ def test_passthrough_models(proxy, upstream):
 
 
 def test_passthrough_catchall_other_path(proxy, upstream):
-    reply = httpx.post(proxy.url + "/other/path?foo=bar", content=b"payload", timeout=60)
+    reply = httpx.post(proxy.url + "/embeddings/x?foo=bar", content=b"payload", timeout=60)
     assert reply.status_code == 200
     seen = upstream.requests[-1]
-    assert (seen["method"], seen["path"], seen["query"], seen["body"]) == ("POST", "/v1/other/path", "foo=bar",
+    assert (seen["method"], seen["path"], seen["query"], seen["body"]) == ("POST", "/v1/embeddings/x", "foo=bar",
                                                                            b"payload")
+    other = httpx.post(proxy.url + "/other/path", content=b"payload", timeout=60)  # not an OpenAI API path
+    assert other.status_code == 404 and "server.passthrough_paths" in other.text and upstream.requests[-1] is seen
     escape = httpx.get(proxy.url + "/other/..%2F..%2F..%2Fadmin", timeout=60)
     assert escape.status_code == 400 and upstream.requests[-1] is seen  # never forwarded outside llm.api_base
     own = httpx.get(proxy.url + "/x/..%2Fv1/memories/", timeout=60)
@@ -160,7 +162,7 @@ def test_passthrough_upstream_down_is_a_502_in_openai_shape(tmp_path):
             assert failure.value.status_code == 502
             error = failure.value.body
             assert error["type"] and error["message"] and "\n" not in error["message"]
-        other = httpx.get(url + "/other/path", timeout=60)
+        other = httpx.get(url + "/embeddings", timeout=60)
         assert other.status_code == 502 and other.json()["error"]["code"] == "bad_gateway"
 
 
@@ -197,9 +199,9 @@ def test_a_scoped_key_never_reaches_paths_outside_v1(tmp_path, upstream):
     settings.server.keys = {"alice-key-0123": {"user_id": ("alice",)}}
     with running(settings) as url:
         before = len(upstream.requests)
-        scoped = httpx.post(url + "/other/path", headers={"Authorization": "Bearer alice-key-0123"}, timeout=60)
+        scoped = httpx.post(url + "/embeddings", headers={"Authorization": "Bearer alice-key-0123"}, timeout=60)
         assert scoped.status_code == 403 and len(upstream.requests) == before
-        admin = httpx.post(url + "/other/path", headers={"Authorization": "Bearer admin-key-0123"}, timeout=60)
-        assert admin.status_code == 200 and upstream.requests[-1]["path"] == "/v1/other/path"
+        admin = httpx.post(url + "/embeddings", headers={"Authorization": "Bearer admin-key-0123"}, timeout=60)
+        assert admin.status_code == 200 and upstream.requests[-1]["path"] == "/v1/embeddings"
         assert "admin-key-0123" not in str(upstream.requests[-1]["headers"])  # the server's key stays home
-        assert httpx.post(url + "/other/path", timeout=60).status_code == 401
+        assert httpx.post(url + "/embeddings", timeout=60).status_code == 401

@@ -14,16 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import Cli
+from tests.support.cli import initialised
 
 FIXTURE = Path(__file__).parent / "fixtures" / "chatgpt" / "conversations.json"
 
 
 @pytest.fixture
 def cli(tmp_path):
-    cli = Cli(tmp_path / "vault")
-    cli.ok("init")
-    return cli
+    return initialised(tmp_path / "vault")
 
 
 def memvault(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -112,3 +112,47 @@ def test_a_killed_writers_temporary_files_are_swept_by_the_next_writer(vault):
     add(vault, "the next write")
     assert not tmp.exists()
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+KILLED_AFTER_COMMIT = textwrap.dedent("""
+    import os, sys
+    from memvault import settings
+    from memvault.core import Memvault
+    from memvault.index.keeper import IndexKeeper
+
+    core = Memvault.open(settings.load(None, {"vault.path": sys.argv[1]}))
+    core.search("bees", None)  # the index is open: writes are indexed at once, not journalled
+    IndexKeeper.record = lambda self, changes: os._exit(9)  # kill -9 right after the commit landed
+    if sys.argv[2] == "rm":
+        core.delete([sys.argv[3]])
+    else:
+        core.add_verbatim("Bob sails on Sundays zqsails")
+""")
+
+
+@pytest.mark.parametrize("command", ["rm", "add"])
+def test_a_kill_between_the_commit_and_the_index_is_caught_up_by_the_next_search(tmp_path, command):
+    """kill -9 of `rm` after its commit moved the file to deleted/ left an index row pointing at the old
+    path (and a killed `add`, a memory no search found) until a manual reindex (issue 23, item 2)."""
+    from memvault import settings
+    from memvault.core import Memvault
+    from tests.support.crash import indexed_ids
+
+    core = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    kept = core.add_verbatim("Ada keeps bees zqbees")
+    core.search("bees", None)
+    core.close()
+    done = subprocess.run([sys.executable, "-c", KILLED_AFTER_COMMIT, str(tmp_path / "vault"), command, kept.id],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert done.returncode == 9, done.stderr
+    core = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}))
+    try:
+        if command == "rm":
+            assert kept.id not in {hit.id for hit in core.search("zqbees", None, score_threshold=0.0)}
+            assert kept.id not in indexed_ids(tmp_path / "vault")
+        else:
+            assert "Bob sails on Sundays zqsails" in {hit.text for hit in core.search("zqsails", None,
+                                                                                        score_threshold=0.0)}
+    finally:
+        core.close()
+    assert git(tmp_path / "vault", "status", "--porcelain") == ""

@@ -48,6 +48,7 @@ class MemvaultBase:
         self.vault = vault
         self.keeper = IndexKeeper(vault, self.embedder)
         vault.on_recovered = self.keeper.journal_paths  # files a crashed write left and recovery put back
+        vault.on_committing = self.keeper.journal_paths  # a kill between a commit and its indexing: caught up
 
     def close(self) -> None:
         self.keeper.close()

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 TELEMETRY_OFF = {"ORT_DISABLE_TELEMETRY": "1"}
 
 
+TELEMETRY_REFUSAL = ("onnxruntime was imported before memvault with its telemetry on (it then reports to "
+                     "mobile.events.data.microsoft.com, and nothing turns that off after its import): set "
+                     "ORT_DISABLE_TELEMETRY=1 in the environment, or import memvault first; the embedder will not run")
+
+
 def telemetry_off() -> None:
     """Memvault makes no network call but to the configured LLM: set before any session exists (and
     forced, not defaulted: a user's ORT_DISABLE_TELEMETRY=0 does not turn it back on)."""
@@ -47,6 +52,10 @@ def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError,
     `passes` is onnxruntime's graph optimisation level: "disable", "basic", "extended" or "all".
     """
     telemetry_off()
+    import memvault
+
+    if memvault.ONNXRUNTIME_TELEMETRY_ON:
+        raise error(TELEMETRY_REFUSAL)
     import onnxruntime
 
     onnxruntime.disable_telemetry_events()  # the documented switch too, for builds that honour only it

@@ -9,8 +9,11 @@ that crosses it.
 from __future__ import annotations
 
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from memvault.server.errors import error_response
+
+MAX_PATH_BYTES = 8192  # a request line's target; OpenAI's and memvault's paths are a few dozen bytes
 
 
 class RequestTooLarge(HTTPException):
@@ -31,6 +34,10 @@ class BodyLimit:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        malformed = malformed_request(scope)
+        if malformed:
+            await close_with(error_response(*malformed), scope, receive, send)
             return
         if declared_length(scope) > self.max_bytes:
             await self.refuse(scope, receive, send)
@@ -54,6 +61,8 @@ class BodyLimit:
 
         try:
             await self.app(scope, counted_receive, watched_send)
+        except ClientDisconnect:
+            return  # gone mid-body (or its body could not be parsed: a chunk size of 20 hex digits): no one to answer
         except RequestTooLarge:
             if started:  # a streaming route already answered: nothing more can be said
                 raise
@@ -61,10 +70,25 @@ class BodyLimit:
 
     async def refuse(self, scope, receive, send) -> None:
         exc = RequestTooLarge(self.max_bytes)
-        response = error_response(exc.status_code, exc.detail)
-        # The client may still be sending: ask the server to drop the connection after the answer.
-        response.headers["Connection"] = "close"
-        await response(scope, receive, send)
+        await close_with(error_response(exc.status_code, exc.detail), scope, receive, send)
+
+
+async def close_with(response, scope, receive, send) -> None:
+    # The client may still be sending: ask the server to drop the connection after the answer.
+    response.headers["Connection"] = "close"
+    await response(scope, receive, send)
+
+
+def malformed_request(scope) -> tuple[int, str] | None:
+    """(status, message) for a request no route should see: a path longer than MAX_PATH_BYTES (414), or
+    both Content-Length and Transfer-Encoding (400: RFC 9112 §6.1, the shape of request smuggling)."""
+    path = scope.get("raw_path") or scope.get("path", "").encode()
+    if len(path) + len(scope.get("query_string", b"")) > MAX_PATH_BYTES:
+        return 414, f"the request's path and query are longer than {MAX_PATH_BYTES:,} bytes"
+    names = {name for name, _ in scope.get("headers", ())}
+    if b"content-length" in names and b"transfer-encoding" in names:
+        return 400, "the request has both Content-Length and Transfer-Encoding: refused (RFC 9112 section 6.1)"
+    return None
 
 
 def declared_length(scope) -> int:

@@ -34,7 +34,7 @@ from memvault.errors import MemvaultError, UsageError
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine, upstream_key
 from memvault.server.errors import error_body, error_response, upstream_error
 from memvault.server.state import ServerState, server_state
-from memvault.server.upstream import client_model, curator
+from memvault.server.upstream import client_model, curator, passthrough_refusal, relayed_headers
 from memvault.settings import MEMORY_MODES
 
 if TYPE_CHECKING:
@@ -54,10 +54,7 @@ OPENAI_CHAT_PARAMS = frozenset({
     "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format",
     "safety_identifier", "seed", "service_tier", "stop", "store", "stream_options", "temperature", "tool_choice",
     "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options"})
-# Headers that describe one hop of a connection, or that we set ourselves: never copied across.
-HOP_HEADERS = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailers",
-               "transfer-encoding", "upgrade", "host", "content-length"}
-CLIENT_ONLY_HEADERS = {"authorization", "x-api-key", "x-upstream-authorization", "cookie"}
+CLIENT_ONLY_HEADERS = frozenset({"authorization", "x-api-key", "x-upstream-authorization", "cookie"})
 
 
 class ChatCompletionRequest(BaseModel):
@@ -353,6 +350,10 @@ async def passthrough(path: str, request: Request):
 
     state = server_state(request)
     settings = state.settings
+    rest = confined_url("", request.scope.get("raw_path") or request.url.path.encode())  # "/models", resolved
+    refused = passthrough_refusal(rest, settings.server.passthrough_paths)  # memvault's and mem0's paths: never
+    if refused:
+        return error_response(*refused, code={403: "forbidden", 404: "not_found", 501: "not_implemented"}[refused[0]])
     if allowed_scopes(request) is not EVERYTHING and not (request.method == "GET" and request.url.path == "/v1/models"):
         return error_response(403, "a scoped API key reaches the LLM only through /v1/chat/completions "
                               "and GET /v1/models", code="forbidden")
@@ -360,10 +361,8 @@ async def passthrough(path: str, request: Request):
     if not base:
         return error_response(502, f"no upstream address for {request.url.path[:80]}: set llm.api_base "
                               "(MEMVAULT_LLM_API_BASE)", code="no_upstream")
-    target = confined_url(base, request.scope.get("raw_path") or request.url.path.encode())
-    if is_own_path(target[len(base.rstrip("/")) + 1:]):
-        return error_response(404, f"no such memvault route: {request.url.path[:80]}", code="not_found")
-    headers = {k: v for k, v in request.headers.items() if k not in HOP_HEADERS | CLIENT_ONLY_HEADERS}
+    target = base.rstrip("/") + rest
+    headers = relayed_headers(request.headers, CLIENT_ONLY_HEADERS)
     key = upstream_key(request.headers, server_keyed(state), settings.llm.api_key)
     if key:
         headers["authorization"] = f"Bearer {key}"
@@ -375,21 +374,8 @@ async def passthrough(path: str, request: Request):
         return error_response(502, f"upstream {base} unreachable: {type(exc).__name__}: {exc}", code="bad_gateway",
                               kind="upstream_error")
     return StreamingResponse(reply.aiter_raw(), status_code=reply.status_code,
-                             headers={k: v for k, v in reply.headers.items() if k not in HOP_HEADERS},
+                             headers=relayed_headers(reply.headers),
                              background=BackgroundTask(reply.aclose))
-
-
-OWN_ROOTS = ("health", "docs", "docs-assets", "openapi.json", "redoc")  # redoc: never served (CDN-only)
-
-
-def is_own_path(path: str) -> bool:
-    """Whether a passed-through path (after llm.api_base, resolved) is one of memvault's own routes,
-    written so that its route did not take it (`/v1//memories/x`, `/v1/memories/a%2Fb/history/`,
-    `/x/../v1/memories`): never forwarded."""
-    parts = [part for part in path.split("/") if part]
-    if parts[:1] == ["v1"]:
-        parts = parts[1:]
-    return bool(parts) and (parts[0] in ("memories", "reset", *OWN_ROOTS) or parts[:2] == ["chat", "completions"])
 
 
 def confined_url(base: str, raw_path: bytes) -> str:

@@ -101,3 +101,54 @@ def warm_litellm() -> None:
         import_litellm()
     except Exception:  # noqa: BLE001 - the first request will report it
         log.exception("importing litellm failed")
+
+
+# -- the pass-through: which paths reach llm.api_base, with which headers -------------------------------
+# What an OpenAI-compatible server serves (the first segment of the path after /v1): all the
+# pass-through relays by itself; the operator adds others with server.passthrough_paths.
+OPENAI_PATHS = frozenset({"models", "completions", "embeddings", "moderations", "audio", "images", "responses",
+                          "files", "uploads", "batches", "fine_tuning", "vector_stores", "rerank", "tokenize",
+                          "detokenize"})
+# memvault's own paths (and its documentation), and what mem0's OSS server and hosted platform serve:
+# answered here whatever their method or spelling, never relayed with the operator's key.
+OWN_ROOTS = frozenset({"memories", "reset", "health", "docs", "docs-assets", "openapi.json", "redoc", "ping"})
+MEM0_ROOTS = frozenset({"entities", "configure", "search", "batch", "exports", "summary", "feedback", "profiles",
+                        "orgs", "projects", "webhooks", "events", "users", "agents", "apps", "runs"})
+MEM0_VERSIONS = ("v2", "v3")  # mem0's hosted API lives under /v2/..., /v3/... and /api/v1/...
+# Headers that describe one hop of a connection, or that we set ourselves: never copied across
+# (RFC 9110 §7.6.1), nor any header a `Connection:` header names.
+HOP_HEADERS = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+                         "te", "trailer", "trailers", "transfer-encoding", "upgrade", "host", "content-length"})
+
+
+def passthrough_refusal(path: str, operator_paths: str) -> tuple[int, str] | None:
+    """Why a request path may not be relayed upstream ((status, message)), or None when it may.
+    `path`: the request's path after the API root (after /v1/ for a /v1/... path), dot segments
+    resolved; `operator_paths`: server.passthrough_paths (comma-separated path prefixes)."""
+    parts = [part for part in path.split("/") if part]
+    if parts[:1] == ["v1"]:
+        parts = parts[1:]
+    if not parts:
+        return 404, "no such path: the LLM's API is under /v1/"
+    first = parts[0]
+    if first == "configure":
+        return 403, "memvault's configuration is the operator's: set it in the config file, not over HTTP"
+    if first in OWN_ROOTS or parts[:2] == ["chat", "completions"]:
+        return 404, f"no such memvault route: /{'/'.join(parts)[:80]}"
+    if first in MEM0_ROOTS or first in MEM0_VERSIONS or parts[:2] == ["api", "v1"]:
+        return 501, f"/{'/'.join(parts)[:80]} is a mem0 path memvault does not serve (never passed to the LLM)"
+    allowed = [p.strip().strip("/") for p in operator_paths.split(",") if p.strip().strip("/")]
+    joined = "/".join(parts)
+    if first in OPENAI_PATHS or any(joined == p or joined.startswith(p + "/") for p in allowed):
+        return None
+    return 404, (f"/{joined[:80]} is not an OpenAI API path: not passed to the LLM (an operator may add it to "
+                 "server.passthrough_paths)")
+
+
+def relayed_headers(headers, also_drop: frozenset[str] = frozenset()) -> dict[str, str]:
+    """The headers to copy across the proxy: not hop-by-hop ones, not those `Connection:` names, not
+    `also_drop` (lower-case names)."""
+    named = {token.strip().lower() for key, value in headers.items() if key.lower() == "connection"
+             for token in value.split(",")}
+    dropped = HOP_HEADERS | named | also_drop
+    return {key: value for key, value in headers.items() if key.lower() not in dropped}

@@ -282,7 +282,8 @@ class VaultGit:
         """Whether git failed on a lock that is gone already or that a live git holds (worth waiting
         for), rather than on one nobody will remove."""
         lock = failed_lock(stderr)
-        return lock is not None and (not lock.exists() or bool(self.lock_holders()))
+        # exists() again after the scan: a git that ended during it has removed its lock meanwhile.
+        return lock is not None and (not lock.exists() or bool(self.lock_holders()) or not lock.exists())
 
     def run_once(self, args: tuple[str, ...], input: str | None) -> subprocess.CompletedProcess:
         return run_git(["git", "--literal-pathspecs", *OWN_CONFIG, *args], self.work_dir, input, self.env)
@@ -626,12 +627,22 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
     return trailers
 
 
+# What a terminal acts on rather than prints (C0 and C1 controls: ESC starts CSI and OSC sequences) and
+# what reorders text (bidi controls, as in "Trojan Source"): never raw in a subject `git log` prints.
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable_subject(subject: str) -> str:
+    """The subject on one line, each control or bidi character shown as its escape (`\x1b`, `\u202e`)."""
+    return UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), subject)
+
+
 def format_message(subject: str, operation: str, conversation: str | None, events: list[tuple[str, str]]) -> str:
-    """A commit message: a readable subject line (which may quote the memory: redacted), then trailers
-    a program can parse."""
+    """A commit message: a readable subject line (which may quote the memory: redacted, and with control
+    characters shown as escapes), then trailers a program can parse."""
     from memvault.vault.redact import redact
 
-    lines = [redact(subject), "", f"{TRAILER_PREFIX}Operation: {operation}"]
+    lines = [printable_subject(redact(subject)), "", f"{TRAILER_PREFIX}Operation: {operation}"]
     if conversation:
         lines.append(f"{TRAILER_PREFIX}Conversation: {conversation}")
     lines += [f"{TRAILER_PREFIX}Event: {event} {memory_id}" for event, memory_id in events]

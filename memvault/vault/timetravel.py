@@ -12,7 +12,7 @@ import functools
 import re
 import subprocess
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime, time, timedelta
 from pathlib import PurePosixPath
 
 from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, UsageError, VaultError
@@ -41,6 +41,8 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
     if not when:
         raise UsageError("--as-of needs a date (YYYY-MM-DD), an ISO 8601 time or a commit")
     moment = _moment(when)
+    if moment is not None and is_future(when, moment):
+        raise UsageError(f"--as-of {when} is in the future: give a moment already past (or leave --as-of out for now)")
     if moment is not None:
         # '@<seconds> +0000' is git's raw date: a bare '@<seconds>' below 1e8 (before March 1973) is
         # read by git's approxidate as something else, today often, so a 1970 date answered with today.
@@ -65,6 +67,18 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit of the vault")
     stamp = git.run("show", "-s", "--format=%ct", sha).strip()
     return PastCommit(sha, datetime.fromtimestamp(int(stamp), UTC), when)
+
+
+def is_future(when: str, moment: datetime) -> bool:
+    """Whether `when` has not begun yet (today's date has: it stands for today's end). Past and present
+    only: a moment ahead would read today's vault with every memory's recency as good as nothing."""
+    now = datetime.now(UTC)
+    if DATE_ONLY.match(when):
+        return moment.date() > now.date()
+    return moment > now + FUTURE_GRACE
+
+
+FUTURE_GRACE = timedelta(minutes=5)  # clocks disagree a little: "now" from another machine is still now
 
 
 def _moment(when: str) -> datetime | None:

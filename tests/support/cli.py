@@ -42,6 +42,13 @@ class Cli:
         return result
 
 
+def initialised(vault: Path) -> Cli:
+    """A Cli on a vault `memvault init` has just made."""
+    cli = Cli(vault)
+    cli.ok("init")
+    return cli
+
+
 def run_memvault(*args: str, cwd: Path | None = None, input: bytes | None = None, timeout: float = 60,
                  env: dict | None = None) -> subprocess.CompletedProcess:
     """A real `python -m memvault` process, with the test's environment."""

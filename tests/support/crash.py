@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.support.upstream import instant_completion
+from tests.support.upstream import instant_completion, instant_stream
 
 EXTRACTION_MARK = "You extract long-term memories"
 LATEST_MARK = "Latest user message (extract from this only):"
@@ -31,13 +31,15 @@ class FactUpstream:
     every other request "ok" (reconciliation then falls back to adding the fact, as designed).
     `delay` seconds are spent before answering an extraction (to catch curation in flight)."""
 
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, slow_answer: float = 0.0) -> None:
         self.delay = delay
+        self.slow_answer = slow_answer  # seconds before answering a message that says "SLOW" (stopped mid-answer)
         self.extractions = 0
+        self.slow_asked = 0
 
     def app(self):
         from starlette.applications import Starlette
-        from starlette.responses import JSONResponse
+        from starlette.responses import JSONResponse, StreamingResponse
         from starlette.routing import Route
 
         async def handle(request):
@@ -50,6 +52,11 @@ class FactUpstream:
                     await asyncio.sleep(self.delay)
                 message = prompt.split(LATEST_MARK, 1)[-1].strip()
                 reply["choices"][0]["message"]["content"] = json.dumps([f"The user said: {message}."])
+            elif "SLOW" in prompt and self.slow_answer:
+                self.slow_asked += 1
+                await asyncio.sleep(self.slow_answer)
+            if body.get("stream"):  # `memvault chat` streams its answers
+                return StreamingResponse(instant_stream(), media_type="text/event-stream")
             return JSONResponse(reply)
 
         return Starlette(routes=[Route("/{path:path}", handle, methods=["GET", "POST"])])

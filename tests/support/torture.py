@@ -358,3 +358,49 @@ def summary(figures: Figures) -> str:
             f"{figures.lost} lost, {figures.duplicated} duplicated, {figures.unacknowledged_kept} unacknowledged "
             f"but kept{curated}, {len(figures.problems)} problem(s), {figures.seconds} s")
     return "\n".join([line, *(f"  - {p}" for p in figures.problems)])
+
+
+# -- Ctrl-C to `memvault chat`'s process group mid-answer ---------------------------------------------------
+def torture_chat(vault: Path, kills: int = 2) -> Figures:
+    """`memvault chat` (its own process group, stdin a pipe): each round a turn answered (acknowledged:
+    the answer printed), then one whose answer the LLM holds back, and SIGINT to the whole group
+    mid-answer (Ctrl-C in the terminal: git's helpers get it too); then the chat ends (EOF). Every
+    acknowledged turn must be committed, indexed and curated, with no traceback."""
+    import os
+
+    from tests.support.upstream import serving
+
+    figures = Figures("chat, sigint-group mid-answer")
+    started = time.monotonic()
+    upstream = FactUpstream(slow_answer=60.0)
+    acknowledged: dict[str, str] = {}
+    attempted: dict[str, str] = {}
+    memvault("init", str(vault))
+    with serving(upstream.app()) as root:
+        env = {**os.environ, "MEMVAULT_LLM_API_BASE": root + "/v1", "MEMVAULT_LLM_MODEL": "openai/fake",
+               "MEMVAULT_LLM_API_KEY": "k", "MEMVAULT_LLM_MAX_RETRIES": "0"}
+        for _ in range(kills):
+            chat = subprocess.Popen([sys.executable, "-m", "memvault", "chat", "--vault", str(vault)], env=env,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            unique = word()
+            attempted[unique] = f"torture chat {unique}"
+            asked = upstream.slow_asked
+            chat.stdin.write(f"{attempted[unique]}\nSLOW {word()}\n")
+            chat.stdin.flush()
+            deadline = time.monotonic() + 120
+            while upstream.slow_asked == asked and time.monotonic() < deadline and chat.poll() is None:
+                time.sleep(0.05)
+            os.killpg(chat.pid, signal.SIGINT)  # mid-answer of the second turn: the first was answered
+            figures.kills += 1
+            out, err = chat.communicate("/exit\n", timeout=300)
+            if chat.returncode == 0 and "ok" in out:
+                acknowledged[unique] = attempted[unique]
+            if "Traceback" in err or chat.returncode != 0:
+                figures.problems.append(f"chat exited {chat.returncode}: {err.strip()[-600:]}")
+            figures.problems += git_health(vault)
+    memvault("search", "--json", "torture", "--vault", str(vault))  # the next command that reads: indexes
+    finish(vault, figures, acknowledged, attempted, started, role="user")
+    facts = {entry.text for _, entry in core_entries(vault, "memory")}
+    figures.curated = sum(1 for text in acknowledged.values() if f"The user said: {text}." in facts)
+    return figures
