@@ -50,7 +50,268 @@ LOCK_TIMEOUT = 120.0
 STALE_TEMP_AGE = 60.0
 INTENT_FILE = "transaction.jsonl"
 # What git writes into a file it could not merge: such a file is two versions at once, never a memory.
-CONFLICT_MARKER = re.compile(r"^                self.tell_index([change.rel for change in tx.changes])  # before the commit: a kill after it
+CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)
+MAX_FILE_BYTES = LimitsSettings.max_file_bytes
+# Memvault reads and writes nothing through a symbolic link under entries/ (docs/architecture.md, Trust boundaries):
+# a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
+# vault would make one file two entries. Links are reported, never followed.
+LINK_REASON = "a symbolic link: memvault does not follow links (replace it with the file itself)"
+
+
+def is_temp_name(name: str) -> bool:
+    """The name of an atomic write's temporary file ('.<name>.XXXX.tmp'): never an entry."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename, so readers never see half a file.
+
+    Never through a symbolic link: `path` (under the vault's resolved root) must be reached without
+    one, checked before any folder is created."""
+    folder = os.path.abspath(path.parent)
+    if os.path.realpath(folder) != folder or path.is_symlink():
+        raise UnsafePathError(f"refusing to write {path}: it is reached through a symbolic link")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class LockBusyError(VaultError):
+    """Another process holds the vault's write lock (and kept it longer than we would wait)."""
+
+
+@dataclass
+class Change:
+    """One file touched by a transaction: enough to undo it and to update the index after it."""
+
+    rel: PurePosixPath
+    before: bytes | None  # the file's bytes before, None if it did not exist
+    entry: Entry | None  # the entry now at `rel`, None if the file is gone
+
+
+@dataclass
+class Transaction:
+    vault: Vault
+    operation: str
+    conversation: str | None = None
+    events: list[tuple[str, str]] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    commit_sha: str | None = None  # the commit this transaction made (None: nothing changed)
+
+    def _touch(self, rel: PurePosixPath, entry: Entry | None, data: bytes | None = None) -> None:
+        """Write `entry` at `rel` (as rendered, or as `data` when given), or remove the file (None)."""
+        if entry is not None:
+            self.vault.check_new_folder(rel)
+            clean = redact_entry(entry)  # secrets never reach the vault (docs/architecture.md, Redaction)
+            if clean is not entry:
+                entry, data = clean, None  # an exact import's bytes held the secret: rendered anew
+            data = render(entry).encode("utf-8") if data is None else data
+        self._put(rel, data if entry is not None else None, entry)
+
+    def _put(self, rel: PurePosixPath, data: bytes | None, entry: Entry | None) -> None:
+        """Write `data` at `rel` (None: remove it), noted first for a crash's recovery, undone on rollback."""
+        path = self.vault.root / rel
+        if self.vault.linked_part(rel) is not None:  # neither read, written nor deleted through a link
+            raise UnsafePathError(f"refusing to change {rel}: it is reached through a symbolic link")
+        before = path.read_bytes() if path.exists() else None
+        self.vault.note_intent(rel, before)
+        if data is not None:
+            atomic_write(path, data)
+        else:
+            path.unlink(missing_ok=True)
+        self.changes.append(Change(rel, before, entry))
+
+    def write_file(self, rel: PurePosixPath, text: str) -> PurePosixPath:
+        """Write a workspace file (core/<NAME>.md, journal/<date>.md) as plain markdown, no front
+        matter. Only those paths: anything else is an UnsafePathError, as is a path through a link."""
+        rel = PurePosixPath(rel)
+        if not layout.is_workspace_path(rel):
+            raise UnsafePathError(f"refusing to write {str(rel)[:80]}: only core/<NAME>.md and journal/<date>.md "
+                                  "are written this way")
+        if "\x00" in text:
+            raise UsageError(f"the text of {rel} contains a NUL character")
+        text = redact(check_text(text, f"the text of {rel}"))
+        data = text.encode("utf-8")
+        if len(data) > self.vault.max_file_bytes:
+            raise UsageError(f"{rel} would be {len(data):,} bytes, more than limits.max_file_bytes "
+                             f"({self.vault.max_file_bytes:,})")
+        entry = self.vault.workspace_entry(rel, text)
+        self._put(rel, data, entry if entry.text else None)  # an empty file leaves the index
+        return rel
+
+    def write(self, entry: Entry, event: str | None = None) -> PurePosixPath:
+        """Create or overwrite the file of `entry` (an edit keeps the file where it is). A live entry
+        whose only file is now a tombstone was deleted by another writer since it was read: refused."""
+        rel = self.vault.path_of(entry.id) if event != "ADD" else None
+        if rel is not None and layout.is_deleted_path(rel) and not entry.deleted:
+            raise deleted_meanwhile(entry.id)
+        rel = rel or layout.relative_path(entry)
+        self._touch(rel, entry)
+        self.vault.remember_path(entry.id, rel)
+        if event:
+            self.events.append((event, entry.id))
+        return rel
+
+    def write_exact(self, rel: PurePosixPath, data: bytes, entry: Entry) -> None:
+        """Add a file with exactly these bytes at `rel` (an import reproducing an exported file, which
+        memvault's rendering may not: a hand-written file, a key memvault does not know); `entry` is what
+        the file reads as. The caller checks that `rel` is an entry path."""
+        self._touch(rel, entry, data)
+        self.vault.remember_path(entry.id, rel)
+        self.events.append(("ADD", entry.id))
+
+    def soft_delete(self, entry: Entry, replaced_by: str | None = None, event: str = "DELETE") -> PurePosixPath:
+        """Move an entry into deleted/ as a tombstone (deleted_at, replaced_by): nothing is lost.
+        The entry must still be live: callers read it before taking the lock, and another writer may
+        have deleted it since (unlinking its path again would then remove the new tombstone)."""
+        old_rel = self.vault.path_of(entry.id)
+        if not self.vault.is_live(entry.id):
+            raise deleted_meanwhile(entry.id)
+        current = self.vault.read(old_rel)  # as it is now: an edit may have landed since `entry` was read
+        tombstone = current.replace(deleted_at=now(), replaced_by=replaced_by)
+        new_rel = layout.tombstone_path(old_rel, tombstone)
+        self._touch(new_rel, tombstone)
+        self._touch(old_rel, None)
+        self.vault.remember_path(entry.id, new_rel)
+        self.events.append((event, entry.id))
+        return new_rel
+
+    def restore(self, memory_id: str) -> tuple[PurePosixPath, Entry]:
+        """Move a tombstone back to its live place (soft_delete undone); the caller checked that the
+        memory is deleted and that no live file of its id came back meanwhile."""
+        old_rel = self.vault.path_of(memory_id)
+        if old_rel is None or not layout.is_deleted_path(old_rel):
+            raise NotFoundError(f"memory {memory_id[:8]} is not deleted: nothing to restore")
+        live = self.vault.read(old_rel).replace(deleted_at=None, replaced_by=None)
+        new_rel = layout.relative_path(live)
+        self._touch(new_rel, live)
+        self._touch(old_rel, None)
+        self.vault.remember_path(memory_id, new_rel)
+        self.events.append(("RESTORE", memory_id))
+        return new_rel, live
+
+    def purge(self, rel: PurePosixPath, memory_id: str) -> None:
+        """Remove a file for good (it stays in git history)."""
+        self._touch(rel, None)
+        self.events.append(("PURGE", memory_id))
+
+    def rollback(self) -> None:
+        for change in reversed(self.changes):
+            path = self.vault.root / change.rel
+            if change.before is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, change.before)
+        self.changes.clear()
+
+
+class Vault:
+    """A vault folder: entries as markdown files, in a git repository."""
+
+    max_file_bytes = MAX_FILE_BYTES  # limits.max_file_bytes: a larger entry file is broken, not read
+
+    def __init__(self, root: Path, git: VaultGit) -> None:
+        self.root = root
+        self.git = git
+        self._paths: dict[str, PurePosixPath] | None = None
+        self._intent_head: str | None = None  # HEAD when the open transaction started
+        self.on_recovered = None  # callable(paths) told which files a recovery put back (the index follows)
+        self.on_committing = None  # callable(paths) told which files a transaction is about to commit
+
+    # -- opening -------------------------------------------------------------------------------
+    @staticmethod
+    def check_root(path: Path) -> Path:
+        path = Path(path).expanduser()
+        if path.exists() and not path.is_dir():
+            raise VaultError(f"vault path {path} is a file, not a folder")
+        return path
+
+    @classmethod
+    def open(cls, path: str | Path) -> Vault:
+        root = cls.check_root(Path(path))
+        if not root.exists():
+            raise VaultError(f"no vault at {root}: run `memvault init` (or pass --vault PATH)")
+        if not (root / layout.STATE_DIR).is_dir() and not (root / layout.ENTRIES).is_dir():
+            raise VaultError(f"{root} is not a memvault vault: run `memvault init --vault {root}`")
+        vault = cls(root.resolve(), VaultGit.open(root))
+        vault.ensure_state_dir()
+        return vault
+
+    @classmethod
+    def init(cls, path: str | Path, use_enclosing_repo: bool = False) -> Vault:
+        """Create a vault (idempotent): folders, a git repository, and a .gitignore for the index.
+        A new vault inside another repository gets a repository of its own unless `use_enclosing_repo`."""
+        root = cls.check_root(Path(path))
+        root.mkdir(parents=True, exist_ok=True)
+        git = VaultGit.init(root, use_enclosing_repo)
+        vault = cls(root.resolve(), git)
+        vault.ensure_state_dir()
+        (vault.root / layout.ENTRIES).mkdir(exist_ok=True)
+        gitignore = vault.root / ".gitignore"
+        lines = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.exists() else []
+        if GITIGNORE_LINE not in lines:
+            atomic_write(gitignore, ("\n".join([*lines, GITIGNORE_LINE]) + "\n").encode("utf-8"))
+        attributes = vault.root / GITATTRIBUTES_FILE  # how `memvault sync` merges (vault.merge)
+        text = gitattributes_text(attributes.read_text(encoding="utf-8") if attributes.is_file() else None)
+        if text is not None:
+            atomic_write(attributes, text.encode("utf-8"))
+        with vault.lock():
+            git.check_state()  # never commit onto a detached HEAD or into a merge or rebase
+            git.commit([".gitignore", GITATTRIBUTES_FILE], format_message("memvault init", "init", None, []))
+        return vault
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / layout.STATE_DIR
+
+    def ensure_state_dir(self) -> None:
+        """Create .memvault/ if needed, with the .gitignore that keeps it out of every commit."""
+        ignore = self.state_dir / ".gitignore"
+        if ignore.is_file() and not ignore.is_symlink():
+            return
+        if self.state_dir.is_symlink():
+            return  # the owner's own arrangement: nothing is written through a link (atomic_write refuses)
+        self.state_dir.mkdir(exist_ok=True)
+        atomic_write(ignore, STATE_GITIGNORE.encode("utf-8"))
+
+    @contextmanager
+    def lock(self, wait: float = LOCK_TIMEOUT) -> Iterator[None]:
+        """The vault's write lock: two processes never interleave writes or commits. The lock is
+        the kernel's (flock): a process killed while holding it releases it."""
+        from filelock import FileLock, Timeout
+
+        self.ensure_state_dir()
+        lock = FileLock(str(self.state_dir / "write.lock"), timeout=wait)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise LockBusyError(f"another memvault process has held the vault lock for {wait:.0f} s") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextmanager
+    def transaction(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
+        """Group file changes into one commit; on any error, put the files back as they were."""
+        with self.lock():
+            self.git.check_state()
+            self.recover_interrupted()
+            self.forget_paths()  # another process may have written since we last looked
+            tx = Transaction(self, operation, conversation)
+            self._intent_head = self.git.head_sha()
+            try:
+                yield tx
+                paths = [str(change.rel) for change in tx.changes]
+                self.tell_index([change.rel for change in tx.changes])  # before the commit: a kill after it
                 tx.commit_sha = self.git.commit(paths, format_message(subject, operation, conversation, tx.events))
             except BaseException:
                 if not self.commit_landed():  # after the commit, only bookkeeping is left: never undo it
