@@ -121,6 +121,7 @@ def test_erase_matching_leaves_zero_bytes_and_everything_else(planted):
     assert {"journal/2026-11-20.md", "core/USER.md"} <= set(dry["scrubbed"])
     assert any(p.endswith("summaries/summary.md") for p in dry["scrubbed"])
     assert dry["past_indexes"] >= 1 and dry["index_rows"] >= 4 and len(dry["state_files"]) >= 2
+    assert len(dry["commit_ids"]) == dry["commits"] >= 5
     assert SECRET.encode() in git(root, "log", "--all", "-p")  # a dry run changes nothing
 
     done = cli.ok("erase", "--matching", SECRET, "--reason", "asked by the user", "-y", "--json").json()

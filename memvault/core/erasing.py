@@ -27,6 +27,7 @@ class Erasure:
     files: list[str] = field(default_factory=list)  # paths removed from every commit
     scrubbed: list[str] = field(default_factory=list)  # paths whose quotes of it were taken out
     commits: int = 0  # commits that held it
+    commit_ids: list[str] = field(default_factory=list)  # which (before the rewrite)
     rewritten: int = 0  # commits whose id changed
     state_files: list[str] = field(default_factory=list)  # .memvault/ files that held it
     index_rows: int = 0
@@ -77,7 +78,8 @@ class Erasing:
             selection = erase.select(self.vault.root, criteria, folders)
             hit = self.erased_hit(selection, user)
             result = Erasure(criteria.kind, dry_run, sorted(selection.ids), dict(selection.roles),
-                             sorted(selection.paths), sorted(selection.scrubbed), selection.commits)
+                             sorted(selection.paths), sorted(selection.scrubbed), selection.commits,
+                             selection.commit_ids)
             result.state_files = [str(p.relative_to(self.vault.state_dir)) for p in self.state_hits(hit)]
             result.index_rows = self.index_rows(selection.ids)
             result.past_indexes = len(list((self.vault.state_dir / "asof").glob("*"))) \

@@ -150,6 +150,7 @@ class Selection:
     quoting: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of each blob to scrub
     removed: set[str] = field(default_factory=set)  # ids of the blobs at the removed paths
     commits: int = 0  # commits that touch a removed or scrubbed path
+    commit_ids: list[str] = field(default_factory=list)
 
     def scrubber(self) -> Scrubber:
         return Scrubber(self.texts, self.patterns)
@@ -247,7 +248,8 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
     touched = sorted(selection.paths | selection.scrubbed)
     if touched:
         out = git_bytes(root, "log", "--all", "--format=%H", "--", *touched)
-        selection.commits = len(set(out.split()))
+        selection.commit_ids = sorted(set(out.decode().split()))
+        selection.commits = len(selection.commit_ids)
     return selection
 
 
