@@ -255,3 +255,17 @@ def test_scrubber_takes_out_the_sentence(text, quotes, expected):
 def test_a_quoted_whole_sentence_goes_alone():
     assert Scrubber(["Alice: I grew up in Tromso. (g1)"]).scrub(
         "Alice: I grew up in Tromso. (g1) Bob: I fix motorbikes. (g1)") == "Bob: I fix motorbikes. (g1)"
+
+
+def test_uncommitted_edits_are_never_lost_to_a_rewrite(tmp_path):
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    try:
+        entry = m.add_verbatim("Hana's kite is orange.")
+        path = root / m.get(entry.id)[0]
+        path.write_text(path.read_text().replace("orange", "purple"))  # a person's edit, not committed
+        with pytest.raises(Exception, match="uncommitted changes"):
+            m.erase(matching="kite")
+        assert "purple" in path.read_text() and "orange" in git(root, "log", "-p").decode()
+    finally:
+        m.close()
