@@ -104,6 +104,7 @@ def planted(tmp_path):
     Cli(root).ok("import", str(export))
     for key in ("tea", "bike"):
         kept[key] = m.add_verbatim(KEPT[key], conversation="other").id
+    assert [h.text for h in m.search("locker code")]  # today's index holds it
     assert [h.text for h in m.search("locker code", as_of=git(root, "rev-parse", "HEAD").decode().strip())]
     assert list((root / ".memvault/asof").iterdir())  # a past index holds it
     m.close()
