@@ -104,6 +104,7 @@ def planted(tmp_path):
     Cli(root).ok("import", str(export))
     for key in ("tea", "bike"):
         kept[key] = m.add_verbatim(KEPT[key], conversation="other").id
+    assert [h.text for h in m.search("locker code")]  # today's index holds it
     assert [h.text for h in m.search("locker code", as_of=git(root, "rev-parse", "HEAD").decode().strip())]
     assert list((root / ".memvault/asof").iterdir())  # a past index holds it
     m.close()
@@ -121,6 +122,7 @@ def test_erase_matching_leaves_zero_bytes_and_everything_else(planted):
     assert {"journal/2026-11-20.md", "core/USER.md"} <= set(dry["scrubbed"])
     assert any(p.endswith("summaries/summary.md") for p in dry["scrubbed"])
     assert dry["past_indexes"] >= 1 and dry["index_rows"] >= 4 and len(dry["state_files"]) >= 2
+    assert len(dry["commit_ids"]) == dry["commits"] >= 5
     assert SECRET.encode() in git(root, "log", "--all", "-p")  # a dry run changes nothing
 
     done = cli.ok("erase", "--matching", SECRET, "--reason", "asked by the user", "-y", "--json").json()
@@ -254,3 +256,17 @@ def test_scrubber_takes_out_the_sentence(text, quotes, expected):
 def test_a_quoted_whole_sentence_goes_alone():
     assert Scrubber(["Alice: I grew up in Tromso. (g1)"]).scrub(
         "Alice: I grew up in Tromso. (g1) Bob: I fix motorbikes. (g1)") == "Bob: I fix motorbikes. (g1)"
+
+
+def test_uncommitted_edits_are_never_lost_to_a_rewrite(tmp_path):
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    try:
+        entry = m.add_verbatim("Hana's kite is orange.")
+        path = root / m.get(entry.id)[0]
+        path.write_text(path.read_text().replace("orange", "purple"))  # a person's edit, not committed
+        with pytest.raises(Exception, match="uncommitted changes"):
+            m.erase(matching="kite")
+        assert "purple" in path.read_text() and "orange" in git(root, "log", "-p").decode()
+    finally:
+        m.close()

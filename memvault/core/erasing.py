@@ -27,6 +27,7 @@ class Erasure:
     files: list[str] = field(default_factory=list)  # paths removed from every commit
     scrubbed: list[str] = field(default_factory=list)  # paths whose quotes of it were taken out
     commits: int = 0  # commits that held it
+    commit_ids: list[str] = field(default_factory=list)  # which (before the rewrite)
     rewritten: int = 0  # commits whose id changed
     state_files: list[str] = field(default_factory=list)  # .memvault/ files that held it
     index_rows: int = 0
@@ -64,8 +65,9 @@ class Erasing:
         erase.check_erasable(self.vault.git)
         if not dry_run:
             self.commit_leftover_turns()  # a proxy's turn files not yet committed are history too
-        with self.keeper.caught_up():  # journalled writes indexed: the index's rows are what it holds
-            pass
+        if self.has_index():  # journalled writes indexed: the index's rows are what it holds (none built)
+            with self.keeper.caught_up():
+                pass
         with self.vault.lock():
             self.vault.git.check_state()
             self.vault.recover_interrupted()
@@ -77,7 +79,8 @@ class Erasing:
             selection = erase.select(self.vault.root, criteria, folders)
             hit = self.erased_hit(selection, user)
             result = Erasure(criteria.kind, dry_run, sorted(selection.ids), dict(selection.roles),
-                             sorted(selection.paths), sorted(selection.scrubbed), selection.commits)
+                             sorted(selection.paths), sorted(selection.scrubbed), selection.commits,
+                             selection.commit_ids)
             result.state_files = [str(p.relative_to(self.vault.state_dir)) for p in self.state_hits(hit)]
             result.index_rows = self.index_rows(selection.ids)
             result.past_indexes = len(list((self.vault.state_dir / "asof").glob("*"))) \
@@ -131,10 +134,13 @@ class Erasing:
                 and p.relative_to(state).parts[0] not in erase.KEPT_STATE
                 and hit(p.read_bytes().decode("utf-8", "surrogateescape"))]
 
-    def index_rows(self, ids: set[str]) -> int:
+    def has_index(self) -> bool:
         from memvault.index.store import FILE_NAME
 
-        if not ids or not (self.vault.state_dir / FILE_NAME).exists():
+        return (self.vault.state_dir / FILE_NAME).exists()
+
+    def index_rows(self, ids: set[str]) -> int:
+        if not ids or not self.has_index():
             return 0
         store = self.keeper.current()
         return sum(1 for memory_id in ids if store.by_id(memory_id) is not None)
@@ -142,9 +148,7 @@ class Erasing:
     def purge_index(self, ids: set[str]) -> None:
         """The index follows the files (rows of erased memories dropped, scrubbed files re-read), then
         is vacuumed: FTS segments merged, free pages dropped, the WAL folded back and truncated."""
-        from memvault.index.store import FILE_NAME
-
-        if not (self.vault.state_dir / FILE_NAME).exists():
+        if not self.has_index():
             return
         self.keeper.current().remove(ids)
         self.keeper.reindex()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from memvault.vault import erase
 from memvault.vault.entry import Entry, now
-from memvault.vault.erase import drop_erased
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 
 
@@ -40,8 +40,20 @@ class Maintenance:
         return plan
 
     def push(self, remote: str | None = None, force_with_lease: bool = False) -> str:
+        """Push to the remote. After an erase the remote still holds the old history: a plain push is
+        refused with a pointer to `force_with_lease`, which replaces it only if it is still the one
+        this vault saw before the rewrite (docs/architecture.md, Erasure)."""
+        git, state = self.vault.git, self.vault.state_dir
         with self.vault.lock():
-            return self.vault.git.push(remote or self.settings.vault.git_remote or None, force_with_lease)
+            name = git.remote_name(remote or self.settings.vault.git_remote or None)
+            branch = git.repo.active_branch.name
+            hint = (f"`memvault erase` rewrote this vault's history and {name} still holds the old one (with "
+                    "what was erased); replace it with `memvault push --force-with-lease`"
+                    if erase.erased_blobs(self.vault.root) else "")
+            git.push(name, (erase.lease(state, name, branch) or "") if force_with_lease else None, hint)
+            if force_with_lease:
+                erase.leased(state, name, branch)
+            return name
 
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
@@ -50,7 +62,7 @@ class Maintenance:
         try:
             with self.vault.lock():
                 self.vault.git.pull(remote or self.settings.vault.git_remote or None)
-                drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
+                erase.drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
         except PullClash:
             self.reindex()  # what arrived is in the files: the index follows them, then the error is told
             raise

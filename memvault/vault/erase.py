@@ -148,7 +148,9 @@ class Selection:
     scrubbed: set[str] = field(default_factory=set)  # paths (in some commit) whose text quotes an erased one
     blobs: set[str] = field(default_factory=set)  # ids of the blobs removed or scrubbed (the record lists them)
     quoting: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of each blob to scrub
+    removed: set[str] = field(default_factory=set)  # ids of the blobs at the removed paths
     commits: int = 0  # commits that touch a removed or scrubbed path
+    commit_ids: list[str] = field(default_factory=list)
 
     def scrubber(self) -> Scrubber:
         return Scrubber(self.texts, self.patterns)
@@ -180,12 +182,6 @@ def history_files(root: Path) -> list[tuple[str, str, bytes]]:
         found.append((sha, path, out[header_end + 1:header_end + 1 + size]))
         at = header_end + 1 + size + 1
     return found
-
-
-def all_paths(root: Path) -> set[str]:
-    """Every path any commit of any ref has touched."""
-    out = git_bytes(root, "log", "--all", "--format=", "--name-only", "--no-renames", "-z")
-    return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p.strip()}
 
 
 def read_entry(path: str, data: bytes) -> Entry | None:
@@ -236,21 +232,24 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
         selection.roles[entry.role] = selection.roles.get(entry.role, 0) + 1
     # Every version's text, for the quotes of it elsewhere.
     selection.texts |= {e.text.strip() for e in versions if len(e.text.strip()) >= MIN_QUOTE}
+    # Their paths: memvault names a file '<stamp>__<id>.md'; a hand-named one is read. The same bytes
+    # at another path (a copy) are caught by blob id in the rewrite.
     names = tuple(f"__{memory_id}.md" for memory_id in chosen)
-    selection.paths = {p for p in all_paths(root) if p.endswith(names)} if names else set()
     ids = [i.encode() for i in chosen]
-    selection.paths |= {path for _sha, path, data in files if any(i in data for i in ids)
-                        and (entry := read_entry(path, data)) is not None and entry.id in chosen}
+    selection.paths = {path for _sha, path, data in files if names and (path.endswith(names) or (
+        any(i in data for i in ids) and (entry := read_entry(path, data)) is not None and entry.id in chosen))}
     scrubber = selection.scrubber()
     quoting = {(sha, path, data) for sha, path, data in files if path not in selection.paths
                and scrubber.matches(data.decode("utf-8", "surrogateescape"))}
     selection.scrubbed = {path for _sha, path, _data in quoting}
     selection.quoting = {sha: data for sha, _path, data in quoting}
-    selection.blobs = blob_hashes(root, selection.paths) | set(selection.quoting)
+    selection.removed = {sha for sha, path, _data in files if path in selection.paths}
+    selection.blobs = selection.removed | set(selection.quoting)
     touched = sorted(selection.paths | selection.scrubbed)
     if touched:
         out = git_bytes(root, "log", "--all", "--format=%H", "--", *touched)
-        selection.commits = len(set(out.split()))
+        selection.commit_ids = sorted(set(out.decode().split()))
+        selection.commits = len(selection.commit_ids)
     return selection
 
 
@@ -261,7 +260,8 @@ def entry_text(entry: Entry) -> str:
 # -- the rewrite ------------------------------------------------------------------------------------
 def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) -> dict[str, str]:
     """Rewrite every ref without the selection (or the blobs `drop_blobs`); returns old -> new commit ids."""
-    plan = {"paths": sorted(selection.paths), "drop_blobs": sorted(drop_blobs), "ids": sorted(selection.ids),
+    plan = {"paths": sorted(selection.paths), "drop_blobs": sorted({*drop_blobs, *selection.removed}),
+            "ids": sorted(selection.ids),
             "texts": sorted(selection.texts), "patterns": selection.patterns,
             "replace_blobs": scrub_blobs(root, selection)}
     git_bytes(root, "stash", "clear")  # a stash is a commit too, and filter-repo would keep it as it is
@@ -438,15 +438,6 @@ def without_hits(value, hit):
     if isinstance(value, list):
         return [without_hits(v, hit) for v in value if not hit(json.dumps(v, ensure_ascii=False))]
     return None if isinstance(value, str) and hit(value) else value
-
-
-def blob_hashes(root: Path, paths: Iterable[str]) -> set[str]:
-    """The blob ids of every version of these paths (what the erasure record lists)."""
-    wanted = set(paths)
-    if not wanted:
-        return set()
-    listed = git_bytes(root, "rev-list", "--all", "--objects").decode("utf-8", "surrogateescape")
-    return {line.split(" ", 1)[0] for line in listed.splitlines() if line.partition(" ")[2] in wanted}
 
 
 def check_erasable(git) -> None:

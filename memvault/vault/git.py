@@ -434,32 +434,22 @@ class VaultGit:
             raise VaultError(f"the vault has no git remote: git -C {self.root} remote add origin URL")
         return "origin" if "origin" in names else names[0]
 
-    def push(self, remote: str | None = None, force_with_lease: bool = False) -> str:
-        """Push HEAD to the remote's branch. After `memvault erase` rewrote history a plain push is
-        refused by the remote: the error says so and offers `--force-with-lease`, which replaces the
-        remote's history only if it still holds what this vault last saw there (docs/architecture.md, Erasure)."""
+    def push(self, remote: str | None = None, force_with_lease: str | None = None, refused_hint: str = "") -> str:
+        """Push HEAD to the remote's branch. `force_with_lease`: replace the remote's branch only if it
+        still holds this commit ('': what the remote-tracking ref says); `refused_hint`: what to tell
+        when a plain push is refused (after `memvault erase` rewrote history, docs/architecture.md, Erasure)."""
         import git
-
-        from memvault.vault import erase
-        from memvault.vault.layout import STATE_DIR
 
         name = self.remote_name(remote)
         branch = self.repo.active_branch.name
-        state = self.root / STATE_DIR
-        options = []
-        if force_with_lease:
-            expected = erase.lease(state, name, branch)
-            options = [f"--force-with-lease=refs/heads/{branch}" + (f":{expected}" if expected else "")]
+        options = [] if force_with_lease is None else [
+            f"--force-with-lease=refs/heads/{branch}" + (f":{force_with_lease}" if force_with_lease else "")]
         try:
             self.repo.git.push(*options, name, f"HEAD:refs/heads/{branch}", env=self.env)
         except git.GitCommandError as exc:
-            if not force_with_lease and erase.erased_blobs(self.root):
-                raise VaultError(f"git push to {name} was refused: `memvault erase` rewrote this vault's history "
-                                 f"and {name} still holds the old one (with what was erased); replace it with "
-                                 "`memvault push --force-with-lease`") from None
+            if refused_hint and force_with_lease is None:
+                raise VaultError(f"git push to {name} was refused: {refused_hint}") from None
             raise VaultError(f"git push to {name} failed: {last_line(exc)}") from None
-        if force_with_lease:
-            erase.leased(state, name, branch)
         return name
 
     def pull(self, remote: str | None = None) -> str:

@@ -38,7 +38,9 @@ def erase(
         print_json(result.to_dict())
         return
     if result.files or result.scrubbed:
-        table(["what", "path"], [["remove", p] for p in result.files] + [["scrub", p] for p in result.scrubbed],
+        table(["what", "path or commit"], [["remove", p] for p in result.files]
+              + [["scrub", p] for p in result.scrubbed] + [["rewrite", c[:12]] for c in result.commit_ids]
+              + [["state", f".memvault/{p}"] for p in result.state_files],
               title="would touch" if dry_run else None)
     counts = ", ".join(f"{n} {role}" for role, n in sorted(result.roles.items())) or "none"
     say(("Dry run: " if dry_run else "Erased: ") + f"{len(result.ids)} memories ({counts}) in {result.commits} "
