@@ -50,7 +50,7 @@ def auth(key: str) -> dict[str, str]:
 
 def chat(net, key: str = ADMIN, **extra) -> httpx.Response:
     return net.client.post("/v1/chat/completions", headers=auth(key), json={
-        "model": "fake", "messages": [{"role": "user", "content": "what is my bank PIN?"}], **extra})
+        "model": "fake", "messages": [{"role": "user", "content": "what is my locker number?"}], **extra})
 
 
 def add(net, text: str, key: str = ADMIN, **scopes) -> str:
@@ -96,8 +96,8 @@ def test_a_passthrough_path_inside_the_api_is_normalised(net):
 # -- 11: scopes are boundaries -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pins(net):
-    return SimpleNamespace(bob=add(net, "bob's bank PIN is 4921", user_id="bob"),
-                           alice=add(net, "alice's bank PIN is 1357", user_id="alice"))
+    return SimpleNamespace(bob=add(net, "bob's locker is number 4921", user_id="bob"),
+                           alice=add(net, "alice's locker is number 1357", user_id="alice"))
 
 
 def test_an_id_outside_the_named_scope_is_not_found(net, pins):
@@ -111,19 +111,19 @@ def test_an_id_outside_the_named_scope_is_not_found(net, pins):
     assert put.status_code == 404
     assert net.client.delete(url, params=as_alice, headers=auth(ADMIN)).status_code == 404
     mine = net.client.get(url, params={"user_id": "bob"}, headers=auth(ADMIN))
-    assert mine.status_code == 200 and mine.json()["memory"] == "bob's bank PIN is 4921"
+    assert mine.status_code == 200 and mine.json()["memory"] == "bob's locker is number 4921"
 
 
 def test_a_scoped_key_reaches_only_its_scope_on_every_route(net, pins):
     alice = auth(ALICE_KEY)
     listed = net.client.get("/v1/memories/", headers=alice)  # user_id implied: the key allows one
-    assert [m["memory"] for m in listed.json()["results"]] == ["alice's bank PIN is 1357"]
-    found = net.client.get("/v1/memories/search/", params={"query": "bank PIN"}, headers=alice).json()["results"]
+    assert [m["memory"] for m in listed.json()["results"]] == ["alice's locker is number 1357"]
+    found = net.client.get("/v1/memories/search/", params={"query": "locker number"}, headers=alice).json()["results"]
     assert [m["id"] for m in found] == [pins.alice]
     refused = [
         net.client.get("/v1/memories/", params={"user_id": "bob"}, headers=alice),
-        net.client.get("/v1/memories/search/", params={"query": "PIN", "user_id": "bob"}, headers=alice),
-        net.client.post("/v1/memories/search/", json={"query": "PIN", "user_id": "bob"}, headers=alice),
+        net.client.get("/v1/memories/search/", params={"query": "locker", "user_id": "bob"}, headers=alice),
+        net.client.post("/v1/memories/search/", json={"query": "locker", "user_id": "bob"}, headers=alice),
         net.client.post("/v1/memories/", json={"messages": "x", "infer": False, "user_id": "bob"}, headers=alice),
         net.client.delete("/v1/memories/", params={"user_id": "bob"}, headers=alice),
         net.client.get(f"/v1/memories/{pins.bob}/", params={"user_id": "bob"}, headers=alice),
@@ -138,7 +138,7 @@ def test_a_scoped_key_reaches_only_its_scope_on_every_route(net, pins):
     filtered = net.client.get("/v1/memories/", params={"filters": '{"user_id": "bob"}'}, headers=alice)
     assert filtered.json()["results"] == []  # a filter narrows the key's scope, never widens it
     bob = net.client.get(url, params={"user_id": "bob"}, headers=auth(ADMIN)).json()
-    assert bob["memory"] == "bob's bank PIN is 4921"  # untouched
+    assert bob["memory"] == "bob's locker is number 4921"  # untouched
 
 
 def test_a_key_with_several_ids_must_name_one(net, pins):
@@ -155,12 +155,12 @@ def test_a_scoped_key_chats_inside_its_scope_whatever_the_memory_id(net, pins):
     reply = chat(net, ALICE_KEY, memory_id="user-bob", memory_score_threshold=0.0)
     assert reply.status_code == 200, reply.text
     hits = [hit["text"] for hit in reply.json()["memory_hits"]]
-    assert "bob's bank PIN is 4921" not in hits
+    assert "bob's locker is number 4921" not in hits
     assert (net.vault / "entries" / "user-alice+chat-user-bob").is_dir()
     assert net.upstream.requests[-1]["headers"]["authorization"] == f"Bearer {OPERATOR_KEY}"  # never alice's key
     # The server key still reaches any conversation by name.
     reply = chat(net, ADMIN, memory_id="user-bob", memory_score_threshold=0.0)
-    assert "bob's bank PIN is 4921" in [hit["text"] for hit in reply.json()["memory_hits"]]
+    assert "bob's locker is number 4921" in [hit["text"] for hit in reply.json()["memory_hits"]]
 
 
 def test_an_unknown_key_is_refused(net):
@@ -179,7 +179,7 @@ def test_keys_are_told_apart_and_scoped():
 # -- the Python API: mem0 semantics, all scopes given must match -----------------------------------
 def test_memory_api_id_calls_respect_the_scopes_given(tmp_path):
     with Memory(vault=tmp_path / "vault") as memory:
-        bob = memory.add("bob's bank PIN is 4921", user_id="bob", infer=False)["results"][0]["id"]
+        bob = memory.add("bob's locker is number 4921", user_id="bob", infer=False)["results"][0]["id"]
         assert memory.get(bob, user_id="alice") is None
         assert memory.get(bob, user_id="bob", agent_id="helper") is None
         assert memory.history(bob, user_id="alice") == []
@@ -187,8 +187,8 @@ def test_memory_api_id_calls_respect_the_scopes_given(tmp_path):
             memory.update(bob, "mine now", user_id="alice")
         with pytest.raises(NotFoundError):
             memory.delete(bob, user_id="alice")
-        assert memory.get(bob, user_id="bob")["memory"] == "bob's bank PIN is 4921"
-        assert memory.get(bob)["memory"] == "bob's bank PIN is 4921"  # no scope named: mem0's behaviour
+        assert memory.get(bob, user_id="bob")["memory"] == "bob's locker is number 4921"
+        assert memory.get(bob)["memory"] == "bob's locker is number 4921"  # no scope named: mem0's behaviour
 
 
 def test_async_memory_takes_the_same_scopes(tmp_path):
@@ -198,7 +198,7 @@ def test_async_memory_takes_the_same_scopes(tmp_path):
 
     async def run():
         async with AsyncMemory(vault=tmp_path / "vault") as memory:
-            added = await memory.add("bob's bank PIN is 4921", user_id="bob", infer=False)
+            added = await memory.add("bob's locker is number 4921", user_id="bob", infer=False)
             bob = added["results"][0]["id"]
             return await memory.get(bob, user_id="alice"), await memory.history(bob, user_id="alice")
 
