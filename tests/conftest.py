@@ -6,6 +6,10 @@ import pytest
 
 # mem0ai (installed for the compatibility tests) phones home unless told not to: never from a test.
 os.environ["MEM0_TELEMETRY"] = "False"
+# litellm fetches its model cost map at import unless this is set. memvault sets it before importing
+# litellm; set for the whole session too, so a fixture that set it and is torn down while a server's
+# warm-up thread is still importing litellm restores it instead of removing it (a DNS lookup, seen).
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 from tests.support.server import isolate
 

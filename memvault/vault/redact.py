@@ -108,6 +108,8 @@ class Finding:
     start: int
     end: int
 
+# How deep redact_value walks: twice the deepest metadata an entry may hold (vault.entry.MAX_METADATA_DEPTH).
+MAX_DEPTH = 64
 
 class Redactor:
     """The secret rules in force: all of them, an allow-list (a regex a secret may match whole to be
@@ -144,14 +146,18 @@ class Redactor:
             text = text[:finding.start] + MARKER.format(kind=finding.kind) + text[finding.end:]
         return text
 
-    def redact_value(self, value):
-        """Every string inside a JSON-like value redacted (dict keys too): the state files' records."""
+    def redact_value(self, value, depth: int = 0):
+        """Every string inside a JSON-like value redacted (dict keys too): the state files' records.
+        Past MAX_DEPTH levels the value is left as it is: nothing that deep is written (metadata is
+        refused past 32 levels, with its own message), and recursing further would overflow the stack."""
         if isinstance(value, str):
             return self.redact(value)
+        if depth > MAX_DEPTH:
+            return value
         if isinstance(value, dict):
-            return {self.redact_value(k): self.redact_value(v) for k, v in value.items()}
+            return {self.redact_value(k): self.redact_value(v, depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return [self.redact_value(item) for item in value]
+            return [self.redact_value(item, depth + 1) for item in value]
         return value
 
 
