@@ -1,7 +1,7 @@
-"""The web page: a door to the vault like the CLI (docs/architecture.md, The web page), served by `memvault ui` and, at /ui,
-by `memvault serve`. Server-rendered (Jinja2, every stored text escaped), one small script of our own
-(static/ui.js) for keyboard shortcuts, nothing fetched from elsewhere. Reads and writes go through the
-core facade (`memvault.core.Memvault`) only.
+"""The web page: a door to the vault like the CLI (docs/architecture.md, The web page), served by
+`memvault ui` and, at /ui, by `memvault serve`. Server-rendered (Jinja2, every stored text escaped),
+one small script of our own (static/ui.js) for keyboard shortcuts, nothing fetched from elsewhere.
+Reads and writes go through the core facade (`memvault.core.Memvault`) only.
 
 - `routes.py`: the pages; `views.py`: what they show, shaped from the facade's answers
 - `security.py`: Content-Security-Policy, same-origin + CSRF checks for writes, key login for browsers
