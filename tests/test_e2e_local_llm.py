@@ -16,7 +16,8 @@ from tests.support.cli import run_memvault
 from tests.support.upstream import Upstream, serving
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-EVENTS = {"ADD", "UPDATE", "DELETE", "NONE"}
+# DROP: a fact the grounding guard refused (the 135M model often copies the prompt's placeholders).
+EVENTS = {"ADD", "UPDATE", "DELETE", "NONE", "DROP"}
 
 
 @pytest.fixture
@@ -61,13 +62,14 @@ def test_add_extracts_and_reconciles_through_a_real_model_server(env, relay):
     assert asked and all(request["model"] == "smollm2" for request in asked)
     assert "My name is Dana and I love hiking in the Alps." in json.dumps(asked[0]["messages"])
     assert asked[0].get("response_format"), "extraction asks for a JSON answer"
-    assert result["results"], "an add always stores something: facts, or the text as given"
+    assert result["results"], "an add always says what it did: facts stored, or why none was"
     for event in result["results"]:
         assert event["event"] in EVENTS and (event["memory"] or "").strip()
     turns = listing(env, "--role", "user")
-    assert [t["text"] for t in turns] == ["My name is Dana and I love hiking in the Alps."]
+    assert [t["text"] for t in turns] == ["My name is Dana and I love hiking in the Alps."]  # whatever the model says
     facts = listing(env, "--role", "memory")
-    assert facts and all(f["source"] == turns[0]["id"] for f in facts)
+    stored = {event["id"] for event in result["results"] if event["event"] in ("ADD", "UPDATE")}
+    assert {f["id"] for f in facts} == stored and all(f["source"] == turns[0]["id"] for f in facts)
     assert git_log(env["MEMVAULT_VAULT"]).splitlines()[0].startswith("memvault add:")
 
     second = run_memvault("add", "I also enjoy cooking Thai food.", "--json", env=env, timeout=300)
