@@ -136,7 +136,7 @@ class IndexKeeper:
         texts: list[str] = []
         for change in changes:
             entry = change.entry
-            if entry is not None and not entry.deleted and entry.role != "summary":
+            if entry is not None and not entry.deleted:  # summaries too, as reindex indexes them
                 items.append((entry.id, str(change.rel)))
                 texts.append(entry.text)
             elif entry is not None:

@@ -52,7 +52,7 @@ class FactUpstream:
                     await asyncio.sleep(self.delay)
                 message = prompt.split(LATEST_MARK, 1)[-1].strip()
                 reply["choices"][0]["message"]["content"] = json.dumps([f"The user said: {message}."])
-            elif "SLOW" in prompt and self.slow_answer:
+            elif "SLOW" in prompt and self.slow_answer and body.get("stream"):  # the answer, not its curation
                 self.slow_asked += 1
                 await asyncio.sleep(self.slow_answer)
             if body.get("stream"):  # `memvault chat` streams its answers
