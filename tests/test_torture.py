@@ -8,6 +8,8 @@ with any counts. Seeds are fixed, but the kill instants land differently on ever
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from tests.support import torture
@@ -46,7 +48,8 @@ def test_group_stops_of_serve_under_load_while_curation_is_queued(tmp_path, how)
     assert figures.curated == figures.acknowledged
 
 
-def test_ctrl_c_to_chats_process_group_mid_answer(tmp_path):
-    figures = torture.torture_chat(tmp_path / "vault", kills=2)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_stop_to_chats_process_group_mid_answer(tmp_path, sig):
+    figures = torture.torture_chat(tmp_path / "vault", kills=2, sig=sig)
     report(figures)
     assert figures.curated == figures.acknowledged

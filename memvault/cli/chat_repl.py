@@ -112,6 +112,7 @@ class Repl:
     last_hits: list = field(default_factory=list)
     remembers: bool = True  # a chat with memory (not --no-memory nor --incognito): /incognito can pause it
     leaving: bool = False
+    storing: bool = False  # a message is being written: a stop request waits for it
 
     def __post_init__(self) -> None:
         self.remembers = self.session.use_memory
@@ -122,6 +123,17 @@ class Repl:
         }
 
     def run(self) -> None:
+        with stopped_by_sigterm(self):
+            self.loop()
+
+    def stop_requested(self) -> None:
+        """SIGTERM (a service manager's stop, the terminal closing): like Ctrl-C during an answer (the
+        message is kept), then the chat leaves as /exit does, ending the session."""
+        self.leaving = True
+        if not self.storing:
+            raise KeyboardInterrupt
+
+    def loop(self) -> None:
         reader = LineReader(history_dir_of(self.session.memvault if self.remembers else None))
         say(f"Chatting in '{self.session.conversation}' ({self.llm.settings.model}). /help for commands, "
             "/exit or Ctrl-D to leave.")
@@ -178,8 +190,12 @@ class Repl:
     def keep(self, turn, text: str, reply: str) -> None:
         """Store the turn (the user's message alone when `reply` is empty) and curate it."""
         session = self.session
-        with interrupts_held():  # a second, impatient Ctrl-C must not cost the message being stored
-            session.persist(turn, text, reply)
+        self.storing = True
+        try:
+            with interrupts_held():  # a second, impatient Ctrl-C must not cost the message being stored
+                session.persist(turn, text, reply)
+        finally:
+            self.storing = False
         session.curate(turn, [m for m in self.history if m["content"] != INTERRUPTED], self.llm)
         for problem in session.errors:
             warn(problem)
@@ -256,6 +272,22 @@ class Repl:
 
     def exit(self, _rest: str) -> None:
         self.leaving = True
+
+
+@contextmanager
+def stopped_by_sigterm(repl: Repl) -> Iterator[None]:
+    """SIGTERM handled by `repl.stop_requested` while inside (main thread only)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: repl.stop_requested())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

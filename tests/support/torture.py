@@ -361,7 +361,7 @@ def summary(figures: Figures) -> str:
 
 
 # -- Ctrl-C to `memvault chat`'s process group mid-answer ---------------------------------------------------
-def torture_chat(vault: Path, kills: int = 2) -> Figures:
+def torture_chat(vault: Path, kills: int = 2, sig: int = signal.SIGINT) -> Figures:
     """`memvault chat` (its own process group, stdin a pipe): each round a turn answered (acknowledged:
     the answer printed), then one whose answer the LLM holds back, and SIGINT to the whole group
     mid-answer (Ctrl-C in the terminal: git's helpers get it too); then the chat ends (EOF). Every
@@ -370,7 +370,7 @@ def torture_chat(vault: Path, kills: int = 2) -> Figures:
 
     from tests.support.upstream import serving
 
-    figures = Figures("chat, sigint-group mid-answer")
+    figures = Figures(f"chat, {signal.Signals(sig).name.lower()}-group mid-answer")
     started = time.monotonic()
     upstream = FactUpstream(slow_answer=60.0)
     acknowledged: dict[str, str] = {}
@@ -391,9 +391,14 @@ def torture_chat(vault: Path, kills: int = 2) -> Figures:
             deadline = time.monotonic() + 120
             while upstream.slow_asked == asked and time.monotonic() < deadline and chat.poll() is None:
                 time.sleep(0.05)
-            os.killpg(chat.pid, signal.SIGINT)  # mid-answer of the second turn: the first was answered
+            os.killpg(chat.pid, sig)  # mid-answer of the second turn: the first was answered
             figures.kills += 1
-            out, err = chat.communicate("/exit\n", timeout=300)
+            if sig != signal.SIGINT:  # a service manager's stop: the chat leaves by itself, stdin still open
+                try:
+                    chat.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    figures.problems.append("chat did not leave within 120 s of SIGTERM")
+            out, err = chat.communicate("/exit\n" if chat.poll() is None else None, timeout=300)
             if chat.returncode == 0 and "ok" in out:
                 acknowledged[unique] = attempted[unique]
             if "Traceback" in err or chat.returncode != 0:
