@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,19 @@ def test_unreachable_model_is_one_clear_line(tmp_path):
     # add degrades instead: what the user said is stored as given, and it says why.
     out = run_memvault("add", "Keep this even so", "--json", env=env, timeout=300)
     assert out.returncode == 0 and json.loads(out.stdout)["notes"]
+
+
+def test_an_imported_conversation_reaches_a_later_chats_prompt_through_a_real_model(env, relay):
+    """Memory follows its owner with the real model answering: the user's words from an imported ChatGPT
+    history (plain turns, asked for with retrieval.follow_user_turns) reach a chat in another conversation."""
+    export = Path(__file__).parent / "fixtures" / "chatgpt" / "conversations.json"
+    assert run_memvault("import", str(export), env=env, timeout=300).returncode == 0
+    follow = {**env, "MEMVAULT_RETRIEVAL_FOLLOW_USER_TURNS": "true"}
+    asked = len(relay.chat_requests())
+    done = run_memvault("chat", "-m", "Which dishes suit me, as a vegetarian?", "-c", "elsewhere", env=follow,
+                        timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    [answer] = [r for r in relay.chat_requests()[asked:] if r.get("stream")]
+    sent = answer["messages"][-1]["content"]
+    assert "I'm vegetarian. Here is a photo of the hotel." in sent and "Current message:" in sent
+    assert done.stdout.strip(), "the real model answered"
