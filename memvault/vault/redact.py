@@ -20,6 +20,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from memvault.vault.entry import MAX_METADATA_DEPTH
+
 MARKER = "[redacted: {kind}]"
 
 # The secret is the whole match, but for these kinds, whose patterns capture it in their last group
@@ -108,8 +110,8 @@ class Finding:
     start: int
     end: int
 
-# How deep redact_value walks: twice the deepest metadata an entry may hold (vault.entry.MAX_METADATA_DEPTH).
-MAX_DEPTH = 64
+# How deep redact_value walks: twice the deepest metadata an entry may hold.
+MAX_DEPTH = 2 * MAX_METADATA_DEPTH
 
 class Redactor:
     """The secret rules in force: all of them, an allow-list (a regex a secret may match whole to be
