@@ -9,12 +9,15 @@ with `ast` and checked against the graph below.
     curate         <- retrieve        LLM curation
     core           <- curate          the one facade (memvault.core.Memvault, one module per job)
     converse, doctor                  built on core (and what is under it)
-    transfer                          import and export, built on core (writes through the vault's transactions)
+    transfer                          import and export, built on core (writes through Memvault.write)
     api, server, mcp, cli, ui         surfaces: they reach the index and the vault's writes through core
 
 A surface never imports `memvault.vault.store` or `memvault.index.*`, and no module reads a private
-attribute (`obj._name`) of an object other than its own (`self`, `cls`). An exception needs an entry
-in ALLOWED_EXCEPTIONS with a one-line reason.
+attribute (`obj._name`) of an object other than its own (`self`, `cls`). Outside core, vault and index
+no module reads a Memvault's `.vault` or `.keeper` (the facade's own parts: `memvault.vault.root`
+would let a surface write past every rule core holds); `settings.vault` (a section of the settings)
+and `import memvault.vault` (a module) are other things and pass. An exception needs an entry in
+ALLOWED_EXCEPTIONS with a one-line reason.
 """
 
 from __future__ import annotations
@@ -138,6 +141,46 @@ def private_accesses(module: str, source: str) -> list[str]:
     return problems
 
 
+FACADE_PARTS = {"core", "vault", "index"}  # where a Memvault's own parts may be named
+HIDDEN_PARTS = {"vault", "keeper"}
+SETTINGS_NAMES = {"settings", "config"}
+
+
+def settings_section_fields() -> set[str]:
+    """The keys of the settings' [vault] section: `x.vault.path` reads settings, not a Vault."""
+    import dataclasses
+
+    from memvault.settings import VaultSettings
+
+    return {f.name for f in dataclasses.fields(VaultSettings)}
+
+
+def facade_bypasses(module: str, source: str) -> list[str]:
+    """`<object>.vault` / `<object>.keeper` outside core, vault and index, unless the object is the
+    settings (named settings/config, or the `.vault` is followed by a [vault] setting) or the
+    `memvault` package bound by `import memvault...`. Told apart by the AST, not by text."""
+    if part_of(module) in FACADE_PARTS:
+        return []
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    packages = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names if alias.name.split(".")[0] == "memvault"}
+    fields = settings_section_fields()
+    problems = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or node.attr not in HIDDEN_PARTS:
+            continue
+        owner = node.value
+        owner_name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+        parent = parents.get(node)
+        if owner_name in SETTINGS_NAMES or (isinstance(parent, ast.Attribute) and parent.attr in fields):
+            continue
+        if isinstance(owner, ast.Name) and owner.id in packages:  # memvault.vault.layout: a module
+            continue
+        problems.append(f"{module}:{node.lineno} reads {ast.unparse(node)}: go through the facade (memvault.core)")
+    return problems
+
+
 def test_every_part_of_memvault_is_placed_in_the_graph():
     assert {part_of(module) for module in MODULES} <= set(ALLOWED)
 
@@ -149,6 +192,11 @@ def test_imports_point_down_the_layers_only():
 
 def test_no_object_is_reached_into():
     problems = [p for module, source in MODULES.items() for p in private_accesses(module, source)]
+    assert problems == []
+
+
+def test_no_surface_reaches_past_the_facade():
+    problems = [p for module, source in MODULES.items() for p in facade_bypasses(module, source)]
     assert problems == []
 
 
@@ -214,6 +262,22 @@ def test_reaching_into_another_object_is_caught_but_self_and_dunders_are_not():
     source = "def f(core, self):\n    core._index_lock\n    self._own\n    core.__class__\n    type(core)._x\n"
     assert private_accesses("memvault.server.app", source) == [
         "memvault.server.app:2 reads core._index_lock", "memvault.server.app:5 reads type(core)._x"]
+
+
+@pytest.mark.parametrize(("module", "source", "caught"), [
+    ("memvault.cli.commands.entries", "def f(memvault, rel):\n    return memvault.vault.root / rel\n", True),
+    ("memvault.mcp.tools", "def f(self):\n    return self.core.vault.conversations()\n", True),
+    ("memvault.transfer.runner", "def f(self, tx):\n    self.memvault.keeper.record(tx.changes)\n", True),
+    ("memvault.doctor.repairs", "def f(memvault):\n    with memvault.vault.lock():\n        pass\n", True),
+    ("memvault.server.app", "def f(state):\n    return state.settings.vault.path\n", False),
+    ("memvault.api.config", "def f(result):\n    return result.vault.max_entries\n", False),
+    ("memvault.cli.app", "def f(config):\n    return config.vault\n", False),
+    ("memvault.ui.views", "import memvault.vault.layout\nx = memvault.vault.layout.ENTRIES\n", False),
+    ("memvault.ui.views", "from memvault.vault import layout\nfrom memvault.vault.entry import Entry\n", False),
+    ("memvault.core.browsing", "def f(self):\n    return self.vault.root\n", False),
+])
+def test_reaching_past_the_facade_is_caught_and_settings_and_modules_are_not(module, source, caught):
+    assert bool(facade_bypasses(module, source)) is caught
 
 
 def test_a_cycle_is_caught():

@@ -133,16 +133,16 @@ def test_auto_detection_reads_the_export_once(tmp_path, monkeypatch):
     # The format is told from the parsed JSON; the import goes on with it instead of parsing it again.
     from memvault import settings, transfer
     from memvault.core import Memvault
-    from memvault.transfer import chatgpt, runner
+    from memvault.transfer import chatgpt, source_files
 
     reads = []
-    real = runner.read_export
+    real = source_files.read_export
 
     def counted(path, what, *limit):
         reads.append(what)
         return real(path, what, *limit)
 
-    monkeypatch.setattr(transfer.runner, "read_export", counted)
+    monkeypatch.setattr(transfer.source_files, "read_export", counted)
     monkeypatch.setattr(chatgpt, "read_export", counted)
     core = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
     report = transfer.import_source(core, [str(FIXTURE)])

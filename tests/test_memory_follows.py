@@ -105,7 +105,7 @@ def test_an_imported_fact_reaches_a_proxy_request_and_a_scoped_key_never_sees_it
 
 
 def test_mcp_with_memory_follows_the_user_and_stops_at_another(cli):
-    from memvault.mcp.server import MemoryTools
+    from memvault.mcp.tools import MemoryTools
     from memvault.settings import Settings
 
     cli.ok("add", "--no-llm", "--user", "alice", "-c", "alice-kitchen", "Alice is vegetarian and allergic to nuts")

@@ -100,7 +100,7 @@ class Memory:
 
     @property
     def vault_path(self) -> Path:
-        return self._core.vault.root
+        return self._core.root
 
     @property
     def core(self) -> Memvault:

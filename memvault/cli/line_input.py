@@ -56,6 +56,5 @@ def history_dir_of(memvault) -> Path | None:
     folder is a link, through which memvault writes nothing)."""
     if memvault is None:
         return None
-    memvault.vault.ensure_state_dir()
-    state = memvault.vault.state_dir
+    state = memvault.state_dir
     return None if state.is_symlink() or not state.is_dir() else state

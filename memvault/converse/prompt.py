@@ -95,7 +95,7 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
                             and not stale_session(hit, latest, memvault.settings.session)]
         if memvault.settings.prompt.assistant_last:  # what the user said outranks what a model answered
             context.memories.sort(key=lambda hit: hit.role == "assistant")
-    summary = memvault.vault.summary(conversation)
+    summary = memvault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
         context.summary = summary.text
     return context

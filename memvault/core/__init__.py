@@ -14,6 +14,7 @@ from memvault.core.erasing import Erasing, Erasure
 from memvault.core.graph import Graphing
 from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
+from memvault.core.repairing import Repairs
 from memvault.core.rules import Rules
 from memvault.core.searching import RetrievalOverrides, Searching
 from memvault.core.sessions import SessionEnd, Sessions
@@ -23,7 +24,7 @@ from memvault.core.workspace import Workspace
 
 
 class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
-               Browsing, Erasing, Syncing, MemvaultBase):
+               Browsing, Erasing, Syncing, Repairs, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

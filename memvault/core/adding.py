@@ -60,10 +60,9 @@ class Adding:
     def add_entries(self, entries: list[Entry], subject: str, operation: str = "add") -> list[Entry]:
         """Store new entries in one commit."""
         conversation = entries[0].conversation_id if entries else None
-        with self.vault.transaction(operation, subject, conversation) as tx:
+        with self.write(operation, subject, conversation) as tx:
             for entry in entries:
                 tx.write(entry, event="ADD")
-        self.keeper.record(tx.changes)
         return entries
 
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
@@ -122,12 +121,11 @@ class Adding:
                                  whole=whole)
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
-        with self.vault.transaction("add", subject, conversation) as tx:
+        with self.write("add", subject, conversation) as tx:
             if turn is not None and self.vault.path_of(turn.id) is None:
                 tx.write(turn, event="TURN")
             source = turn.id if turn else None
             events = apply_curation(tx, curation, dataclasses.replace(place, source=source), self.live_entry, previous)
-        self.keeper.record(tx.changes)
         return AddResult(events, curation.notes, turn, curated=True)
 
     def stored_facts(self, conversation: str, scopes: dict[str, Any]):
@@ -169,10 +167,9 @@ class Adding:
             stale = {key: None for key in TRIPLE_KEYS} if new_text != entry.text else {}
             updated = entry.replace(text=new_text, metadata={**entry.metadata, **(metadata or {})}, updated_at=now(),
                                     **stale)
-        with self.vault.transaction("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
-                                    entry.conversation_id) as tx:
+        with self.write("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
+                        entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")
-        self.keeper.record(tx.changes)
         return updated
 
     def delete(self, memory_ids: Iterable[str]) -> list[Entry]:
@@ -184,8 +181,7 @@ class Adding:
         subject = (f"memvault rm: {short(targets[0].text)} [{targets[0].id[:8]}]" if len(targets) == 1
                    else f"memvault rm: {len(targets)} memories")
         conversations = {t.conversation_id for t in targets}
-        with self.vault.transaction("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
+        with self.write("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
             for entry in targets:
                 tx.soft_delete(entry)
-        self.keeper.record(tx.changes)
         return targets

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from pathlib import PurePosixPath
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
@@ -11,7 +12,7 @@ from memvault.index.keeper import IndexKeeper
 from memvault.settings import Settings
 from memvault.vault import redact
 from memvault.vault.entry import check_text
-from memvault.vault.store import Vault
+from memvault.vault.store import Transaction, Vault
 
 if TYPE_CHECKING:
     from memvault.core import Memvault  # the facade this class is the base of
@@ -52,6 +53,27 @@ class MemvaultBase:
 
     def close(self) -> None:
         self.keeper.close()
+
+    @contextmanager
+    def write(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
+        """The one way a change reaches the vault: a transaction (one commit with `subject` and the
+        `Memvault-Operation` trailer; everything undone on an error), then the index told what it
+        touched. The transaction's `commit_sha` names the commit once the block is left."""
+        with self.vault.transaction(operation, subject, conversation) as tx:
+            yield tx
+        self.keeper.record(tx.changes)
+
+    # -- where the vault is (for surfaces, which never hold the vault itself) ----------------------
+    @property
+    def root(self) -> Path:
+        """The vault's folder."""
+        return self.vault.root
+
+    @property
+    def state_dir(self) -> Path:
+        """The vault's `.memvault/` (derived state, never committed), created if it is missing."""
+        self.vault.ensure_state_dir()
+        return self.vault.state_dir
 
     # -- models and index (loaded on first need) ----------------------------------------------------
     def embedder(self):

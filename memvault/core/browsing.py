@@ -125,6 +125,10 @@ class Browsing:
         """The conversation's rolling summary, None when it has none."""
         return self.vault.summary(layout.check_conversation_id(conversation))
 
+    def conversations(self) -> list[str]:
+        """The conversations' folder names, sorted."""
+        return self.vault.conversations()
+
     def entry_file(self, memory_id: str) -> tuple[PurePosixPath, Entry, str]:
         """A memory (live or a tombstone) with its file's whole text."""
         rel, entry = self.get(memory_id)
@@ -207,10 +211,9 @@ class Browsing:
             raise UsageError(f"memory {entry.id[:8]} is not deleted: nothing to restore")
         if entry.role == "summary":
             raise UsageError("a deleted summary cannot be restored here: the conversation has a new one")
-        with self.vault.transaction("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
-                                    entry.conversation_id) as tx:
+        with self.write("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
+                        entry.conversation_id) as tx:
             _, live = tx.restore(entry.id)
-        self.keeper.record(tx.changes)
         return live
 
     def commits(self, limit: int = 50, operation: str | None = None, conversation: str | None = None) -> list:

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 from memvault.vault import erase
 from memvault.vault.entry import Entry, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
+
+
+@dataclass(frozen=True)
+class Repository:
+    """Where the vault's commits go: `work_dir` is the repository's folder, the vault's own unless
+    `enclosing` (a notes repository the vault is a folder of)."""
+
+    root: Path
+    work_dir: Path
+    enclosing: bool
+    description: str  # one line for people ("the vault's own git repository at ...")
 
 
 class Maintenance:
@@ -25,7 +39,7 @@ class Maintenance:
             return plan
         if plan.evict or plan.purge:
             subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
-            with self.vault.transaction("gc", subject) as tx:
+            with self.write("gc", subject) as tx:
                 # Planned before the lock: another writer may have deleted or purged some since.
                 plan.evict = [entry for entry in plan.evict if self.vault.is_live(entry.id)]
                 plan.purge = [(rel, entry) for rel, entry in plan.purge if (self.vault.root / rel).is_file()]
@@ -33,11 +47,15 @@ class Maintenance:
                     tx.soft_delete(entry, event="EVICT")
                 for rel, entry in plan.purge:
                     tx.purge(rel, entry.id)
-            self.keeper.record(tx.changes)
         if git_gc:
             self.vault.git.repo.git.gc("--quiet")
         self.keeper.compact()
         return plan
+
+    def repository(self) -> Repository:
+        """The git repository the vault commits to (its own, or an enclosing one)."""
+        git = self.vault.git
+        return Repository(git.root, git.work_dir, git.enclosing, git.describe())
 
     def push(self, remote: str | None = None, force_with_lease: bool = False) -> str:
         """Push to the remote. After an erase the remote still holds the old history: a plain push is
@@ -75,10 +93,9 @@ class Maintenance:
     def reset(self) -> int:
         """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
         from the files. Files with broken front matter are left alone. Returns how many were deleted."""
-        with self.vault.transaction("reset", "memvault reset: soft-deleted every entry") as tx:
+        with self.write("reset", "memvault reset: soft-deleted every entry") as tx:
             # Listed under the vault lock, so an entry another process writes meanwhile is included.
             for entry in [item for _, item in self.vault.iter_entries() if isinstance(item, Entry)]:
                 tx.soft_delete(entry)
-        self.keeper.record(tx.changes)
         self.reindex(full=True)
         return len(tx.events)

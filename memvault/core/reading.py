@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -81,6 +82,30 @@ class Reading:
         listing.entries.sort(key=lambda pair: pair[1].created_at)
         listing.entries = listing.entries[-limit:]
         return listing
+
+    def walk_entries(self, include_deleted: bool = False) -> Iterator[tuple[PurePosixPath, Entry | EntryFormatError]]:
+        """Every entry file in the vault's own order, as read (an EntryFormatError for one that does not
+        parse): for a walk over the whole vault, such as an export."""
+        return self.vault.iter_entries(include_deleted)
+
+    def stored_ids_and_paths(self) -> tuple[set[str], set[str]]:
+        """The ids and paths of every entry file, tombstones too (an import leaves out what is held:
+        a deleted memory stays deleted). An id is read from the file only when its name lacks one."""
+        ids, paths = set(), set()
+        for rel in self.vault.entry_files(include_deleted=True):
+            paths.add(str(rel))
+            memory_id = layout.id_from_filename(rel.name)
+            if memory_id is None:
+                try:
+                    memory_id = self.vault.read(rel).id
+                except EntryFormatError:
+                    continue
+            ids.add(memory_id)
+        return ids, paths
+
+    def entry_defaults(self, rel: PurePosixPath) -> dict[str, Any]:
+        """The fields a file at `rel` that leaves them out would be read with (its place and time)."""
+        return self.vault.defaults_for(rel, self.vault.root / rel)
 
     def history(self, memory_id: str) -> list[Event]:
         rel, entry = self.get(memory_id)

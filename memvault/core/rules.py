@@ -96,10 +96,9 @@ class Rules:
         result = self.plan_rule(text, conversation, scopes, llm, source)
         if result.event == "ADD":
             rule = result.rule
-            with self.vault.transaction("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
-                                        rule.conversation_id) as tx:
+            with self.write("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
+                            rule.conversation_id) as tx:
                 self.write_planned_rule(tx, result)
-            self.keeper.record(tx.changes)
         return result
 
     def plan_rule(self, text: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,

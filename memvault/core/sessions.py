@@ -270,7 +270,7 @@ class Sessions:
             return
         subject = f"memvault session end: {conversation}" + (f" ({short(summary, 40)})" if summary else "")
         place = Placement(conversation, scopes)
-        with self.vault.transaction("session", subject, conversation) as tx:
+        with self.write("session", subject, conversation) as tx:
             if curation is not None:
                 result.events += apply_curation(tx, curation, place, self.live_entry, previous)
             else:
@@ -287,7 +287,6 @@ class Sessions:
                                        **scopes)
                 tx.write(result.summary, event="SESSION")
             self.log_day(tx, learned_events(record, result.events), f"session in {conversation}")
-        self.keeper.record(tx.changes)
         result.commit = tx.commit_sha  # this session's commit, not HEAD: another writer may have come since
 
     # -- reading sessions --------------------------------------------------------------------------

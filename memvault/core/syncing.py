@@ -86,9 +86,8 @@ class Syncing:
             over += active[:max(0, len(active) - self.settings.rules.max_active)]
         if not over:
             return
-        with self.vault.transaction("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
+        with self.write("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
             for rule in over:
                 if self.vault.is_live(rule.id):
                     tx.soft_delete(rule)
-        self.keeper.record(tx.changes)
 

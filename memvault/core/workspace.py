@@ -10,6 +10,7 @@ Every change to a vault file here is one commit (the vault's transaction), then 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
@@ -109,12 +110,11 @@ class Workspace:
                    and self.vault.linked_part(layout.core_path(name)) is None]
         if not missing:
             return []
-        with self.vault.transaction("core", f"memvault core: create {', '.join(f'{n}.md' for n in missing)}") as tx:
+        with self.write("core", f"memvault core: create {', '.join(f'{n}.md' for n in missing)}") as tx:
             for name in missing:
                 rel = layout.core_path(name)
                 if not (self.vault.root / rel).exists():  # another process may have made it meanwhile
                     tx.write_file(rel, core_template(name))
-        self.keeper.record(tx.changes)
         return missing
 
     def read_core(self, name: str) -> tuple[PurePosixPath, str]:
@@ -134,9 +134,8 @@ class Workspace:
         if self.vault.read_workspace(rel) == text:
             return rel, False
         summary = short(layout.workspace_text(text) or "(emptied)", 40)
-        with self.vault.transaction("core", f"memvault core: edit {rel.name}: {summary}") as tx:
+        with self.write("core", f"memvault core: edit {rel.name}: {summary}") as tx:
             tx.write_file(rel, text)
-        self.keeper.record(tx.changes)
         return rel, True
 
     def restore_workspace(self, files: dict[PurePosixPath, str]) -> tuple[list[PurePosixPath], list[str]]:
@@ -158,11 +157,17 @@ class Workspace:
             wanted[rel] = text
         if wanted:
             names = ", ".join(str(rel) for rel in wanted)
-            with self.vault.transaction("import", f"memvault import: {short(names, 60)}") as tx:
+            with self.write("import", f"memvault import: {short(names, 60)}") as tx:
                 for rel, text in wanted.items():
                     written_paths.append(tx.write_file(rel, text))
-            self.keeper.record(tx.changes)
         return written_paths, notes
+
+    def workspace_texts(self) -> Iterator[tuple[PurePosixPath, str]]:
+        """Every core file and journal day, with its whole text (for an export)."""
+        for rel in self.vault.workspace_files():
+            text = self.vault.read_workspace(rel)
+            if text is not None:
+                yield rel, text
 
     def core_context(self) -> list[CoreFile]:
         """The core files with something in them, in their fixed order, each cut to `core.max_chars`

@@ -60,7 +60,7 @@ def health(state: ServerState) -> dict[str, Any]:
     return {
         "status": "ok",
         "version": __version__,
-        "vault": str(core.vault.root),
+        "vault": str(core.root),
         "embedder": index["embedder"],
         "reranker": settings.retrieval.reranker or None,
         "llm_model": settings.llm.model or None,
@@ -69,7 +69,7 @@ def health(state: ServerState) -> dict[str, Any]:
         "watching": bool(state.watcher and state.watcher.is_alive()),
         "auth": bool(settings.server.api_key or settings.server.keys),
         # agent-cli's memory proxy's own fields, for its clients and scripts:
-        "memory_store": str(core.vault.root),
+        "memory_store": str(core.root),
         "openai_base_url": settings.llm.api_base or None,
         "default_top_k": str(settings.retrieval.top_k),
     }

@@ -48,7 +48,7 @@ class TurnCommitter:
 
     def __init__(self, core) -> None:
         self.core = core
-        self.curations = CurationQueue(core.vault.state_dir)
+        self.curations = CurationQueue(core.state_dir)
         self.queue: queue.Queue = queue.Queue()
         # Paths written and not yet indexed: the vault watcher leaves them to us (no second embedding).
         self.in_flight: set[str] = set()

@@ -1,7 +1,7 @@
 """Import and export: other systems' conversations and memories in, a vault out as JSONL.
 
 `import_source` reads a ChatGPT or Claude export, a mem0 store, agent-cli memory folders or memvault's
-own JSONL, and writes it through the vault's transactions, one commit per conversation (runner.py:
+own JSONL, and writes it through the facade's `write`, one commit per conversation (runner.py:
 resumable and idempotent). `export_jsonl` writes every entry file as a line (jsonl.py).
 """
 
@@ -25,7 +25,7 @@ def detect(path: Path, limit: int) -> tuple[str, Any]:
     """The format of `path`, from what it holds (both chat exports are a `conversations.json`), and
     the JSON read to tell it (None when the format showed without it): the import reads it no more."""
     from memvault.transfer import agentcli, chatgpt, claude, mem0
-    from memvault.transfer.runner import read_export
+    from memvault.transfer.source_files import read_export
 
     if str(path) == "-" or path.suffix == ".jsonl":
         return "jsonl", None
@@ -87,7 +87,7 @@ def read_batches(memvault: Memvault, fmt: str, sources: list[Path], conversation
         stdin = str(sources[0]) == "-"
         if stdin:  # the same text piped twice is the same source
             identity = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        batches = jsonl.batches(memvault.vault, text, "standard input" if stdin else str(sources[0]), conversation,
+        batches = jsonl.batches(memvault, text, "standard input" if stdin else str(sources[0]), conversation,
                                 workspace)
     elif fmt == "mem0":
         batches = mem0.batches(memvault, sources, conversation, notes, read)
@@ -105,7 +105,7 @@ def export_jsonl(memvault: Memvault, out: TextIO) -> tuple[int, list[str]]:
 
     skipped: list[str] = []
     count = 0
-    for line in export_lines(memvault.vault, skipped):
+    for line in export_lines(memvault, skipped):
         out.write(line)
         count += 1
     return count, skipped

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import MemvaultError, UnsafePathError, UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, mapped_id, read_bytes
+from memvault.transfer.batches import Batch, Item, checked_text, epoch_time, mapped_id
+from memvault.transfer.source_files import read_bytes
 from memvault.vault import layout
 from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry, check_metadata, check_scopes, yaml_handler
 

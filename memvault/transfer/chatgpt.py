@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
-from memvault.transfer.runner import Batch, chat_turn, checked_text, conversation_name, epoch_time, read_export
+from memvault.transfer.batches import Batch, chat_turn, checked_text, conversation_name, epoch_time
+from memvault.transfer.source_files import read_export
 from memvault.vault.entry import now
 
 if TYPE_CHECKING:

@@ -19,7 +19,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError, UsageError
-from memvault.transfer.runner import Batch, Item, read_bytes, stable_id
+from memvault.transfer.batches import Batch, Item, stable_id
+from memvault.transfer.source_files import read_bytes
 from memvault.vault import layout
 from memvault.vault.entry import (
     FIELD_ORDER,
@@ -36,28 +37,26 @@ from memvault.vault.entry import (
 )
 
 if TYPE_CHECKING:
-    from memvault.vault.store import Vault
+    from memvault.core import Memvault
 
 TEXT_FIELDS = ("source", "replaced_by")
 DELETED = "deleted"
 
 
-def export_lines(vault: Vault, skipped: list[str]) -> Iterator[str]:
+def export_lines(memvault: Memvault, skipped: list[str]) -> Iterator[str]:
     """Every entry file of the vault (tombstones and summaries too) as a JSON line, in the vault's
     order; files that cannot be read as entries are named in `skipped` and left out."""
-    for rel, item in vault.iter_entries(include_deleted=True):
+    for rel, item in memvault.walk_entries(include_deleted=True):
         if isinstance(item, EntryFormatError):
             skipped.append(str(item))
             continue
-        data = (vault.root / rel).read_bytes()
+        data = (memvault.root / rel).read_bytes()
         record = {"path": str(rel), **item.to_dict()}
         if render(item).encode("utf-8") != data:
             record["file"] = data.decode("utf-8")
         yield json.dumps(record, ensure_ascii=False) + "\n"
-    for rel in vault.workspace_files():
-        text = vault.read_workspace(rel)
-        if text is not None:
-            yield json.dumps({"path": str(rel), "file": text}, ensure_ascii=False) + "\n"
+    for rel, text in memvault.workspace_texts():
+        yield json.dumps({"path": str(rel), "file": text}, ensure_ascii=False) + "\n"
 
 
 def read_records(text: str, where: str) -> list[tuple[str, dict]]:
@@ -79,7 +78,7 @@ def read_records(text: str, where: str) -> list[tuple[str, dict]]:
     return records
 
 
-def batches(vault: Vault, text: str, where: str, conversation: str | None = None,
+def batches(memvault: Memvault, text: str, where: str, conversation: str | None = None,
             workspace: dict[PurePosixPath, str] | None = None) -> list[Batch]:
     """Every line checked before anything is written (one bad line stops the import with its line
     number), then one batch per conversation, in the order they first appear. Lines that carry a core
@@ -95,7 +94,7 @@ def batches(vault: Vault, text: str, where: str, conversation: str | None = None
                 workspace[rel] = check_text(record["file"], f"{place}: 'file'")
             continue
         try:
-            item = item_of(vault, record, conversation)
+            item = item_of(memvault, record, conversation)
         except (EntryFormatError, UsageError) as exc:
             raise UsageError(f"{place}: {getattr(exc, 'reason', exc)}") from None
         first = places.setdefault(str(item.path), place)
@@ -105,10 +104,10 @@ def batches(vault: Vault, text: str, where: str, conversation: str | None = None
     return [Batch(name, name, name, items) for name, items in grouped.items()]
 
 
-def item_of(vault: Vault, record: dict, conversation: str | None) -> Item:
+def item_of(memvault: Memvault, record: dict, conversation: str | None) -> Item:
     rel = entry_path(record["path"]) if record.get("path") is not None else None
     if record.get("file") is not None:
-        item = exact_item(vault, record, rel)
+        item = exact_item(memvault, record, rel)
     else:
         entry = entry_of(record, rel, conversation)
         # Without a path, the layout's place (which checks the id is a UUID, so it can name the file).
@@ -116,18 +115,19 @@ def item_of(vault: Vault, record: dict, conversation: str | None) -> Item:
     named = layout.id_from_filename(item.path.name)
     if named not in (None, item.entry.id):  # the vault finds an entry by the id in its file name
         raise UsageError(f"'path' names id {named}, the entry's id is {item.entry.id}")
-    if len(item.data) > vault.max_file_bytes:  # written, it would be reported as broken, never read
+    limit = memvault.settings.limits.max_file_bytes
+    if len(item.data) > limit:  # written, it would be reported as broken, never read
         raise UsageError(f"the file would be {len(item.data):,} bytes, more than limits.max_file_bytes "
-                         f"({vault.max_file_bytes:,})")
+                         f"({limit:,})")
     return item
 
 
-def exact_item(vault: Vault, record: dict, rel: PurePosixPath | None) -> Item:
+def exact_item(memvault: Memvault, record: dict, rel: PurePosixPath | None) -> Item:
     """A line carrying its file: the file is written as given; what it reads as must be the line's entry."""
     content = record["file"]
     if not isinstance(content, str) or rel is None:
         raise UsageError("'file' must be the file's text, with the 'path' it goes to")
-    defaults = vault.defaults_for(rel, vault.root / rel)  # as the vault will read the file once written
+    defaults = memvault.entry_defaults(rel)  # as the vault will read the file once written
     if record.get("created_at"):
         defaults["created_at"] = parse_time(record["created_at"], "created_at", str(rel))
     entry = parse(content, str(rel), defaults)

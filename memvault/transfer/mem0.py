@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import MemvaultError, UsageError
-from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, json_of, mapped_id, open_regular, read_bytes
+from memvault.transfer.batches import Batch, Item, checked_text, epoch_time, mapped_id
+from memvault.transfer.source_files import json_of, open_regular, read_bytes
 from memvault.vault import layout
 from memvault.vault.entry import Entry, check_metadata, check_scopes, now
 

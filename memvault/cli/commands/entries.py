@@ -190,14 +190,11 @@ def show(memory_id: IdArg, as_of: AsOfOpt = None, vault: VaultOpt = None, config
     """Print a memory's file (front matter and text), today's or as it was `--as-of` a date or commit."""
     memvault = open_memvault(vault, config)
     if as_of is not None:
-        from memvault.vault.timetravel import entry_at, resolve
-
-        past = resolve(memvault.vault.git, as_of)
-        rel, entry, content = entry_at(memvault.vault.git, past, memory_id)
+        rel, entry, content, past = memvault.entry_as_of(memory_id, as_of)
         extra = {"as_of": past.moment.isoformat(), "commit": past.sha}
     else:
-        rel, entry = memvault.get(memory_id)
-        content, extra = (memvault.vault.root / rel).read_text(encoding="utf-8"), {}
+        rel, entry, content = memvault.entry_file(memory_id)
+        extra = {}
     if json:
         print_json({**entry.to_dict(), "path": str(rel), **extra})
     else:
@@ -244,7 +241,7 @@ def edit(
     if text is not None:
         updated = memvault.update(entry.id, text=read_text_argument(text))
     else:
-        original = (memvault.vault.root / rel).read_text(encoding="utf-8")
+        _, _, original = memvault.entry_file(entry.id)
         draft, edited = edit_in_editor(original, entry.id[:8])
         if edited == original:
             draft.unlink()

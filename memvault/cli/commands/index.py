@@ -77,7 +77,7 @@ def follow(memvault, quiet: bool) -> None:
         ready.wait()
         resync()
         if not quiet:
-            say(f"Watching {memvault.vault.root} (Ctrl-C to stop)")
+            say(f"Watching {memvault.root} (Ctrl-C to stop)")
 
     threading.Thread(target=announce, daemon=True).start()
     try:

@@ -36,9 +36,9 @@ def init(
     if remote:
         memvault.add_remote(remote)
         memvault.sync("origin")
-    git = memvault.vault.git
-    root = str(git.root)
+    repo = memvault.repository()
+    root = str(repo.root)
     if json:
-        print_json({"vault": root, "repository": str(git.work_dir), "enclosing_repository": git.enclosing})
+        print_json({"vault": root, "repository": str(repo.work_dir), "enclosing_repository": repo.enclosing})
     else:
-        say(f"Vault ready at {root}; its commits go to {git.describe()}")
+        say(f"Vault ready at {root}; its commits go to {repo.description}")

@@ -21,10 +21,8 @@ def log(
 ) -> None:
     """The vault's commits: who changed what, read from git's trailers (Memvault-Operation, -Conversation,
     -Event)."""
-    from memvault.vault.history import vault_log
-
     memvault = open_memvault(vault, config)
-    commits = vault_log(memvault.vault.git, limit, operation, conversation)
+    commits = memvault.commits(limit, operation, conversation)
     if json:
         print_json([commit.to_dict() for commit in commits])
         return

@@ -51,5 +51,5 @@ def clone(
 
     settings = settings_module.load(config, {"vault.path": str(path or vault) if (path or vault) else None})
     memvault = Memvault.clone(url, settings)
-    root = str(memvault.vault.root)
+    root = str(memvault.root)
     print_json({"vault": root, "remote": url}) if json else say(f"Cloned {url} into {root}.")

@@ -1,0 +1,94 @@
+"""`memvault doctor --fix`: the safe fixes a diagnosis offers, each one call of the facade
+(memvault.core.repairing), applied in the order of report.ACTIONS. To add a fix: an action name in
+report.py, a function here taking (memvault, the paths the checks named), an entry in FIXES."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from memvault.doctor.report import (
+    CLEAN,
+    COMMIT,
+    REBUILD,
+    RECOVER,
+    REINDEX,
+    REQUEUE,
+    TRIPLES,
+    UNLOCK,
+    Diagnosis,
+    listed,
+)
+from memvault.errors import VaultError
+from memvault.settings import Settings
+
+
+def unlock(memvault, _paths: list[str]) -> str | None:
+    removed = memvault.remove_stale_git_locks()
+    return f"removed {len(removed)} stale git lock file(s): {listed(map(str, removed))}" if removed else None
+
+
+def recover(memvault, _paths: list[str]) -> str:
+    touched = memvault.finish_interrupted_write()
+    return f"finished the write a crash cut short ({len(touched)} file(s))"
+
+
+def clean(memvault, _paths: list[str]) -> str | None:
+    removed = memvault.remove_temp_files()
+    return f"removed {len(removed)} temporary file(s) left by a crash" if removed else None
+
+
+def commit(memvault, paths: list[str]) -> str | None:
+    try:
+        chosen = memvault.commit_left_files(paths)
+    except VaultError as exc:
+        return f"did not commit: {exc}"
+    return f"committed {len(chosen)} entry file(s): {listed(chosen)}" if chosen else None
+
+
+def requeue(memvault, turns: list[str]) -> str:
+    memvault.requeue_curations(turns)
+    return f"queued {len(turns)} turn(s) for curation again (the next `memvault serve` curates them)"
+
+
+def triples(memvault, _paths: list[str]) -> str:
+    dropped = memvault.drop_wrong_triples()
+    if not dropped:
+        return "no wrong triple left to drop"
+    return f"dropped the triple of {len(dropped)} fact(s) whose text does not say it: {listed(dropped)}"
+
+
+def reindex(memvault, _paths: list[str], full: bool = False) -> str:
+    report = memvault.reindex(full=full)
+    return (f"{'rebuilt' if full else 'updated'} the index: {report.added} added, {report.updated} updated, "
+            f"{report.moved} moved, {report.removed} removed, {report.embedded} embedded")
+
+
+def rebuild(memvault, paths: list[str]) -> str:
+    return reindex(memvault, paths, full=True)
+
+
+FIXES: dict[str, Callable[..., str | None]] = {
+    UNLOCK: unlock, RECOVER: recover, CLEAN: clean, COMMIT: commit, REQUEUE: requeue, TRIPLES: triples,
+    REBUILD: rebuild, REINDEX: reindex,
+}
+
+
+def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[str]:
+    """Apply the safe fixes the diagnosis offers; returns one line per action taken."""
+    from memvault.core import Memvault
+
+    actions = diagnosis.repairs()
+    if not actions:
+        return []
+    memvault = Memvault.open(settings)  # journals what a recovery puts back, for the index
+    memvault.on_progress = on_progress
+    done: list[str] = []
+    try:
+        for action in actions:
+            paths = [path for check in diagnosis.checks if check.repair == action for path in check.paths]
+            line = FIXES[action](memvault, paths)
+            if line:
+                done.append(line)
+    finally:
+        memvault.close()
+    return done
