@@ -156,7 +156,7 @@ def check_sync(vault) -> Check:
 
 def check_temp_files(vault) -> Check:
     """Atomic-write temporary files a crash left beside the entries (never entries themselves)."""
-    from memvault.vault.store import STALE_TEMP_AGE
+    from memvault.vault.atomic import STALE_TEMP_AGE
 
     old = vault.temp_files(older_than=STALE_TEMP_AGE)
     if not old:

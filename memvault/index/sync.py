@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
 from memvault.index.store import IndexedFile, IndexRow, IndexStore
-from memvault.vault.store import LINK_REASON, too_large
+from memvault.vault.reading import LINK_REASON, too_large
 
 if TYPE_CHECKING:
     from memvault.models.embedders import Embedder

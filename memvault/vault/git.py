@@ -30,7 +30,7 @@ GIT_WAIT = 10.0
 # Memvault's own commits run no hooks (a hook that rewrites the message strips the trailers; a slow one
 # outlives a killed memvault) and are not signed (an automated commit cannot ask for a passphrase).
 OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
-# Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.store.atomic_write): never entries, never committed.
+# Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.atomic.atomic_write): never entries, never committed.
 TEMP_FILES = ":(exclude,glob)**/.*.tmp"
 LOCK_FAILURE = re.compile(r"Unable to create '([^']+\.lock)'")  # git's words when a lock file exists
 
