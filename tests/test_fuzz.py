@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memvault.errors import EntryFormatError, UsageError
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index.rows import IndexRow
+from memvault.index.store import IndexStore
 from memvault.retrieve.filters import compile_filter
 from memvault.vault.entry import ROLES, Entry, parse, render
 

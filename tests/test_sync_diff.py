@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from memvault.index.store import IndexedFile
+from memvault.index.rows import IndexedFile
 from memvault.index.sync import RACY_NS, ScannedFile, Snapshot, diff
 from memvault.vault.entry import Entry
 from memvault.vault.reading import LINK_REASON
