@@ -113,7 +113,7 @@ def check_git_state(vault) -> Check:
 
 def check_git_locks(vault) -> Check:
     """Lock files a killed git left in the repository: every later commit would fail on them."""
-    from memvault.vault.git import lock_advice
+    from memvault.vault.git_errors import lock_advice
 
     locks = vault.git.lock_files()
     if not locks:
@@ -529,7 +529,7 @@ def recheck(settings: Settings, before: Diagnosis) -> Diagnosis:
 def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[str]:
     """Apply the safe fixes the diagnosis offers; returns one line per action taken."""
     from memvault.core import Memvault
-    from memvault.vault.git import format_message
+    from memvault.vault.git_log import format_message
     from memvault.vault.store import Vault
 
     actions = diagnosis.repairs()
