@@ -10,7 +10,7 @@ from memvault.errors import UsageError
 from memvault.index.keeper import IndexKeeper
 from memvault.settings import Settings
 from memvault.vault import redact
-from memvault.vault.entry import check_text
+from memvault.vault.fields import check_text
 from memvault.vault.store import Vault
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from memvault.core.base import short
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
 from memvault.errors import MemvaultError
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
+from memvault.vault.entry import SCOPE_KEYS, Entry
+from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.curate.ingest import MemoryEvent, Placement

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import MemvaultError, UnsafePathError, UsageError
 from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, mapped_id, read_bytes
 from memvault.vault import layout
-from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry, check_metadata, check_scopes, yaml_handler
+from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry
+from memvault.vault.fields import check_metadata, check_scopes
+from memvault.vault.markdown import yaml_handler
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import MemvaultError, UsageError
 from memvault.transfer.runner import Batch, Item, checked_text, epoch_time, json_of, mapped_id, open_regular, read_bytes
 from memvault.vault import layout
-from memvault.vault.entry import Entry, check_metadata, check_scopes, now
+from memvault.vault.entry import Entry, now
+from memvault.vault.fields import check_metadata, check_scopes
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -27,7 +27,8 @@ from pathlib import Path, PurePosixPath
 
 from memvault.errors import EntryFormatError, UsageError, VaultError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, parse
+from memvault.vault.entry import Entry
+from memvault.vault.markdown import parse
 
 COMMIT_MAP = "commit-map"  # under .memvault/: "<old sha> <new sha>" lines, every erase chained in
 REMOTE_HEADS = "remote-heads.json"  # under .memvault/: remote-tracking refs' commits before the last erase

@@ -13,9 +13,10 @@ from pathlib import PurePosixPath
 
 from memvault.errors import EntryFormatError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, parse
+from memvault.vault.entry import Entry
 from memvault.vault.git import VaultGit
 from memvault.vault.git_log import Commit
+from memvault.vault.markdown import parse
 
 
 @dataclass

@@ -17,7 +17,8 @@ from pathlib import Path, PurePosixPath
 from memvault.errors import EntryFormatError
 from memvault.settings import LimitsSettings
 from memvault.vault import layout
-from memvault.vault.entry import Entry, now, parse
+from memvault.vault.entry import Entry, now
+from memvault.vault.markdown import parse
 
 # What git writes into a file it could not merge: such a file is two versions at once, never a memory.
 CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)

@@ -20,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from memvault.vault.entry import MAX_METADATA_DEPTH
+from memvault.vault.fields import MAX_METADATA_DEPTH
 
 MARKER = "[redacted: {kind}]"
 

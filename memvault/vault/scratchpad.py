@@ -70,7 +70,7 @@ class Scratchpad:
     def write(self, key: str, value: str) -> dict[str, str]:
         """Set `key` (an empty value removes it); returns the pad. Refused past the size caps."""
         from memvault.vault.atomic import atomic_write
-        from memvault.vault.entry import check_text
+        from memvault.vault.fields import check_text
         from memvault.vault.redact import redact_value
 
         key = check_key(key)

@@ -20,10 +20,11 @@ from pathlib import Path, PurePosixPath
 from memvault.errors import VaultError
 from memvault.vault import layout
 from memvault.vault.atomic import STALE_TEMP_AGE, atomic_write, is_temp_name
-from memvault.vault.entry import Entry, render
+from memvault.vault.entry import Entry
 from memvault.vault.git import VaultGit
 from memvault.vault.git_log import format_message
 from memvault.vault.listing import EntryListing
+from memvault.vault.markdown import render
 from memvault.vault.merge import GITATTRIBUTES_FILE, gitattributes_text
 from memvault.vault.reading import EntryReading
 from memvault.vault.recovery import CrashRecovery

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 from memvault.errors import NotFoundError, UnsafePathError, UsageError
 from memvault.vault import layout
 from memvault.vault.atomic import atomic_write
-from memvault.vault.entry import Entry, check_text, now, render
+from memvault.vault.entry import Entry, now
+from memvault.vault.fields import check_text
+from memvault.vault.markdown import render
 from memvault.vault.redact import redact, redact_entry
 
 if TYPE_CHECKING:
