@@ -425,7 +425,7 @@ def write_value(path: Path, key: str, value: str) -> Any:
     from tomlkit.exceptions import TOMLKitError
 
     # The temporary file atomic_write renames into place is created 0600 (mkstemp).
-    from memvault.vault.store import atomic_write
+    from memvault.vault.atomic import atomic_write
 
     section, name = split_key(key)
     if setting_type(key)[0] is dict:

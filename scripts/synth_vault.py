@@ -12,7 +12,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from memvault.vault import layout
-from memvault.vault.entry import Entry, render
+from memvault.vault.entry import Entry
+from memvault.vault.markdown import render
 from memvault.vault.store import Vault
 
 SUBJECTS = ["Alice", "Bob", "The user", "Priya", "Tomás", "Chen", "The team", "Grandma", "Noor", "Olek"]

@@ -3,7 +3,8 @@ from datetime import timezone
 import pytest
 
 from memvault.errors import EntryFormatError
-from memvault.vault.entry import Entry, parse, render, text_hash
+from memvault.vault.entry import Entry, text_hash
+from memvault.vault.markdown import parse, render
 
 
 def test_render_then_parse_round_trips_every_field():

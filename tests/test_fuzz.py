@@ -18,9 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memvault.errors import EntryFormatError, UsageError
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index.rows import IndexRow
+from memvault.index.store import IndexStore
 from memvault.retrieve.filters import compile_filter
-from memvault.vault.entry import ROLES, Entry, parse, render
+from memvault.vault.entry import ROLES, Entry
+from memvault.vault.markdown import parse, render
 
 # No example database: CI runs are independent, and nothing is written into the work tree.
 FUZZ = settings(max_examples=300, deadline=2000, database=None,

@@ -7,7 +7,9 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from memvault.index.store import FILE_NAME, MAX_PARTITION_QUERIES, IndexRow, IndexStore
+from memvault.index.queries import MAX_PARTITION_QUERIES
+from memvault.index.rows import IndexRow
+from memvault.index.store import FILE_NAME, IndexStore
 from memvault.index.text import fts_query, normalise
 from memvault.vault.entry import Entry
 from tests.support.fakes import WordEmbedder

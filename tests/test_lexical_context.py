@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memvault.index import db
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index.rows import IndexRow
+from memvault.index.store import IndexStore
 from memvault.index.text import CONTEXT_TURNS
 from memvault.vault.entry import Entry
 from tests.support.fakes import WordEmbedder

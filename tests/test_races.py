@@ -117,7 +117,7 @@ def test_gc_skips_what_another_writer_deleted_meanwhile(tmp_path):
 def killed_mid_delete(vault: Vault, entry: Entry) -> None:
     """What a memvault killed between its file changes and its commit leaves: the intent notes and the
     changed files (the transaction's own steps, without the commit)."""
-    from memvault.vault.store import Transaction
+    from memvault.vault.transaction import Transaction
 
     vault.forget_paths()
     vault._intent_head = vault.git.head_sha()

@@ -15,8 +15,9 @@ import pytest
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault.entry import Entry, render
+from memvault.vault.entry import Entry
 from memvault.vault.layout import relative_path
+from memvault.vault.markdown import render
 from tests.support.cli import Cli
 from tests.support.crash import FactUpstream, ServeProcess, git, indexed_ids
 from tests.support.upstream import serving

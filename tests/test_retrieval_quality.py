@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from memvault.index import db
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index.rows import IndexRow
+from memvault.index.store import IndexStore
 from memvault.index.text import date_words
 from memvault.vault.entry import Entry
 from tests.support.fakes import WordEmbedder

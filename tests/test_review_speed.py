@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index.rows import IndexRow
+from memvault.index.store import IndexStore
 from memvault.retrieve import conversations_for, search
 from memvault.settings import RetrievalSettings
 from memvault.vault.entry import Entry

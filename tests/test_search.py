@@ -255,7 +255,8 @@ def test_conversations_for():
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from memvault.index.store import IndexRow, IndexStore
+    from memvault.index.rows import IndexRow
+    from memvault.index.store import IndexStore
     from memvault.vault.entry import Entry
 
     index = IndexStore(tmp_path_factory.mktemp("index") / "index.sqlite", f"words:{DIMS}", DIMS)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from memvault.index import db
-from memvault.index import store as store_module
-from memvault.index.store import IndexRow, IndexStore
+from memvault.index import queries as queries_module
+from memvault.index.rows import IndexRow
+from memvault.index.store import IndexStore
 from memvault.vault.entry import Entry
 
 DIMS = 64
@@ -129,8 +130,8 @@ def test_lexical_scopes_match_one_lexical_query_per_conversation_in_one_pass(ind
 
 def test_coarse_pass_gives_the_exact_top_k_on_a_large_scan(index, monkeypatch):
     vectors, centres = fill(index, n=1500)
-    monkeypatch.setattr(store_module, "COARSE_ABOVE", 200)  # every scan here takes the coarse pass
-    monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 120)  # fewer than the rows scanned
+    monkeypatch.setattr(queries_module, "COARSE_ABOVE", 200)  # every scan here takes the coarse pass
+    monkeypatch.setattr(queries_module, "COARSE_CANDIDATES", 120)  # fewer than the rows scanned
     rng = np.random.default_rng(9)
     for centre in centres[:10]:
         query = unit(centre + rng.normal(scale=0.5 / np.sqrt(DIMS), size=DIMS))
@@ -150,19 +151,19 @@ def test_coarse_pass_re_scores_a_share_of_the_vectors_scanned(index, monkeypatch
         entry = Entry(text=f"row {n}", conversation_id="c0", created_at=datetime(2025, 1, 1, tzinfo=timezone.utc))
         rowid = index.upsert([IndexRow.from_entry(entry, f"entries/c0/{entry.id}.md", "h" + entry.id)], [vector])[0]
         vectors[rowid] = vector
-    monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
-    monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 1)
+    monkeypatch.setattr(queries_module, "COARSE_ABOVE", 0)
+    monkeypatch.setattr(queries_module, "COARSE_CANDIDATES", 1)
     query = unit(rng.normal(size=DIMS))
-    monkeypatch.setattr(store_module, "COARSE_SHARE", 1.0)
+    monkeypatch.setattr(queries_module, "COARSE_SHARE", 1.0)
     assert [r for r, _ in index.nearest(query, 10)] == exact(index, vectors, query, 10, "1", ())
-    monkeypatch.setattr(store_module, "COARSE_SHARE", 0.0)  # the minimum alone: k by their bits
+    monkeypatch.setattr(queries_module, "COARSE_SHARE", 0.0)  # the minimum alone: k by their bits
     assert [r for r, _ in index.nearest(query, 10)] != exact(index, vectors, query, 10, "1", ())
 
 
 def test_coarse_bits_follow_every_write(index, monkeypatch):
     vectors, centres = fill(index, n=300)
-    monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
-    monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 20)
+    monkeypatch.setattr(queries_module, "COARSE_ABOVE", 0)
+    monkeypatch.setattr(queries_module, "COARSE_CANDIDATES", 20)
 
     def counts():
         return [index.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
@@ -194,15 +195,15 @@ def test_an_index_from_before_the_coarse_bits_gets_them_by_migration_without_a_r
     with IndexStore.open(folder, "test:64", DIMS) as migrated:
         assert not migrated.rebuilt and migrated.has_coarse  # nothing to re-embed or re-read
         assert migrated.conn.execute(f"SELECT count(*) FROM {db.COARSE_TABLE}").fetchone()[0] == 400
-        monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
-        monkeypatch.setattr(store_module, "COARSE_CANDIDATES", 60)
+        monkeypatch.setattr(queries_module, "COARSE_ABOVE", 0)
+        monkeypatch.setattr(queries_module, "COARSE_CANDIDATES", 60)
         query = centres[3]
         hits = migrated.nearest(query, 10, "e.role <> 'summary'")
         assert [r for r, _ in hits] == exact(migrated, vectors, query, 10, "e.role <> 'summary'")
 
 
 def test_dims_that_do_not_fill_whole_bytes_always_scan_the_float_vectors(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_module, "COARSE_ABOVE", 0)
+    monkeypatch.setattr(queries_module, "COARSE_ABOVE", 0)
     with IndexStore.open(tmp_path / ".memvault", "test:12", 12) as index:
         assert not index.has_coarse
         rng = np.random.default_rng(2)

@@ -12,7 +12,7 @@ import pytest
 from memvault import settings as settings_module
 from memvault.core import Memvault
 from memvault.vault.merge import KEPT_BOTH, RESUMMARIZE, merge_entry, merge_summary
-from memvault.vault.store import CONFLICT_MARKER
+from memvault.vault.reading import CONFLICT_MARKER
 from tests.support.cli import Cli
 
 

@@ -11,7 +11,8 @@ from memvault.converse import MemoryContext, inject
 from memvault.curate.extract import last_user_text, message_text, split_latest
 from memvault.errors import EntryFormatError, UsageError
 from memvault.retrieve.filters import scope_where, to_epoch
-from memvault.vault.entry import check_scopes, iso_time, parse_time
+from memvault.vault.entry import iso_time, parse_time
+from memvault.vault.fields import check_scopes
 
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
 

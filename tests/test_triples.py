@@ -16,8 +16,9 @@ from memvault.converse.prompt import gather, memory_line, render
 from memvault.core import Memvault
 from memvault.curate.extract import parse_fact_records
 from memvault.curate.reconcile import Decision, reconcile
-from memvault.vault.entry import Entry, parse, text_hash
-from memvault.vault.entry import render as render_entry
+from memvault.vault.entry import Entry, text_hash
+from memvault.vault.markdown import parse
+from memvault.vault.markdown import render as render_entry
 from tests.support.scripted_llm import ScriptedLLM
 
 EXTRACT = "Latest user message (extract from this only):"

@@ -11,7 +11,8 @@ from typing import Any
 
 from memvault.converse.prompt import gather, inject
 from memvault.curate.extract import last_user_text, message_text
-from memvault.vault.entry import Entry, check_text
+from memvault.vault.entry import Entry
+from memvault.vault.fields import check_text
 
 
 @dataclass

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from memvault.core.base import add_subject, short
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
-from memvault.vault.entry import TRIPLE_KEYS, Entry, check_scopes, now
+from memvault.vault.entry import TRIPLE_KEYS, Entry, now
+from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.curate.ingest import Placement

@@ -11,8 +11,9 @@ from memvault.errors import UsageError
 from memvault.index.keeper import IndexKeeper
 from memvault.settings import Settings
 from memvault.vault import redact
-from memvault.vault.entry import check_text
-from memvault.vault.store import Transaction, Vault
+from memvault.vault.fields import check_text
+from memvault.vault.store import Vault
+from memvault.vault.transaction import Transaction
 
 if TYPE_CHECKING:
     from memvault.core import Memvault  # the facade this class is the base of

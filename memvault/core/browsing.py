@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from memvault.core.base import short
 from memvault.errors import NotFoundError, UsageError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, check_scopes
+from memvault.vault.entry import Entry
+from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.vault.timetravel import PastCommit

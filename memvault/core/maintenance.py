@@ -75,7 +75,7 @@ class Maintenance:
 
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
-        from memvault.vault.git import PullClash
+        from memvault.vault.git_remote import PullClash
 
         try:
             with self.vault.lock():

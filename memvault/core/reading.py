@@ -9,7 +9,8 @@ from typing import Any
 
 from memvault.errors import EntryFormatError, NotFoundError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, check_scopes
+from memvault.vault.entry import Entry
+from memvault.vault.fields import check_scopes
 from memvault.vault.history import Event, memory_events
 
 

@@ -70,7 +70,7 @@ class Repairs:
         """Commit those of `paths` that are still safe to commit (checked again under the lock: files
         may have moved on), as they are on disk: one commit, nothing rewritten. Returns what it committed.
         Not a `write`: a transaction commits what it writes, and these files are written already."""
-        from memvault.vault.git import format_message
+        from memvault.vault.git_log import format_message
 
         with self.vault.lock():
             self.vault.git.check_state()

@@ -16,7 +16,8 @@ from typing import Any
 from memvault.core.base import short
 from memvault.errors import EntryFormatError, NotFoundError
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
+from memvault.vault.entry import SCOPE_KEYS, Entry
+from memvault.vault.fields import check_scopes
 
 RULES_DIR = layout.KIND_DIRS["rule"]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import UsageError
 from memvault.settings import RetrievalSettings
 from memvault.vault import layout
-from memvault.vault.entry import check_scopes
+from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.vault.timetravel import PastCommit

@@ -23,12 +23,13 @@ from memvault.core.base import short
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
 from memvault.errors import MemvaultError
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry, check_scopes
+from memvault.vault.entry import SCOPE_KEYS, Entry
+from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.curate.ingest import MemoryEvent, Placement
     from memvault.curate.policy import Candidate
-    from memvault.vault.store import Transaction
+    from memvault.vault.transaction import Transaction
 
 MIN_SUMMARY_TURNS = 3  # a session with fewer user turns has no arc worth a summary
 

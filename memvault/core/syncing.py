@@ -45,7 +45,7 @@ class Syncing:
         import subprocess
         from pathlib import Path
 
-        from memvault.vault.git import first_cause
+        from memvault.vault.git_errors import first_cause
 
         target = Path(settings.vault.path)
         if target.exists() and (not target.is_dir() or any(target.iterdir())):

@@ -7,7 +7,7 @@ from pathlib import PurePosixPath
 from memvault.errors import MemvaultError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
-from memvault.vault.store import Change
+from memvault.vault.transaction import Change
 
 
 class TurnWriting:

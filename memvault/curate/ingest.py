@@ -22,7 +22,7 @@ from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
 from memvault.errors import EmbeddingError, LLMError
 from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
-from memvault.vault.store import Transaction
+from memvault.vault.transaction import Transaction
 from memvault.vault.wording import consistent_triple
 
 

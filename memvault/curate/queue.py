@@ -84,7 +84,7 @@ class CurationQueue:
     def compact(self) -> list[dict]:
         """Rewrite the file with only the queued turns, their failure counts kept (at start-up, before
         any writer); returns those to curate (poison left out)."""
-        from memvault.vault.store import atomic_write
+        from memvault.vault.atomic import atomic_write
 
         waiting = list(self._records().values())
         if waiting:

@@ -64,7 +64,7 @@ class IndexSnapshot:
             return None
 
     def files(self) -> dict:
-        from memvault.index.store import indexed_files
+        from memvault.index.rows import indexed_files
 
         return indexed_files(self.conn)
 

@@ -33,7 +33,7 @@ def check_git_state(vault) -> Check:
 
 def check_git_locks(vault) -> Check:
     """Lock files a killed git left in the repository: every later commit would fail on them."""
-    from memvault.vault.git import lock_advice
+    from memvault.vault.git_errors import lock_advice
 
     locks = vault.git.lock_files()
     if not locks:
@@ -75,7 +75,7 @@ def check_sync(vault) -> Check:
 
 def check_temp_files(vault) -> Check:
     """Atomic-write temporary files a crash left beside the entries (never entries themselves)."""
-    from memvault.vault.store import STALE_TEMP_AGE
+    from memvault.vault.atomic import STALE_TEMP_AGE
 
     old = vault.temp_files(older_than=STALE_TEMP_AGE)
     if not old:

@@ -8,8 +8,10 @@ the database, so a blank file and an old file reach the same schema by the same 
 
 from __future__ import annotations
 
+import functools
+import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ VEC_K_MAX = 4096  # sqlite-vec refuses larger k
 # Beside the float vectors, each one's sign bits (`bit[dims]`, sqlite-vec's vec_quantize_binary): 48
 # bytes instead of 1,536 for MiniLM, compared by Hamming distance, ~2.5x cheaper to scan (measured:
 # 100k vectors, 20 ms against 53 ms). Search uses them to pick candidates for an exact re-scoring
-# when a scan would cover many vectors (store.COARSE_ABOVE). Only for a dims that fills whole bytes.
+# when a scan would cover many vectors (queries.COARSE_ABOVE). Only for a dims that fills whole bytes.
 COARSE_TABLE = "entries_coarse"
 
 ENTRY_COLUMNS = (
@@ -243,3 +245,25 @@ def create_coarse_table(conn: Any, dims: int) -> None:
     if int(dims) % 8 == 0:
         conn.execute(f"CREATE VIRTUAL TABLE {COARSE_TABLE} USING vec0(coarse bit[{int(dims)}], "
                      f"conversation_id text partition key, chunk_size={VEC_CHUNK_SIZE})")
+
+
+def guarded(method):
+    """Turn SQLite's 'the file is damaged' errors met mid-use into one clear memvault error."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        import apsw
+
+        try:
+            return method(self, *args, **kwargs)
+        except (apsw.CorruptError, apsw.NotADBError) as exc:
+            raise SearchIndexError(f"the index {self.path} is damaged ({exc}): run `memvault reindex --full`") from None
+        except apsw.SQLError as exc:
+            raise SearchIndexError(f"index query failed: {exc}") from None
+
+    return wrapper
+
+
+def ids_json(ids: Iterable[int | str]) -> str:
+    """A list of ids as JSON, for `... IN (SELECT value FROM json_each(?))`."""
+    return json.dumps(list(ids))

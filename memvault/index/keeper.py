@@ -21,7 +21,8 @@ from memvault.vault import layout
 
 if TYPE_CHECKING:
     from memvault.index.store import IndexStore
-    from memvault.vault.store import Change, Vault
+    from memvault.vault.store import Vault
+    from memvault.vault.transaction import Change
 
 Item = tuple[str, "str | None"]  # (memory id, its live path, or None when it is gone)
 

@@ -17,7 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.index import db
-from memvault.index.store import FILE_NAME, IndexStore, stored_vectors
+from memvault.index.rows import stored_vectors
+from memvault.index.store import FILE_NAME, IndexStore
 from memvault.index.sync import Pending, write_entries
 from memvault.vault.entry import Entry
 from memvault.vault.timetravel import PastCommit, entries_at

@@ -18,8 +18,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
-from memvault.index.store import IndexedFile, IndexRow, IndexStore
-from memvault.vault.store import LINK_REASON, too_large
+from memvault.index.rows import IndexedFile, IndexRow
+from memvault.index.store import IndexStore
+from memvault.vault.reading import LINK_REASON, too_large
 
 if TYPE_CHECKING:
     from memvault.models.embedders import Embedder

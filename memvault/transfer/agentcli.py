@@ -22,7 +22,9 @@ from memvault.errors import MemvaultError, UnsafePathError, UsageError
 from memvault.transfer.batches import Batch, Item, checked_text, epoch_time, mapped_id
 from memvault.transfer.source_files import read_bytes
 from memvault.vault import layout
-from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry, check_metadata, check_scopes, yaml_handler
+from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry
+from memvault.vault.fields import check_metadata, check_scopes
+from memvault.vault.markdown import yaml_handler
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -22,7 +22,8 @@ from memvault.errors import MemvaultError, UsageError
 from memvault.transfer.batches import Batch, Item, checked_text, epoch_time, mapped_id
 from memvault.transfer.source_files import json_of, open_regular, read_bytes
 from memvault.vault import layout
-from memvault.vault.entry import Entry, check_metadata, check_scopes, now
+from memvault.vault.entry import Entry, now
+from memvault.vault.fields import check_metadata, check_scopes
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -223,7 +223,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @router.post("/m/{memory_id}/file")
     @view
     def edit_file(request: Request, memory_id: str, content: str = Form(""), csrf_token: str = Form("")):
-        from memvault.vault.entry import parse
+        from memvault.vault.markdown import parse
 
         core, entry = written(request, csrf_token, memory_id)
         try:  # validated as `memvault edit` validates the file a person saved

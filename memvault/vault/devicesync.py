@@ -31,9 +31,13 @@ from pathlib import PurePosixPath
 
 from memvault.errors import VaultError
 from memvault.vault import layout
-from memvault.vault.git import OWN_CONFIG, GitFailed, VaultGit, format_message, parse_trailers, pathspec_file
+from memvault.vault.atomic import atomic_write
+from memvault.vault.git import OWN_CONFIG, VaultGit
+from memvault.vault.git_errors import GitFailed
+from memvault.vault.git_log import format_message, parse_trailers
+from memvault.vault.git_process import pathspec_file
 from memvault.vault.merge import GITATTRIBUTES_FILE, NOTES_VARIABLE, driver_config, gitattributes_text, merge
-from memvault.vault.store import Vault, atomic_write
+from memvault.vault.store import Vault
 
 MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote other devices keep pushing to
 SYNC_LOCK = "sync.lock"

@@ -27,7 +27,8 @@ from pathlib import Path, PurePosixPath
 
 from memvault.errors import EntryFormatError, UsageError, VaultError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, parse
+from memvault.vault.entry import Entry
+from memvault.vault.markdown import parse
 
 COMMIT_MAP = "commit-map"  # under .memvault/: "<old sha> <new sha>" lines, every erase chained in
 REMOTE_HEADS = "remote-heads.json"  # under .memvault/: remote-tracking refs' commits before the last erase
@@ -284,7 +285,7 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) ->
 
 
 def save_json(path: Path, value) -> None:
-    from memvault.vault.store import atomic_write
+    from memvault.vault.atomic import atomic_write
 
     atomic_write(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8"))
 
@@ -376,7 +377,7 @@ def save_commit_map(state_dir: Path, mapping: dict[str, str]) -> None:
     chained = {old: mapping.get(new, new) for old, new in saved.items()}
     chained.update(mapping)
     path = state_dir / COMMIT_MAP
-    from memvault.vault.store import atomic_write
+    from memvault.vault.atomic import atomic_write
 
     atomic_write(path, "".join(f"{old} {new}\n" for old, new in sorted(chained.items())).encode("ascii"))
 
@@ -405,7 +406,7 @@ def purge_state(state_dir: Path, hit) -> list[str]:
     (held candidates, scratchpads, the curation queue, the index journal); returns the files changed.
     The index and past indexes are the caller's (they are rebuilt or vacuumed, not edited here)."""
     from memvault.vault import jsonlines
-    from memvault.vault.store import atomic_write
+    from memvault.vault.atomic import atomic_write
 
     changed = []
     for path in sorted(state_dir.rglob("*")):

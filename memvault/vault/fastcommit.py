@@ -25,7 +25,7 @@ class NotForUs(Exception):
 
 
 def commit_staged_alone(git: Any, pathspec: list[str], message: str) -> str | None:
-    """Stage `pathspec` (git.pathspec_file options) and commit it alone on HEAD; the new commit's sha,
+    """Stage `pathspec` (git_process.pathspec_file options) and commit it alone on HEAD; the new commit's sha,
     None when the paths hold what HEAD holds. Raises NotForUs before staging anything when the index
     holds other staged changes, or after staging when HEAD moved meanwhile (the caller then commits
     with `commit --only`, which takes the staged paths as they are)."""

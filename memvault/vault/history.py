@@ -13,8 +13,10 @@ from pathlib import PurePosixPath
 
 from memvault.errors import EntryFormatError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, parse
-from memvault.vault.git import Commit, VaultGit
+from memvault.vault.entry import Entry
+from memvault.vault.git import VaultGit
+from memvault.vault.git_log import Commit
+from memvault.vault.markdown import parse
 
 
 @dataclass
@@ -167,7 +169,7 @@ def vault_log(git: VaultGit, limit: int = 20, operation: str | None = None,
               conversation: str | None = None) -> list[Commit]:
     """The vault's commits, newest first: with `operation` and `conversation`, only those whose
     trailers say exactly so (git narrows the search, the trailers decide); `limit` 0 for all."""
-    from memvault.vault.git import TRAILER_PREFIX
+    from memvault.vault.git_log import TRAILER_PREFIX
 
     wanted = {"Operation": operation, "Conversation": conversation}
     wanted = {key: value for key, value in wanted.items() if value}

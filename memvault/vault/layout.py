@@ -10,7 +10,8 @@ from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
 from memvault.errors import UnsafePathError
-from memvault.vault.entry import Entry, check_conversation_id  # noqa: F401 - layout.check_conversation_id
+from memvault.vault.entry import Entry
+from memvault.vault.fields import check_conversation_id  # noqa: F401 - layout.check_conversation_id
 
 GLOBAL = "global"
 ENTRIES = "entries"
@@ -137,7 +138,7 @@ def owner_scopes(scopes: dict | None) -> dict[str, str | None]:
     """Whose memory a chat reads, as scope field -> required value: the user always (None: the vault's
     owner, whose entries carry no user_id), and the agent and run only when given. Memory follows its
     owner into every conversation that matches (docs/architecture.md, Memory follows its owner); a
-    different user, or the owner for a named user, is a wall. `scopes` must be checked (entry.check_scopes)."""
+    different user, or the owner for a named user, is a wall. `scopes` must be checked (fields.check_scopes)."""
     given = {key: value for key, value in (scopes or {}).items() if value}
     return {"user_id": given.get("user_id"), **{key: given[key] for key in ("agent_id", "run_id") if key in given}}
 

@@ -85,7 +85,7 @@ def digest(text: str) -> str:
 
 
 def parsed(text: str):
-    from memvault.vault.entry import parse
+    from memvault.vault.markdown import parse
 
     try:
         return parse(text)
@@ -117,7 +117,7 @@ def when(entry) -> str:
 
 def merge_summary(base: str | None, ours: str, theirs: str, path: str) -> tuple[str, dict | None]:
     """Both sides' lines, earlier version first; the result is marked for re-summarising."""
-    from memvault.vault.entry import render
+    from memvault.vault.markdown import render
 
     a, b = parsed(ours), parsed(theirs)
     if a is None or b is None:

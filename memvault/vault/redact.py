@@ -10,7 +10,7 @@ command that writes.
 
 All of memvault's secret patterns live here: the write policy's hard guard (`looks_secret`) drops a
 candidate that merely talks about a secret; `redact` keeps the text and removes the secret itself.
-The vault's transaction (`vault/store.py`) and the JSON state files (`vault/jsonlines.py`, the
+The vault's transaction (`vault/transaction.py`) and the JSON state files (`vault/jsonlines.py`, the
 scratchpad) call `redact`; `configure` applies the settings (`redaction.enabled`, `redaction.allow`).
 """
 
@@ -20,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from memvault.vault.entry import MAX_METADATA_DEPTH
+from memvault.vault.fields import MAX_METADATA_DEPTH
 
 MARKER = "[redacted: {kind}]"
 

@@ -69,9 +69,9 @@ class Scratchpad:
 
     def write(self, key: str, value: str) -> dict[str, str]:
         """Set `key` (an empty value removes it); returns the pad. Refused past the size caps."""
-        from memvault.vault.entry import check_text
+        from memvault.vault.atomic import atomic_write
+        from memvault.vault.fields import check_text
         from memvault.vault.redact import redact_value
-        from memvault.vault.store import atomic_write
 
         key = check_key(key)
         value = check_text(str(value), "the scratchpad value")

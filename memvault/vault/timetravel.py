@@ -17,8 +17,9 @@ from pathlib import PurePosixPath
 
 from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, UsageError, VaultError
 from memvault.vault import layout
-from memvault.vault.entry import Entry, parse
+from memvault.vault.entry import Entry
 from memvault.vault.git import OWN_CONFIG, VaultGit
+from memvault.vault.markdown import parse
 
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # A commit name must look like one (a ref, a sha, HEAD~2, v1^): nothing git would read as an option.

@@ -9,7 +9,8 @@ from pathlib import PurePosixPath
 import numpy as np
 
 from memvault.vault import layout
-from memvault.vault.entry import Entry, render
+from memvault.vault.entry import Entry
+from memvault.vault.markdown import render
 from memvault.vault.store import Vault
 
 DIMS = 384

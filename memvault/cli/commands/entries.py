@@ -122,7 +122,7 @@ def jsonl_items(data: str) -> list[dict]:
 def add_verbatim(memvault, items: list[dict]) -> list:
     """Every item as an entry, all checked before any is written, then one commit."""
     from memvault.curate.ingest import MemoryEvent
-    from memvault.vault.entry import entry_from_fields
+    from memvault.vault.fields import entry_from_fields
 
     entries = []
     for number, item in enumerate(items, start=1):
@@ -234,7 +234,7 @@ def edit(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Edit a memory in $EDITOR (or set its text with --text); validated on save, then committed."""
-    from memvault.vault.entry import parse
+    from memvault.vault.markdown import parse
 
     memvault = open_memvault(vault, config)
     rel, entry = memvault.get_live(memory_id)

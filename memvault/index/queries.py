@@ -1,0 +1,241 @@
+"""Searching the index: the k nearest vectors (sqlite-vec, with a coarse pass over sign bits for
+large scans) and the k best rows by BM25 (FTS5), both under a filter.
+
+Filters arrive as SQL over `entries e` (with `?` placeholders), so dense and lexical search can
+apply them inside the query rather than after it. `IndexQueries` is one part of `IndexStore`
+(index.store): it works on the store's connection and its vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from memvault.index import db
+from memvault.index.db import guarded, ids_json
+from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT, fts_query
+
+# More conversations than this in a filtered dense search: one scan of the whole vec0 table with a
+# rowid filter costs less than one partition query per conversation.
+MAX_PARTITION_QUERIES = 16
+FEW_LEFT_OUT = 8  # rows a filter may drop from a partition before listing the kept rowids pays
+# A KNN over more vectors than this takes the coarse pass (IndexQueries._knn): the exact scan of 20k
+# costs ~12 ms of CPU, of 100k ~53 ms. It re-scores COARSE_SHARE of the vectors scanned (at least
+# COARSE_CANDIDATES): the sign bits of MiniLM's vectors are a rough guide, and how many of the exact top
+# 10 the re-scored ones hold depends on that share, not on the count (LoCoMo's questions over all
+# 5,882 turns: 0.4% -> 0.83, 1% -> 0.96, 4% -> 0.998; the synthetic 100k vault, whose templated
+# sentences are its worst case: 1% -> 0.75). At 100k, 1% costs ~50 ms of CPU per search in all, the
+# exact scan ~75 ms (quiet machine); past a few hundred thousand the re-scoring's point lookups cost
+# more than the scan saves, which is where the README's plan for 1M takes over.
+COARSE_ABOVE = 20_000
+COARSE_SHARE = 0.01
+COARSE_CANDIDATES = 400
+
+
+class IndexQueries:
+    """Dense and lexical queries of one index (`IndexStore`)."""
+
+    @guarded
+    def dense(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
+        """The k rows nearest to `query_vec` by cosine among `entries e WHERE <where>`:
+        (rowid, cosine similarity), best first.
+
+        The filter runs first on the entries table (indexed, cheap); the KNN then scans only the
+        partitions (conversations) it touched, restricted to the matching rowids, so a scoped
+        search costs what the scope holds, not what the vault holds.
+        """
+        k = min(int(k), db.VEC_K_MAX)
+        if k <= 0:
+            return []
+        blob = self._blob(query_vec)
+        knn = "SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?"
+        if _is_trivial(where):
+            found = self.conn.execute(knn, (blob, k)).fetchall()
+        else:
+            by_conversation: dict[str, list[int]] = {}
+            for rowid, conversation in self.conn.execute(
+                    f"SELECT e.rowid, e.conversation_id FROM entries e WHERE {where}", tuple(params)):
+                by_conversation.setdefault(conversation, []).append(rowid)
+            if len(by_conversation) <= MAX_PARTITION_QUERIES:
+                found = []
+                for conversation, rowids in by_conversation.items():
+                    left_out = self._partition_size(conversation) - len(rowids)
+                    if left_out <= FEW_LEFT_OUT:
+                        # The filter keeps (nearly) the whole partition, as a scope-only search does (its
+                        # summary aside): the partition key alone is twice as fast as listing 10k rowids;
+                        # asking for `left_out` more neighbours makes up for the ones dropped here.
+                        allowed = set(rowids)
+                        found += [hit for hit in self.conn.execute(
+                            knn + " AND conversation_id = ?",
+                            (blob, min(k + left_out, db.VEC_K_MAX), conversation)) if hit[0] in allowed][:k]
+                        continue
+                    found += self.conn.execute(
+                        knn + " AND conversation_id = ? AND rowid IN (SELECT value FROM json_each(?))",
+                        (blob, min(k, len(rowids)), conversation, ids_json(rowids))).fetchall()
+            else:
+                rowids = [r for group in by_conversation.values() for r in group]
+                found = self.conn.execute(knn + " AND rowid IN (SELECT value FROM json_each(?))",
+                                          (blob, min(k, len(rowids)), ids_json(rowids))).fetchall()
+        found.sort(key=lambda hit: (hit[1], hit[0]))
+        return [(rowid, 1.0 - distance) for rowid, distance in found[:k]]
+
+    def _partition_size(self, conversation: str) -> int:
+        """Rows of this conversation in the vector table (every indexed entry has its vector)."""
+        return self.conn.execute("SELECT count(*) FROM entries WHERE conversation_id = ?",
+                                 (conversation,)).fetchone()[0]
+
+    @guarded
+    def nearest(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = (),
+                conversation: str | None = None) -> list[tuple[int, float]]:
+        """`dense` for a filter that keeps nearly every row of what it covers (a search's scope):
+        `conversation`'s partition (every partition when None) is asked for the nearest vectors
+        first, a few more than k, and only those are checked against the filter; a filter that drops
+        more falls back to `dense`. Named, `conversation` must hold every row `where` can match.
+
+        Above COARSE_ABOVE vectors the nearest are found by a coarse pass (see `_knn`): then the
+        result is approximate (COARSE_SHARE says how close).
+        """
+        k = min(int(k), db.VEC_K_MAX)
+        if k <= 0:
+            return []
+        blob = self._blob(query_vec)
+        fetch = min(2 * k + FEW_LEFT_OUT, db.VEC_K_MAX)  # room for summaries and the like, dropped below
+        kept = self._kept(self._knn(blob, fetch, conversation), k, fetch, where, params)
+        if kept is None:  # a narrow filter: its own rows are listed first
+            return self.dense(query_vec, k, where, params)
+        return [(rowid, 1.0 - distance) for rowid, distance in kept]
+
+    def _kept(self, found: list[tuple[int, float]], k: int, fetch: int, where: str,
+              params: Sequence[Any]) -> list[tuple[int, float]] | None:
+        """The first k of `found` (the best `fetch` of a scope, best first) that pass the filter; None
+        when the filter left fewer than k of a full `fetch`: then the filtered query must run instead."""
+        if not _is_trivial(where):
+            allowed = self._passing([rowid for rowid, _ in found], where, params)
+            kept = [hit for hit in found if hit[0] in allowed]
+            if len(kept) < k and len(found) == fetch:
+                return None
+            found = kept
+        return found[:k]
+
+    def _knn(self, blob: bytes, k: int, conversation: str | None) -> list[tuple[int, float]]:
+        """(rowid, cosine distance) of the k nearest vectors of a partition (of all when None), nearest
+        first (ties by rowid); fewer than k only when that is all there is.
+
+        Above COARSE_ABOVE vectors, the nearest COARSE_SHARE of them (at least COARSE_CANDIDATES) by the
+        Hamming distance of their sign bits (db.COARSE_TABLE) are re-scored on their float vectors: two
+        thirds of the CPU of the exact scan at 100k, and most of its top k (see COARSE_SHARE)."""
+        scope, scope_params = ("", ()) if conversation is None else (" AND conversation_id = ?", (conversation,))
+        scanned = self._scanned(conversation) if self.has_coarse else 0
+        if scanned > COARSE_ABOVE:
+            wanted = max(k, COARSE_CANDIDATES, math.ceil(COARSE_SHARE * scanned))
+            candidates = [rowid for rowid, in self.conn.execute(
+                f"SELECT rowid FROM {db.COARSE_TABLE} WHERE coarse MATCH vec_quantize_binary(?) AND k = ?" + scope,
+                (blob, min(wanted, db.VEC_K_MAX), *scope_params))]
+            return self._rescored(blob, candidates)[:k]
+        found = self.conn.execute("SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?" + scope,
+                                  (blob, k, *scope_params)).fetchall()
+        return sorted(found, key=lambda hit: (hit[1], hit[0]))
+
+    def _scanned(self, conversation: str | None) -> int:
+        """Vectors a KNN over this partition (all when None) compares."""
+        if conversation is None:
+            return self.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+        return self._partition_size(conversation)
+
+    def _rescored(self, blob: bytes, rowids: list[int]) -> list[tuple[int, float]]:
+        """(rowid, exact cosine distance) of these rows' float vectors to the query's, nearest first."""
+        import numpy as np
+
+        vectors = self.vectors(rowids)
+        if not vectors:
+            return []
+        rowids = list(vectors)
+        query = np.frombuffer(blob, dtype=np.float32).astype(np.float64)
+        matrix = np.stack([vectors[rowid] for rowid in rowids]).astype(np.float64)
+        norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+        # A zero vector has no direction: vec0 gives it distance 1 (cosine 0), and so does this.
+        cosines = np.divide(matrix @ query, norms, out=np.zeros(len(rowids)), where=norms > 0)
+        return sorted(zip(rowids, (1.0 - cosines).tolist(), strict=True), key=lambda hit: (hit[1], hit[0]))
+
+    def _holds_few(self, conversations: list[str]) -> bool:
+        """Whether these conversations hold at most a quarter of the index's rows (counted only that far:
+        past it, listing their rowids costs more than it saves)."""
+        quarter = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0] // 4
+        return self.conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM entries WHERE conversation_id IN (SELECT value FROM json_each(?)) "
+            "LIMIT ?)", (ids_json(conversations), quarter + 1)).fetchone()[0] <= quarter
+
+    def _passing(self, rowids: list[int], where: str, params: Sequence[Any]) -> set[int]:
+        """The rowids among these that `entries e WHERE <where>` keeps."""
+        if not rowids:
+            return set()
+        return {rowid for rowid, in self.conn.execute(
+            f"SELECT e.rowid FROM entries e WHERE e.rowid IN (SELECT value FROM json_each(?)) AND ({where})",
+            (ids_json(rowids), *params))}
+
+    @guarded
+    def lexical(self, query_text: str, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
+        """The k best rows by BM25 for free text among `entries e WHERE <where>`:
+        (rowid, score), higher is better. Empty for a query with no words."""
+        match = fts_query(query_text)
+        if match is None or k <= 0:
+            return []
+        # The filter comes first in the SQL text so its `?` placeholders keep their positions.
+        rank = _bm25()
+        sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
+               f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
+        return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
+
+    @guarded
+    def lexical_scopes(self, query_text: str, k: int, where: str, params: Sequence[Any],
+                       conversations: Sequence[str] | None) -> list[list[tuple[int, float]]]:
+        """`lexical` for the scopes of one search, each walk of the FTS matches done once: one list per
+        conversation named (its k best rows among `entries e WHERE <where>`), or for None one list, the
+        k best of all conversations under a filter that keeps nearly every row (a search's scope):
+        the FTS table alone is asked for a few more than k and only those are checked against the
+        filter (joining every match to `entries` costs more than ranking them); a filter that drops
+        more falls back to `lexical`."""
+        match = fts_query(query_text)
+        names = None if conversations is None else list(dict.fromkeys(conversations))
+        if match is None or k <= 0:
+            return [[] for _ in names or [None]]
+        rank = _bm25()
+        if names is None:
+            fetch = 2 * k + FEW_LEFT_OUT
+            found = [(rowid, float(score)) for rowid, score in self.conn.execute(
+                f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? ORDER BY {rank}, rowid LIMIT ?",
+                (match, fetch))]
+            kept = self._kept(found, k, fetch, where, params)
+            return [self.lexical(query_text, k, where, params) if kept is None else kept]
+        # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
+        # the scores are materialised first. Same order as `lexical`: BM25, then rowid.
+        # Conversations that hold few of the rows list their rowids first: checking each FTS match
+        # against that list costs less than looking it up in `entries` (100k rows, one conversation of
+        # 10k: 10 -> 4.6 ms); the unary + keeps SQLite from handing the list to FTS5 as rowid lookups.
+        few = self._holds_few(names)
+        listed = (" AND +entries_fts.rowid IN (SELECT rowid FROM entries WHERE conversation_id IN "
+                  "(SELECT value FROM json_each(?)))") if few else ""
+        sql = (f"WITH matched AS MATERIALIZED (SELECT e.rowid AS rowid, e.conversation_id AS conversation, "
+               f"-{rank} AS score FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
+               f"WHERE ({where or '1'}) AND e.conversation_id IN (SELECT value FROM json_each(?)) "
+               f"AND entries_fts MATCH ?{listed}) "
+               "SELECT rowid, conversation, score FROM (SELECT rowid, conversation, score, row_number() OVER "
+               "(PARTITION BY conversation ORDER BY score DESC, rowid) AS place FROM matched) "
+               "WHERE place <= ? ORDER BY conversation, place")
+        names_json = ids_json(names)
+        by_conversation: dict[str, list[tuple[int, float]]] = {name: [] for name in names}
+        for rowid, conversation, score in self.conn.execute(
+                sql, (*params, names_json, match, *([names_json] if few else []), int(k))):
+            by_conversation[conversation].append((rowid, float(score)))
+        return [by_conversation[name] for name in names]
+
+
+def _is_trivial(where: str) -> bool:
+    return where.strip() in ("", "1", "TRUE", "true")
+
+
+def _bm25() -> str:
+    """The FTS rank (lower is better): a turn's context and the date it was written count less than
+    its own words."""
+    return f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
