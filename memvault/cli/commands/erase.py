@@ -38,7 +38,8 @@ def erase(
         print_json(result.to_dict())
         return
     if result.files or result.scrubbed:
-        table(["what", "path or commit"], [["remove", p] for p in result.files]
+        table(["what", "path or commit"], [["about the user", i] for i in result.about]
+              + [["remove", p] for p in result.files]
               + [["scrub", p] for p in result.scrubbed] + [["rewrite", c[:12]] for c in result.commit_ids]
               + [["state", f".memvault/{p}"] for p in result.state_files],
               title="would touch" if dry_run else None)
