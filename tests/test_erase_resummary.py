@@ -67,7 +67,8 @@ def test_with_an_llm_the_quoting_summaries_are_written_again_from_what_remains(t
 
 
 @pytest.mark.parametrize("answer, why", [
-    (f"The user's locker code is {SECRET}. They like jasmine tea.", "quotes an erased text"),  # echoes it back
+    # echoes it back; its other words are the input's (only the erased-text check refuses it)
+    (f"The user likes jasmine tea and cycles to work ({SECRET}).", "quotes an erased text"),
     ("", "empty"),
     ("tea " * 40, "repeated"),  # a loop
     ("Conversation: chat\n\nPrevious summary:\n(none yet)\n\nNew facts:\n- The user likes <fact>", "placeholder"),

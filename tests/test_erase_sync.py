@@ -49,13 +49,13 @@ def test_an_erase_reaches_the_other_device_through_sync(tmp_path):
     laptop.ok("erase", "--matching", SECRET, "-y", "--reason", "asked by the user")
 
     report = laptop.ok("sync", "--json").json()
-    assert report["outcome"] == "erasure adopted" and report["pushed"]
     assert leftovers(laptop.vault, SECRET) == []  # the fetched old history did not come back
     assert SECRET not in remote_log(remote)  # replaced, leased on the head fetched
+    assert report["outcome"] == "erasure adopted" and report["pushed"]
 
     report = desktop.ok("sync", "--json").json()
-    assert report["outcome"] == "erasure adopted" and report["erased"]
     assert leftovers(desktop.vault, SECRET) == []  # tree, index (and WAL), objects, packs, reflogs
+    assert report["outcome"] == "erasure adopted" and report["erased"]
     assert SECRET not in desktop.ok("search", "spare key code", "--json").stdout
     assert live_fact_ids(desktop.vault).get(garden) == 1  # its own memory replayed, not lost
 
@@ -83,8 +83,8 @@ def test_the_erasing_device_replays_what_another_device_pushed_on_the_old_histor
     desktop.ok("sync")  # the remote's old history moves on: the laptop's lease is for the head before
 
     report = laptop.ok("sync", "--json").json()
-    assert report["outcome"] == "erasure adopted" and report["pushed"]
     assert leftovers(laptop.vault, SECRET) == [] and SECRET not in remote_log(remote)
+    assert report["outcome"] == "erasure adopted" and report["pushed"]
     assert live_fact_ids(laptop.vault) == {kept: 1}
 
     desktop.ok("sync")
