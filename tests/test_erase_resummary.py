@@ -12,6 +12,7 @@ from memvault.curate.resummary import refusal
 from memvault.errors import LLMError
 from memvault.vault.entry import Entry
 from memvault.vault.scrub import Scrubber
+from tests.support.cli import Cli
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_erase import leftovers
 
@@ -116,3 +117,12 @@ def test_the_real_local_model_re_summarises_or_is_refused_never_leaking(tmp_path
         assert leftovers(root, SECRET) == []
     finally:
         m.close()
+
+
+def test_the_cli_says_which_summaries_were_kept_scrubbed_and_why(tmp_path, monkeypatch):
+    m, root = vault_with_quotes(tmp_path, monkeypatch, ScriptedLLM.always(f"The user's code is {SECRET}."))
+    m.close()
+    done = Cli(root).ok("erase", "--matching", SECRET, "-y")
+    out = done.stdout + done.stderr  # the table on stdout, the lines for people on stderr
+    assert "re-written by the LLM from what remains: 0; kept with the quoting sentences removed: 2" in out
+    assert out.count("it quotes an erased text") == 2 and SECRET not in out
