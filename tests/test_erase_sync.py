@@ -94,3 +94,23 @@ def test_the_erasing_device_replays_what_another_device_pushed_on_the_old_histor
     assert tree(laptop.vault) == tree(desktop.vault)
     for cli in (laptop, desktop):
         assert_clean(cli.vault)
+
+
+def test_an_uncommitted_edit_where_the_adoption_must_write_stops_it_and_is_kept(tmp_path):
+    _, (laptop, desktop) = devices(tmp_path)
+    add(laptop, f"The spare key code is {SECRET}")
+    laptop.ok("sync")
+    desktop.ok("sync")
+    own = add(desktop, "The desktop's owner bakes rye bread")
+    [path] = (desktop.vault / "entries").rglob(f"*{own}.md")
+    path.write_text(path.read_text().replace("rye", "spelt"))  # a person's edit, not committed
+    laptop.ok("erase", "--matching", SECRET, "-y")
+    laptop.ok("sync")
+
+    stopped = desktop("sync")
+    assert stopped.exit_code == 6 and "uncommitted edit" in stopped.stderr and "Traceback" not in stopped.stderr
+    assert "spelt" in path.read_text()  # nothing lost
+    git(desktop.vault, "commit", "-qam", "the person's edit")
+    report = desktop.ok("sync", "--json").json()
+    assert report["outcome"] == "erasure adopted"
+    assert leftovers(desktop.vault, SECRET) == [] and texts(desktop) == ["The desktop's owner bakes spelt bread"]
