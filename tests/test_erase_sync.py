@@ -34,6 +34,11 @@ def remote_log(remote) -> str:
                           check=True).stdout
 
 
+def remote_objects(remote) -> bytes:
+    return subprocess.run(["git", "-C", str(remote), "cat-file", "--batch-all-objects", "--batch", "--unordered"],
+                          capture_output=True, check=True).stdout
+
+
 def records(cli: Cli) -> list[str]:
     return git(cli.vault, "log", "--format=%H", "--grep=^Memvault-Operation: erase$").split()
 
@@ -68,6 +73,10 @@ def test_an_erase_reaches_the_other_device_through_sync(tmp_path):
     assert tree(laptop.vault) == tree(desktop.vault)
     again = [cli.ok("sync", "--json").json()["outcome"] for cli in (desktop, laptop)]
     assert again == ["up-to-date", "up-to-date"]
+    # The bare remote still holds the replaced history's objects, unreachable, until its own gc.
+    assert SECRET.encode() in remote_objects(remote)
+    subprocess.run(["git", "-C", str(remote), "gc", "-q", "--prune=now"], check=True)
+    assert SECRET.encode() not in remote_objects(remote)
 
 
 def test_the_erasing_device_replays_what_another_device_pushed_on_the_old_history(tmp_path):
