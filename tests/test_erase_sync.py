@@ -123,3 +123,20 @@ def test_an_uncommitted_edit_where_the_adoption_must_write_stops_it_and_is_kept(
     report = desktop.ok("sync", "--json").json()
     assert report["outcome"] == "erasure adopted"
     assert leftovers(desktop.vault, SECRET) == [] and texts(desktop) == ["The desktop's owner bakes spelt bread"]
+
+
+def test_on_the_erasing_device_an_uncommitted_edit_the_replay_would_overwrite_stops_it(tmp_path):
+    _, (laptop, desktop) = devices(tmp_path)
+    add(laptop, f"The spare key code is {SECRET}")
+    shared = add(laptop, "The bins go out on Thursday")
+    laptop.ok("sync")
+    desktop.ok("sync")
+    laptop.ok("erase", "--matching", SECRET, "-y")
+    desktop.ok("edit", shared, "-m", "The bins go out on Wednesday")
+    desktop.ok("sync")  # on the old history
+    [path] = (laptop.vault / "entries").rglob(f"*{shared}.md")
+    path.write_text(path.read_text().replace("Thursday", "Friday"))  # the laptop's person, not committed
+
+    stopped = laptop("sync")
+    assert stopped.exit_code == 6 and "uncommitted edit" in stopped.stderr and "Traceback" not in stopped.stderr
+    assert "Friday" in path.read_text()
