@@ -17,7 +17,7 @@ from memvault import settings as settings_module
 from memvault.core import Memvault
 from memvault.curate.queue import CurationQueue
 from memvault.vault.entry import Entry
-from memvault.vault.erase import Scrubber
+from memvault.vault.scrub import Scrubber
 from tests.support.cli import Cli
 
 pytestmark = pytest.mark.timeout(600)
@@ -193,9 +193,28 @@ def test_erase_user_alice_in_shared_conversations(tmp_path):
         her_turn = next(e for _, e in m.list(conversation="group-1").entries if e.user_id == "alice")
         fact = m.add_entries([Entry(text="Alice is allergic to hazelnuts.", conversation_id="group-1",
                                     source=her_turn.id)], "a fact drawn from her turn, stored without a scope")[0]
+        # About her, in shared scopes with no link to her turns: her id as the triple's subject, or as
+        # its object in a fact nobody owns; or attributed to her. Bob's own facts that name her stay.
+        about = m.add_entries([
+            Entry(text="Alice is the best cellist of the choir.", conversation_id="group-1", subject="Alice",
+                  predicate="is", object="the best cellist of the choir"),
+            Entry(text="The treasurer of the choir is alice.", conversation_id="group-2",
+                  subject="The treasurer of the choir", predicate="is", object="alice"),
+            Entry(text="The choir rehearses in the old library.", conversation_id="group-2",
+                  metadata={"attributed_to": "alice"})], "facts about Alice in shared scopes")
+        bobs = m.add_entries([
+            Entry(text="Bob climbs with Alice on Fridays.", conversation_id="group-1", user_id="bob", subject="Bob",
+                  predicate="climbs with", object="Alice"),
+            Entry(text="Bob thinks Alice plays too loud.", conversation_id="group-1")], "Bob's facts naming her")
         m.search("motorbikes")
+        dry = m.erase(user="alice", dry_run=True)
+        assert dry.about == sorted(e.id for e in about[:2])  # listed apart, for the operator to see
+        assert {e.id for e in about} <= set(dry.ids) and not {e.id for e in bobs} & set(dry.ids)
         result = m.erase(user="alice", reason="GDPR Art. 17 request")
         assert result.roles["user"] == 6
+        for text in ("best cellist", "treasurer of the choir", "old library"):
+            assert leftovers(root, text) == [], text
+        assert [m.get(e.id)[1].text for e in bobs] == [e.text for e in bobs]
         for text in [*alice, "Tromso", "Ingrid", "hazelnuts"]:
             assert leftovers(root, text.split(": ")[-1]) == [], text
         texts = [e.text for _, e in m.list().entries if e.role == "user"]

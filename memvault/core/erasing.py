@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memvault.errors import UsageError
-from memvault.vault import erase, layout
+from memvault.vault import erase, erasure_record, layout, rewrites, state_purge
 from memvault.vault.entry import format_time, now
 
 
@@ -24,6 +24,7 @@ class Erasure:
     dry_run: bool
     ids: list[str] = field(default_factory=list)
     roles: dict[str, int] = field(default_factory=dict)
+    about: list[str] = field(default_factory=list)  # ids erased as facts about the --user, not from them
     files: list[str] = field(default_factory=list)  # paths removed from every commit
     scrubbed: list[str] = field(default_factory=list)  # paths whose quotes of it were taken out
     commits: int = 0  # commits that held it
@@ -33,6 +34,8 @@ class Erasure:
     index_rows: int = 0
     past_indexes: int = 0
     blobs: int = 0
+    resummarised: list[str] = field(default_factory=list)  # summaries the LLM wrote again from what remains
+    kept_scrubbed: list[str] = field(default_factory=list)  # "path: why" the LLM's new summary was refused
     record: str | None = None  # the erasure record's commit
     seconds: float = 0.0
 
@@ -79,12 +82,12 @@ class Erasing:
             selection = erase.select(self.vault.root, criteria, folders)
             hit = self.erased_hit(selection, user)
             result = Erasure(criteria.kind, dry_run, sorted(selection.ids), dict(selection.roles),
-                             sorted(selection.paths), sorted(selection.scrubbed), selection.commits,
-                             selection.commit_ids)
+                             sorted(selection.about), sorted(selection.paths), sorted(selection.scrubbed),
+                             selection.commits, selection.commit_ids)
             result.state_files = [str(p.relative_to(self.vault.state_dir)) for p in self.state_hits(hit)]
             result.index_rows = self.index_rows(selection.ids)
-            result.past_indexes = len(list((self.vault.state_dir / "asof").glob("*"))) \
-                if (self.vault.state_dir / "asof").is_dir() else 0
+            past = self.vault.state_dir / state_purge.PAST_INDEXES
+            result.past_indexes = len(list(past.glob("*"))) if past.is_dir() else 0
             if dry_run or not (selection.paths or selection.scrubbed or result.state_files):
                 result.seconds = round(time.monotonic() - started, 3)
                 return result
@@ -93,13 +96,18 @@ class Erasing:
             mapping = erase.rewrite(self.vault.root, selection)
             result.rewritten = len(mapping)
             self.vault.forget_paths()
-            erase.purge_state(self.vault.state_dir, hit)
-            shutil.rmtree(self.vault.state_dir / "asof", ignore_errors=True)  # past indexes: rebuilt on demand
+            self.purge_state(hit)
+            llm = self.llm()
+            if llm is not None and selection.scrubbed:
+                from memvault.core.erased_summaries import resummarise
+
+                result.resummarised, result.kept_scrubbed = resummarise(self.vault, llm, sorted(selection.scrubbed),
+                                                                        selection.scrubber())
             message = record_message(result, blobs, reason, who)
             self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=message)
             result.record = self.vault.git.head_sha()
             erase.clean_git(self.vault.root)
-            erase.save_commit_map(self.vault.state_dir, mapping)
+            rewrites.save_commit_map(self.vault.state_dir, mapping)
         self.purge_index(selection.ids)
         result.seconds = round(time.monotonic() - started, 3)
         return result
@@ -129,10 +137,20 @@ class Erasing:
         return hit
 
     def state_hits(self, hit) -> list:
-        state = self.vault.state_dir
-        return [p for p in sorted(state.rglob("*")) if p.is_file() and p.suffix in (".json", ".jsonl")
-                and p.relative_to(state).parts[0] not in erase.KEPT_STATE
-                and hit(p.read_bytes().decode("utf-8", "surrogateescape"))]
+        return state_purge.hit_files(self.vault.state_dir, hit)
+
+    def purge_state(self, hit) -> None:
+        """State records `hit` is true of, and past indexes (rebuilt on demand), gone. With the write lock held."""
+        state_purge.purge_state(self.vault.state_dir, hit)
+        shutil.rmtree(self.vault.state_dir / state_purge.PAST_INDEXES, ignore_errors=True)
+
+    def forget_erased_elsewhere(self, ids: set[str], texts: set[str]) -> None:
+        """A sync adopted another device's erase (vault/sync_adopt.py): this device's derived stores
+        drop the memories it held, as the erasing device's did."""
+        selection = erase.Selection(ids=set(ids), texts=set(texts))
+        with self.vault.lock():
+            self.purge_state(self.erased_hit(selection, None))
+        self.purge_index(selection.ids)
 
     def has_index(self) -> bool:
         from memvault.index.store import FILE_NAME
@@ -168,7 +186,7 @@ def record_message(result: Erasure, blobs: set[str], reason: str, who: str | Non
              f"Memvault-Erased-By: {who or default_who()}"]
     if reason:
         lines.append(f"Memvault-Erased-Reason: {' '.join(reason.split())[:200]}")
-    lines += [f"{erase.RECORD_TRAILER}: {sha}" for sha in sorted(blobs)]
+    lines += [f"{erasure_record.RECORD_TRAILER}: {sha}" for sha in sorted(blobs)]
     lines.append("Memvault-Operation: erase")
     return "\n".join(lines) + "\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from memvault.vault import erase
+from memvault.vault import erasure_record, rewrites
 from memvault.vault.entry import Entry, now
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 
@@ -67,10 +67,10 @@ class Maintenance:
             branch = git.repo.active_branch.name
             hint = (f"`memvault erase` rewrote this vault's history and {name} still holds the old one (with "
                     "what was erased); replace it with `memvault push --force-with-lease`"
-                    if erase.erased_blobs(self.vault.root) else "")
-            git.push(name, (erase.lease(state, name, branch) or "") if force_with_lease else None, hint)
+                    if erasure_record.erased(self.vault.root, "HEAD") else "")
+            git.push(name, (rewrites.lease(state, name, branch) or "") if force_with_lease else None, hint)
             if force_with_lease:
-                erase.leased(state, name, branch)
+                rewrites.leased(state, name, branch)
             return name
 
     def pull(self, remote: str | None = None):
@@ -80,7 +80,7 @@ class Maintenance:
         try:
             with self.vault.lock():
                 self.vault.git.pull(remote or self.settings.vault.git_remote or None)
-                erase.drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
+                erasure_record.drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
         except PullClash:
             self.reindex()  # what arrived is in the files: the index follows them, then the error is told
             raise

@@ -21,7 +21,7 @@ class Syncing:
     def ensure_merge_setup(self) -> bool:
         """Merge drivers registered in this clone's .git/config and .gitattributes committed (the
         migration of an older vault); True when a commit was made."""
-        from memvault.vault.devicesync import ensure_merge_setup
+        from memvault.vault.sync_drivers import ensure_merge_setup
 
         with self.vault.lock():
             self.vault.git.check_state()
@@ -36,6 +36,9 @@ class Syncing:
         report = device.run()
         if report.changed:
             self.resync_paths([PurePosixPath(path) for path in report.changed])
+        if device.adopted:  # another device's erase arrived: the index and state files forget it too
+            self.forget_erased_elsewhere({i for a in device.adopted for i in a.ids},
+                                         {t for a in device.adopted for t in a.texts})
         return report
 
     @classmethod

@@ -3,21 +3,19 @@ commit and every pack, and from memvault's own state files, ending in one erasur
 
 - `select` reads every version of every entry file in history (one `rev-list --objects`, one
   `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
-  files must stop quoting.
-- `Scrubber` removes the sentences quoting an erased text from summaries, session summaries, the
-  journal, core files and commit messages (without an LLM: the sentence goes, the rest stays).
+  files must stop quoting (`vault/scrub.py` takes those sentences out).
 - `rewrite` runs git-filter-repo (`vault/history_filter.py`) over all refs, `clean_git` then drops
   what still holds the old objects (stashes, ORIG_HEAD, reflogs, filter-repo's own notes) and repacks
   and prunes, so no object of the old history is left.
-- The old commit ids map to the new ones in `.memvault/commit-map` (`mapped_commit`): a commit id a
-  person saved still answers `--as-of`.
+- The old commit ids map to the new ones (`vault/rewrites.py`); the state files are purged by
+  `vault/state_purge.py`; the erasure record is written by `core/erasing.py` and read by
+  `vault/erasure_record.py`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -26,94 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from memvault.errors import EntryFormatError, UsageError, VaultError
-from memvault.vault import layout
+from memvault.vault import layout, rewrites
 from memvault.vault.entry import Entry
 from memvault.vault.markdown import parse
+from memvault.vault.scrub import Scrubber
 
-COMMIT_MAP = "commit-map"  # under .memvault/: "<old sha> <new sha>" lines, every erase chained in
-REMOTE_HEADS = "remote-heads.json"  # under .memvault/: remote-tracking refs' commits before the last erase
-RECORD_TRAILER = "Memvault-Erased-Blob"
 # A removed memory's text is scrubbed from other files only when it is this long: a two-word turn
 # ("sounds good") would otherwise take every sentence that says the same out of every summary.
 MIN_QUOTE = 16
 REMOVED_ROLES = ("memory", "user", "assistant", "rule")  # --matching removes these; summaries are scrubbed
-SENTENCE_END = ".!?"
-EMPTY_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])?\s*$")
-
-
-class Scrubber:
-    """Takes the sentences quoting any of `texts` (literal) or matching any of `patterns` (regular
-    expressions) out of a text; in front matter, the whole line."""
-
-    def __init__(self, texts: Iterable[str], patterns: Iterable[str] = ()) -> None:
-        parts = [re.escape(t) for t in sorted(set(texts), key=len, reverse=True) if t]
-        parts += [f"(?:{p})" for p in patterns if p]
-        self.regex = re.compile("|".join(parts)) if parts else None
-
-    def matches(self, text: str) -> bool:
-        return self.regex is not None and self.regex.search(text) is not None
-
-    def scrub_bytes(self, data: bytes) -> bytes:
-        if self.regex is None:
-            return data
-        text = data.decode("utf-8", "surrogateescape")
-        clean = self.scrub(text)
-        return data if clean == text else clean.encode("utf-8", "surrogateescape")
-
-    def scrub(self, text: str) -> str:
-        if not self.matches(text):
-            return text
-        # A quote spanning lines (a multi-paragraph turn) goes first, whole.
-        text = self.regex.sub(lambda m: "" if "\n" in m.group() else m.group(), text)
-        lines = text.split("\n")
-        end = front_matter_end(lines)
-        kept = []
-        for number, line in enumerate(lines):
-            if not self.matches(line):
-                kept.append(line)
-            elif number >= end:
-                line = self.scrub_line(line)
-                if not EMPTY_LINE.match(line):
-                    kept.append(line)
-            # a front matter line that quotes it goes whole (its YAML would be broken otherwise)
-        return "\n".join(kept)
-
-    def scrub_line(self, line: str) -> str:
-        for _ in range(1000):  # each turn removes at least one match
-            found = self.regex.search(line)
-            if found is None:
-                break
-            start, end = found.span()
-            if any(mark in found.group() for mark in SENTENCE_END):  # a quote of whole sentences: itself
-                while end < len(line) and line[end] in " \t":
-                    end += 1
-            else:  # words inside a sentence: the sentence
-                start, end = sentence_span(line, start, end)
-            line = line[:start] + line[end:]
-        return line.rstrip()
-
-
-def front_matter_end(lines: list[str]) -> int:
-    """The index of the first body line (0 when there is no front matter)."""
-    if not lines or lines[0].strip() != "---":
-        return 0
-    for number in range(1, len(lines)):
-        if lines[number].strip() == "---":
-            return number + 1
-    return 0
-
-
-def sentence_span(line: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence of `line` around [start, end): from after the previous sentence's end (". ") to
-    its own end mark and the spaces after it."""
-    while start > 0 and not (line[start - 1] in " \t" and start >= 2 and line[start - 2] in SENTENCE_END):
-        start -= 1
-    while end < len(line) and not (line[end] in SENTENCE_END and (end + 1 == len(line) or line[end + 1] in " \t")):
-        end += 1
-    end = min(end + 1, len(line))
-    while end < len(line) and line[end] in " \t":
-        end += 1
-    return start, end
 
 
 @dataclass
@@ -147,6 +66,7 @@ class Selection:
     patterns: list[str] = field(default_factory=list)
     roles: dict[str, int] = field(default_factory=dict)  # how many memories of each role
     scrubbed: set[str] = field(default_factory=set)  # paths (in some commit) whose text quotes an erased one
+    about: set[str] = field(default_factory=set)  # ids erased as facts about the --user, not from them
     blobs: set[str] = field(default_factory=set)  # ids of the blobs removed or scrubbed (the record lists them)
     quoting: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of each blob to scrub
     removed: set[str] = field(default_factory=set)  # ids of the blobs at the removed paths
@@ -164,13 +84,22 @@ def git_bytes(root: Path, *args: str, data: bytes | None = None) -> bytes:
     return done.stdout
 
 
-def history_files(root: Path) -> list[tuple[str, str, bytes]]:
-    """(blob sha, path, bytes) of every version of every markdown file in every commit of every ref."""
-    listed = git_bytes(root, "rev-list", "--all", "--objects").decode("utf-8", "surrogateescape")
+def reachable_objects(root: Path, *revisions: str) -> set[str]:
+    """The ids of every commit, tree and blob reachable from `revisions` ("--all", a commit)."""
+    listed = git_bytes(root, "rev-list", "--objects", *revisions).decode("utf-8", "surrogateescape")
+    return {line.split(" ", 1)[0] for line in listed.splitlines() if line}
+
+
+def history_files(root: Path, revision: str = "--all",
+                  only: Iterable[str] | None = None) -> list[tuple[str, str, bytes]]:
+    """(blob sha, path, bytes) of every version of every markdown file in every commit of every ref
+    (or of one revision's history; or only the blobs `only` lists)."""
+    listed = git_bytes(root, "rev-list", revision, "--objects").decode("utf-8", "surrogateescape")
+    keep = None if only is None else set(only)
     wanted = []
     for line in listed.splitlines():
         sha, _, path = line.partition(" ")
-        if path.endswith(".md"):
+        if path.endswith(".md") and (keep is None or sha in keep):
             wanted.append((sha, path))
     if not wanted:
         return []
@@ -204,23 +133,34 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
     folders = tuple(f"{layout.ENTRIES}/{f}/" for f in conversation_folders)
     needles = [i.encode() for i in criteria.ids] + [v.encode() for v in (criteria.conversation, criteria.user) if v]
 
+    user = criteria.user.casefold() if criteria.user else None
+
     def maybe(path: str, data: bytes) -> bool:
         return (any(n in data for n in needles) or (bool(folders) and path.startswith(folders))
+                or (user is not None and user in data.decode("utf-8", "surrogateescape").casefold())
                 or (criteria.matching is not None and matcher.matches(data.decode("utf-8", "surrogateescape"))))
 
     def meets(path: str, entry: Entry) -> bool:
         return (entry.id in criteria.ids
                 or bool(criteria.conversation and (entry.conversation_id == criteria.conversation
                                                    or path.startswith(folders or ("\0",))))
-                or bool(criteria.user and criteria.user in (entry.user_id, entry.actor_id))
+                or bool(criteria.user and criteria.user in (entry.user_id, entry.actor_id,
+                                                            entry.metadata.get("attributed_to")))
                 or bool(criteria.matching and entry.role in REMOVED_ROLES and matcher.matches(entry_text(entry))))
 
     chosen: dict[str, Entry] = {}
     versions: list[Entry] = []
+    met: set[str] = set()  # the ids the criteria name (the rest of `chosen` is about the --user)
     for _sha, path, data in files:
-        if maybe(path, data) and (entry := read_entry(path, data)) is not None and meets(path, entry):
-            chosen.setdefault(entry.id, entry)
-            versions.append(entry)
+        if not maybe(path, data) or (entry := read_entry(path, data)) is None:
+            continue
+        if meets(path, entry):
+            met.add(entry.id)
+        elif not (criteria.user and is_about(entry, criteria.user)):
+            continue
+        chosen.setdefault(entry.id, entry)
+        versions.append(entry)
+    about = set(chosen) - met
     # Facts drawn from an erased turn are its words too (a fact's `source` is the turn's id).
     sources = [f"source: {i}".encode() for i in chosen]
     for _sha, path, data in files:
@@ -228,7 +168,7 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
                 and entry.role == "memory" and entry.source in chosen:
             chosen.setdefault(entry.id, entry)
             versions.append(entry)
-    selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts))
+    selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts), about=about)
     for entry in chosen.values():
         selection.roles[entry.role] = selection.roles.get(entry.role, 0) + 1
     # Every version's text, for the quotes of it elsewhere.
@@ -252,6 +192,17 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
         selection.commit_ids = sorted(set(out.decode().split()))
         selection.commits = len(selection.commit_ids)
     return selection
+
+
+def is_about(entry: Entry, user: str) -> bool:
+    """Whether a fact is about `user` though not theirs (docs/architecture.md, "Erasure", --user): its
+    triple's subject names them, or its object does and the fact belongs to no other user. Names are
+    compared whole (case and spacing aside), never searched in the text: Bob's "I met Alice at the gym"
+    stays, as does a fact whose subject is a name the vault cannot tie to the id ("Alice Smith")."""
+    def names(value) -> bool:
+        return isinstance(value, str) and " ".join(value.split()).casefold() == user.casefold()
+
+    return entry.role == "memory" and (names(entry.subject) or (names(entry.object) and entry.user_id in (None, user)))
 
 
 def entry_text(entry: Entry) -> str:
@@ -279,60 +230,8 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) ->
     # erased reachable if set back: dropped, their old ids kept (no content) for push --force-with-lease.
     for ref in remote_heads:
         git_bytes(root, "update-ref", "-d", ref)
-    save_json(root / layout.STATE_DIR / REMOTE_HEADS, {**load_json(root / layout.STATE_DIR / REMOTE_HEADS),
-                                                       **remote_heads})
-    return read_commit_map(root / ".git" / "filter-repo" / COMMIT_MAP)
-
-
-def save_json(path: Path, value) -> None:
-    from memvault.vault.atomic import atomic_write
-
-    atomic_write(path, json.dumps(value, indent=1, sort_keys=True).encode("utf-8"))
-
-
-def load_json(path: Path) -> dict:
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, UnicodeDecodeError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def lease(state_dir: Path, remote: str, branch: str) -> str | None:
-    """The commit a remote's branch held before an erase rewrote history (what push must replace)."""
-    return load_json(state_dir / REMOTE_HEADS).get(f"refs/remotes/{remote}/{branch}")
-
-
-def leased(state_dir: Path, remote: str, branch: str) -> None:
-    """A force push replaced the remote's old history: its old head is no longer needed."""
-    heads = load_json(state_dir / REMOTE_HEADS)
-    if heads.pop(f"refs/remotes/{remote}/{branch}", None) is not None:
-        save_json(state_dir / REMOTE_HEADS, heads)
-
-
-def erased_blobs(root: Path) -> set[str]:
-    """The blob ids every erasure record in this branch's history lists."""
-    out = git_bytes(root, "log", "--format=%B", "--grep", "^Memvault-Operation: erase$", "HEAD")
-    return set(re.findall(rf"^{RECORD_TRAILER}: ([0-9a-f]{{40,64}})$", out.decode(), re.MULTILINE))
-
-
-def drop_erased(root: Path) -> int:
-    """After a pull: blobs that erasure records list and this clone still holds (old local commits
-    rebased onto the rewritten history) are dropped from every commit, then pruned. Returns how many."""
-    listed = erased_blobs(root)
-    if not listed:
-        return 0
-    stored = set(git_bytes(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)").decode().split())
-    found = listed & stored
-    if not found:
-        return 0
-    reachable = {line.split(" ", 1)[0] for line in git_bytes(root, "rev-list", "--all", "--objects").decode(
-        "utf-8", "surrogateescape").splitlines()}
-    if found & reachable:  # a local commit replayed onto the new history brought one back
-        mapping = rewrite(root, Selection(), drop_blobs=found)
-        save_commit_map(root / layout.STATE_DIR, mapping)
-    clean_git(root)  # the rest only the clone's old history (reflogs, ORIG_HEAD, loose objects) held
-    return len(found)
+    rewrites.keep_remote_heads(root / layout.STATE_DIR, remote_heads)
+    return rewrites.read_commit_map(root / ".git" / "filter-repo" / "commit-map")
 
 
 def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:
@@ -343,19 +242,6 @@ def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:
         clean = scrubber.scrub_bytes(data)
         replaced[sha] = git_bytes(root, "hash-object", "-w", "--stdin", data=clean).decode().strip()
     return replaced
-
-
-def read_commit_map(path: Path) -> dict[str, str]:
-    mapping = {}
-    try:
-        lines = path.read_text(encoding="ascii").splitlines()[1:]  # the first line is a header
-    except FileNotFoundError:
-        return {}
-    for line in lines:
-        old, _, new = line.partition(" ")
-        if old and new.strip() and old != new.strip():
-            mapping[old] = new.strip()
-    return mapping
 
 
 def clean_git(root: Path) -> None:
@@ -369,76 +255,6 @@ def clean_git(root: Path) -> None:
     git_bytes(root, "repack", "-a", "-d", "-q")  # -a (not -A): unreachable packed objects are not kept
     git_bytes(root, "prune", "--expire=now")  # loose ones
     git_bytes(root, "prune-packed")
-
-
-def save_commit_map(state_dir: Path, mapping: dict[str, str]) -> None:
-    """Chain this erase's map into the saved one: an id from before two erases finds today's commit."""
-    saved = load_commit_map(state_dir)
-    chained = {old: mapping.get(new, new) for old, new in saved.items()}
-    chained.update(mapping)
-    path = state_dir / COMMIT_MAP
-    from memvault.vault.atomic import atomic_write
-
-    atomic_write(path, "".join(f"{old} {new}\n" for old, new in sorted(chained.items())).encode("ascii"))
-
-
-def load_commit_map(state_dir: Path) -> dict[str, str]:
-    try:
-        lines = (state_dir / COMMIT_MAP).read_text(encoding="ascii").splitlines()
-    except (FileNotFoundError, UnicodeDecodeError):
-        return {}
-    return dict(line.split(" ", 1) for line in lines if " " in line)
-
-
-def mapped_commit(state_dir: Path, name: str) -> str | None:
-    """Today's commit for a commit id (or an unambiguous prefix of one) from before an erase."""
-    mapping = load_commit_map(state_dir)
-    found = [new for old, new in mapping.items() if old.startswith(name.lower())]
-    return found[0] if len(set(found)) == 1 else None
-
-
-# -- the state files under .memvault/ ------------------------------------------------------------------
-KEPT_STATE = ("index.sqlite", "write.lock", ".gitignore", COMMIT_MAP, REMOTE_HEADS, "imports")
-
-
-def purge_state(state_dir: Path, hit) -> list[str]:
-    """Take every record `hit(text)` is true of out of the JSON and JSON-lines files under .memvault/
-    (held candidates, scratchpads, the curation queue, the index journal); returns the files changed.
-    The index and past indexes are the caller's (they are rebuilt or vacuumed, not edited here)."""
-    from memvault.vault import jsonlines
-    from memvault.vault.atomic import atomic_write
-
-    changed = []
-    for path in sorted(state_dir.rglob("*")):
-        rel = path.relative_to(state_dir)
-        if not path.is_file() or path.is_symlink() or rel.parts[0].startswith(KEPT_STATE) or rel.parts[0] == "asof":
-            continue
-        raw = path.read_bytes().decode("utf-8", "surrogateescape")
-        if not hit(raw):
-            continue
-        if path.suffix == ".jsonl":
-            kept = [r for r in jsonlines.read(path) if not hit(json.dumps(r, ensure_ascii=False))]
-            atomic_write(path, jsonlines.encode(kept, redacted=False))
-        elif path.suffix == ".json":
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = None
-            atomic_write(path, json.dumps(without_hits(value, hit), ensure_ascii=False, indent=1).encode("utf-8"))
-        else:
-            path.unlink()
-        changed.append(str(rel))
-    return changed
-
-
-def without_hits(value, hit):
-    """A JSON value without the dict entries and list items that `hit`."""
-    if isinstance(value, dict):
-        return {k: without_hits(v, hit) for k, v in value.items()
-                if not hit(k) and not hit(json.dumps(v, ensure_ascii=False))}
-    if isinstance(value, list):
-        return [without_hits(v, hit) for v in value if not hit(json.dumps(v, ensure_ascii=False))]
-    return None if isinstance(value, str) and hit(value) else value
 
 
 def check_erasable(git) -> None:

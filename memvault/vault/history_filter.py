@@ -8,7 +8,7 @@ stdin (never in a file: it holds what is being erased):
 
 In every commit: files at `paths` and blobs in `drop_blobs` are dropped, blobs in `replace_blobs`
 become their scrubbed versions (written beforehand by `erase.scrub_blobs`); commit messages lose the
-sentences quoting `texts` or matching `patterns` (`erase.Scrubber`), and a commit whose trailers name
+sentences quoting `texts` or matching `patterns` (`scrub.Scrubber`), and a commit whose trailers name
 an erased id gets a neutral subject (memvault's subjects quote the memory). No blob passes through
 Python: filter-repo then runs fast-export with --no-data (a 5,000-commit vault in seconds).
 """
@@ -22,7 +22,7 @@ import sys
 def main() -> int:
     import git_filter_repo as fr
 
-    from memvault.vault.erase import Scrubber
+    from memvault.vault.scrub import Scrubber
 
     plan = json.loads(sys.stdin.read())
     paths = {p.encode() for p in plan["paths"]}

@@ -60,8 +60,8 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
     except VaultError:
         sha = ""
     if not sha:  # a commit from before an erase rewrote history: its new id (docs/architecture.md, Erasure)
-        from memvault.vault.erase import mapped_commit
         from memvault.vault.layout import STATE_DIR
+        from memvault.vault.rewrites import mapped_commit
 
         sha = mapped_commit(git.root / STATE_DIR, when) or ""
     if not sha:

@@ -38,7 +38,8 @@ def erase(
         print_json(result.to_dict())
         return
     if result.files or result.scrubbed:
-        table(["what", "path or commit"], [["remove", p] for p in result.files]
+        table(["what", "path or commit"], [["about the user", i] for i in result.about]
+              + [["remove", p] for p in result.files]
               + [["scrub", p] for p in result.scrubbed] + [["rewrite", c[:12]] for c in result.commit_ids]
               + [["state", f".memvault/{p}"] for p in result.state_files],
               title="would touch" if dry_run else None)
@@ -47,3 +48,7 @@ def erase(
         f"commits; {len(result.scrubbed)} files scrubbed; index rows {result.index_rows}; past indexes "
         f"{result.past_indexes}; state files {len(result.state_files)}"
         + ("" if dry_run else f"; record {(result.record or '')[:10]} in {result.seconds:.1f} s."))
+    if result.resummarised or result.kept_scrubbed:  # an LLM was configured: it re-wrote them, or was refused
+        say(f"Summaries re-written by the LLM from what remains: {len(result.resummarised)}; kept with the "
+            f"quoting sentences removed: {len(result.kept_scrubbed)}"
+            + "".join(f"\n  {line}" for line in result.kept_scrubbed))
