@@ -4,7 +4,8 @@
 
 The vault is bench_scale's cached synthetic vault (.bench/scale/, built on first use), copied to a
 scratch folder where one memory is edited three times (so it has a history). Each page is fetched
-through FastAPI's TestClient (ASGI in-process: no socket), `--repeat` times after one warm-up, and
+through FastAPI's TestClient (ASGI in-process: no socket), `--repeat` times after one warm-up (the
+first as-of page builds the past's index, memvault.index.past: once per commit, then cached), and
 the page's own Server-Timing (the handler's time, template included) is reported as median and p95,
 with the load average beside it: other work on the shared machine skews the figures. Target: every
 page under 200 ms.
@@ -36,8 +37,13 @@ def pages(memory_id: str, day: str) -> dict[str, str]:
         "memory (with its history)": f"/ui/m/{memory_id}",
         "search": "/ui/search?q=who+likes+green+tea",
         "log": "/ui/log",
+        "graph": "/ui/graph?entity=Alice",
+        "as-of overview": f"/ui/?at={day}",
         "as-of list": f"/ui/memories?at={day}",
+        "as-of timeline": f"/ui/c/c3?at={day}",
         "as-of memory": f"/ui/m/{memory_id}?at={day}",
+        "as-of graph": f"/ui/graph?entity=Alice&at={day}",
+        "as-of log": f"/ui/log?at={day}",
         "changes since then": f"/ui/changes?start={day}",
     }
 

@@ -187,19 +187,33 @@ def _parsed(rel: PurePosixPath, content: bytes, past: PastCommit) -> Entry | Ent
 
 def _blobs(git: VaultGit, shas: list[str]) -> dict[str, bytes]:
     """The bytes of these blobs, through one `git cat-file --batch` process."""
-    if not shas:
-        return {}
-    unique = list(dict.fromkeys(shas))
-    out = _run(git, ("cat-file", "--batch"), ("\n".join(unique) + "\n").encode())
     found: dict[str, bytes] = {}
-    position = 0
-    for sha in unique:
-        end = out.index(b"\n", position)
-        header = out[position:end].split()
-        if len(header) != 3:
+    for sha, content in read_objects(git, shas).items():
+        if content is None:
             raise VaultError(f"git cat-file could not read blob {sha[:12]}")
+        found[sha] = content
+    return found
+
+
+def read_objects(git: VaultGit, names: list[str]) -> dict[str, bytes | None]:
+    """The bytes of these objects (blob names, or `<commit>:<path>` with a path from the repository's
+    root), None for each one that does not exist, through one `git cat-file --batch` process: a
+    page that shows many past texts costs one git process, not one per text."""
+    if not names:
+        return {}
+    unique = list(dict.fromkeys(names))
+    out = _run(git, ("cat-file", "--batch"), ("\n".join(unique) + "\n").encode())
+    found: dict[str, bytes | None] = {}
+    position = 0
+    for name in unique:
+        end = out.index(b"\n", position)
+        header = out[position:end].split(b" ")
+        if len(header) != 3 or not header[2].isdigit():  # "<name> missing" (a name may hold spaces)
+            found[name] = None
+            position = end + 1
+            continue
         size = int(header[2])
-        found[sha] = out[end + 1:end + 1 + size]
+        found[name] = out[end + 1:end + 1 + size]
         position = end + 1 + size + 1  # the content, then a newline
     return found
 
