@@ -291,3 +291,43 @@ def test_the_time_box_opens_a_page_that_can_show_the_past(client):
     assert f'class="timepicker" action="/ui/m/{found.tea}"' in c.get(f"/ui/m/{found.tea}").text
     search = c.get("/ui/search?q=tea").text
     assert 'class="timepicker" action="/ui/search"' in search and 'type="hidden" name="q" value="tea"' in search
+
+
+def git_processes(monkeypatch) -> list[list[str]]:
+    """The git commands started from now on (GitPython's and memvault's own), in any thread."""
+    import subprocess
+
+    started: list[list[str]] = []
+    real = subprocess.Popen.__init__
+
+    def counting(self, args, *rest, **kwargs):
+        if isinstance(args, list | tuple) and args and str(args[0]).endswith("git"):
+            started.append([str(a) for a in args])
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", counting)
+    return started
+
+
+def test_past_texts_are_read_in_one_git_process_per_page(client, monkeypatch):
+    """A memory's history and the changes between two moments read every old and new text through
+    one `git cat-file --batch`, not a `git show` per text; a page of one past opens its index once."""
+    import memvault.index.past
+
+    c, found = client
+    started = git_processes(monkeypatch)
+
+    def text_reads() -> list[list[str]]:  # `git show <commit>:<path>`, or memvault's own cat-file --batch
+        return [args for args in started if ("show" in args and "-s" not in args)
+                or ("cat-file" in args and "--literal-pathspecs" in args)]
+
+    assert c.get(f"/ui/m/{found.tea}").status_code == 200  # ADD and UPDATE: three texts
+    assert len(text_reads()) == 1, started
+    started.clear()
+    changes = c.get(f"/ui/changes?start={YESTERDAY}").text
+    assert changes.count('<li><span class="op') >= 4 and len(text_reads()) == 1, started
+    opened = []
+    real = memvault.index.past.past_index
+    monkeypatch.setattr(memvault.index.past, "past_index", lambda *a: opened.append(a) or real(*a))
+    assert c.get(f"/ui/c/trip?at={YESTERDAY}").status_code == 200  # its timeline, sessions and rules
+    assert len(opened) == 1

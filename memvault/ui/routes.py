@@ -143,13 +143,14 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
         core, moment = get_core(), travelled(at)
         scopes = scopes_of(request)
         offset, limit = paging(offset, limit)
-        timeline = core.timeline(conversation, scopes, offset, limit, moment)
         listed = functools.partial(core.rows_page, conversation, scopes=scopes, offset=0, as_of=moment)
+        with core.index_as_of(moment):  # the past's index opened once for the page's three reads
+            timeline = core.timeline(conversation, scopes, offset, limit, moment)
+            sessions, rules = listed(role="session", limit=20), listed(role="rule", limit=100)
         return page("conversation.html", **common(request, moment), title=conversation, conversation=conversation,
                     timeline=timeline, rows=[entry_row(i) for i in timeline.items],
                     summary=None if scopes else core.summary(conversation, moment),
-                    sessions=[entry_row(r) for r in listed(role="session", limit=20).items],
-                    rules=[entry_row(r) for r in listed(role="rule", limit=100).items])
+                    sessions=[entry_row(r) for r in sessions.items], rules=[entry_row(r) for r in rules.items])
 
     @router.get("/m/{memory_id}")
     @view

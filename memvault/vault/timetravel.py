@@ -54,19 +54,27 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         return PastCommit(sha, moment, when)
     if not COMMIT_NAME.match(when):
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit")
-    try:
-        sha = git.run("rev-parse", "--verify", "--quiet", f"{when}^{{commit}}").strip()
-    except VaultError:
-        sha = ""
-    if not sha:  # a commit from before an erase rewrote history: its new id (docs/architecture.md, Erasure)
+    found = _commit_time(git, when)
+    if found is None:  # a commit from before an erase rewrote history: its new id (docs/architecture.md, Erasure)
         from memvault.vault.erase import mapped_commit
         from memvault.vault.layout import STATE_DIR
 
-        sha = mapped_commit(git.root / STATE_DIR, when) or ""
-    if not sha:
+        mapped = mapped_commit(git.root / STATE_DIR, when)
+        found = _commit_time(git, mapped) if mapped else None
+    if found is None:
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit of the vault")
-    stamp = git.run("show", "-s", "--format=%ct", sha).strip()
-    return PastCommit(sha, datetime.fromtimestamp(int(stamp), UTC), when)
+    sha, stamp = found
+    return PastCommit(sha, datetime.fromtimestamp(stamp, UTC), when)
+
+
+def _commit_time(git: VaultGit, name: str) -> tuple[str, int] | None:
+    """(sha, commit time) of the commit `name` names, None when it names none: one git process (every
+    page of the web page resolves its moment)."""
+    try:
+        fields = git.run("show", "-s", "--format=%H %ct", f"{name}^{{commit}}", "--").split()
+    except VaultError:
+        return None
+    return (fields[0], int(fields[1])) if len(fields) == 2 and fields[1].isdigit() else None
 
 
 def is_future(when: str, moment: datetime) -> bool:
@@ -131,6 +139,17 @@ def _listing(git: VaultGit, sha: str, include_deleted: bool) -> tuple[tuple[Pure
     return tuple(wanted)
 
 
+@functools.lru_cache(maxsize=8)
+def _by_name(git: VaultGit, sha: str) -> dict[str | None, list[tuple[PurePosixPath, str]]]:
+    """The files of a commit (tombstones too) by the id their name gives (None: named otherwise,
+    summary.md), kept as the listing is: the web page opens one past memory after another, and
+    reading 10k names for each cost more than the rest of the page."""
+    grouped: dict[str | None, list[tuple[PurePosixPath, str]]] = {}
+    for rel, blob in _listing(git, sha, True):
+        grouped.setdefault(layout.id_from_filename(rel.name), []).append((rel, blob))
+    return grouped
+
+
 def parsed_at(git: VaultGit, past: PastCommit, wanted: list[tuple[PurePosixPath, str]]
               ) -> list[tuple[PurePosixPath, Entry | EntryFormatError]]:
     """These files of `listing_at`, parsed as `entries_at` parses them."""
@@ -153,9 +172,9 @@ def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPat
     wanted = prefix.lower() if by_prefix else prefix
     # As today's vault.resolve: a file named '<created>__<id>.md' is that id's, so only the files whose
     # name can hold it (and those named otherwise, summary.md) are read: a page, not the whole past.
-    candidates = [(rel, blob) for rel, blob in listing_at(git, past, include_deleted=True)
-                  if (named := layout.id_from_filename(rel.name)) is None
-                  or (named.startswith(wanted) if by_prefix else named == wanted)]
+    named = _by_name(git, past.sha)
+    ids = [i for i in named if i is not None and i.startswith(wanted)] if by_prefix else [wanted]
+    candidates = [pair for i in (*ids, None) for pair in named.get(i, ())]
     contents = _blobs(git, [blob for _, blob in candidates])
     for rel, content in ((rel, contents[blob]) for rel, blob in candidates):
         entry = _parsed(rel, content, past)
