@@ -22,6 +22,7 @@ from tests.support.ui import (
     XSS,
     YESTERDAY,
     build_vault,
+    noon,
     settings_for,
 )
 
@@ -111,6 +112,10 @@ def test_time_travel_shows_yesterdays_text_and_what_changed(client):
     assert TEA_BEFORE in listing and TEA_NOW not in listing
     changes = c.get(f"/ui/changes?start={YESTERDAY}").text
     assert "<del>green</del>" in changes and "<ins>jasmine</ins>" in changes
+    times = subprocess.run(["git", "-C", str(found.root), "log", "--format=%ct"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    since = sum(int(t) > noon(YESTERDAY).timestamp() + 12 * 3600 for t in times)  # today's commits
+    assert since >= 3 and f"{since} commit(s)" in changes
 
 
 def links_of(html: str) -> list[str]:

@@ -170,7 +170,7 @@ class Browsing:
     def changes_between(self, start: str | PastCommit, end: str | PastCommit | None = None) -> Changes:
         """What changed in the entry files from `start` to `end` (now when None): the commits, and
         each file added, changed, removed, soft-deleted or restored with its text before and after."""
-        from memvault.vault.history import Texts, vault_log
+        from memvault.vault.history import Texts
 
         git = self.vault.git
         first = self.resolve_as_of(start)
@@ -178,7 +178,10 @@ class Browsing:
         found = Changes(first, last)
         if first.sha == last.sha:
             return found
-        found.commits = [c for c in vault_log(git, 0) if first.moment < c.time <= last.moment][:MAX_CHANGES]
+        # The commits after `first` up to `last`, counted by git and read as a page of the log as of
+        # `last` (the whole log, read to pick them by time, grew with every write the vault ever had).
+        count = len(git.run("rev-list", f"{first.sha}..{last.sha}", "--", git.repo_path(".")).split())
+        found.commits = self.commits(min(count, MAX_CHANGES), as_of=last) if count else []
         out = git.run("diff", "--name-status", "-z", "-M", first.sha, last.sha, "--", git.repo_path(layout.ENTRIES))
         fields = [f for f in out.split("\0") if f]
         records, i = [], 0
