@@ -273,6 +273,14 @@ def test_serve_mounts_the_page_behind_its_keys(built):
         assert "Alice lives in" not in scoped
         assert httpx.get(base + f"/ui/m/{found.fact}", auth=("me", "alice-key")).status_code == 404
         assert httpx.get(base + "/ui/log", auth=("me", "alice-key")).status_code == 403
+        # the past is walled as the present: the past's index is read with the key's scopes
+        then = httpx.get(base + f"/ui/c/trip?at={YESTERDAY}", auth=("me", "alice-key"))
+        assert then.status_code == 200 and "Alice lives in" not in then.text
+        assert "Alice lives in" in httpx.get(base + f"/ui/c/trip?at={YESTERDAY}", auth=("me", "admin-key")).text
+        graph = httpx.get(base + f"/ui/graph?entity=Alice&at={YESTERDAY}", auth=("me", "alice-key")).text
+        assert "<circle" not in graph and "<circle" in httpx.get(
+            base + f"/ui/graph?entity=Alice&at={YESTERDAY}", auth=("me", "admin-key")).text
+        assert httpx.get(base + f"/ui/log?at={YESTERDAY}", auth=("me", "alice-key")).status_code == 403
         assert httpx.get(base + "/ui/", headers={"host": "evil.example"}, auth=("me", "admin-key")).status_code == 421
 
 
