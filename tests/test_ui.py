@@ -344,3 +344,23 @@ def test_past_texts_are_read_in_one_git_process_per_page(client, monkeypatch):
     monkeypatch.setattr(memvault.index.past, "past_index", lambda *a: opened.append(a) or real(*a))
     assert c.get(f"/ui/c/trip?at={YESTERDAY}").status_code == 200  # its timeline, sessions and rules
     assert len(opened) == 1
+
+
+def test_a_memory_purged_since_still_shows_as_it_was(tmp_path):
+    """Deleted and purged today, yesterday's page of the memory still opens (with no history today)."""
+    from memvault.core import Memvault
+    from memvault.ui.app import create_app
+    from memvault.vault.entry import Entry
+    from tests.support.ui import dated
+
+    with isolated_env(tmp_path / "home"):
+        with dated(YESTERDAY):
+            core = Memvault.open(settings_for(tmp_path / "v"), create=True)
+            [gone] = core.add_entries([Entry("Carol collects stamps.", created_at=noon(YESTERDAY))], "memvault add")
+        core.delete([gone.id])
+        core.gc(purge_older_than="0s")
+        core.close()
+        with TestClient(create_app(settings_for(tmp_path / "v")), base_url="http://127.0.0.1") as c:
+            assert c.get(f"/ui/m/{gone.id}").status_code == 404
+            then = c.get(f"/ui/m/{gone.id}?at={YESTERDAY}")
+            assert then.status_code == 200 and "Carol collects stamps." in then.text

@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse
 
-from memvault.errors import EntryFormatError, MemvaultError, UsageError
+from memvault.errors import EntryFormatError, MemvaultError, NotFoundError, UsageError
 from memvault.ui import PREFIX
 from memvault.ui.render import page, paging, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
@@ -161,7 +161,10 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
         else:
             rel, entry, content = core.entry_file(memory_id)
         core.require_scopes(entry, scopes_of(request))
-        events = core.history(entry.id)
+        try:
+            events = core.history(entry.id)
+        except NotFoundError:  # purged since the moment shown: its past file is all there is
+            events = []
         return page("memory.html", **common(request, moment), title=f"Memory {entry.id[:8]}", entry=entry, rel=rel,
                     content=content, saved=saved, events=events,
                     diffs=[diff_words(e.old_memory, e.new_memory) for e in events],
