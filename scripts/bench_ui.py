@@ -4,10 +4,11 @@
 
 The vault is bench_scale's cached synthetic vault (.bench/scale/, built on first use), copied to a
 scratch folder where one memory is edited three times (so it has a history). Each page is fetched
-through FastAPI's TestClient (ASGI in-process: no socket), `--repeat` times after one warm-up, and
+through FastAPI's TestClient (ASGI in-process: no socket), `--repeat` times after one warm-up (the
+first as-of page builds the past's index, memvault.index.past: once per commit, then cached), and
 the page's own Server-Timing (the handler's time, template included) is reported as median and p95,
-with the load average beside it: other work on the shared machine skews the figures. Target: every
-page under 200 ms.
+and the first visit's beside them, with the load average: other work on the shared machine skews
+the figures. Target: every page under 200 ms.
 """
 
 from __future__ import annotations
@@ -36,10 +37,22 @@ def pages(memory_id: str, day: str) -> dict[str, str]:
         "memory (with its history)": f"/ui/m/{memory_id}",
         "search": "/ui/search?q=who+likes+green+tea",
         "log": "/ui/log",
+        "graph": "/ui/graph?entity=Alice",
+        "as-of overview": f"/ui/?at={day}",
         "as-of list": f"/ui/memories?at={day}",
+        "as-of timeline": f"/ui/c/c3?at={day}",
         "as-of memory": f"/ui/m/{memory_id}?at={day}",
+        "as-of graph": f"/ui/graph?entity=Alice&at={day}",
+        "as-of log": f"/ui/log?at={day}",
         "changes since then": f"/ui/changes?start={day}",
     }
+
+
+def server_time(client, path: str) -> float:
+    """The page's own time (its Server-Timing header), in ms."""
+    answer = client.get(path)
+    assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+    return float(re.search(r"dur=([\d.]+)", answer.headers["server-timing"]).group(1))
 
 
 def main() -> None:
@@ -64,17 +77,15 @@ def main() -> None:
         day = "HEAD~3"  # the synthetic commit: the vault before the edits
         app = create_app(settings.load(None, {"vault.path": str(root)}))
         print(f"{args.size:,} memories, {args.repeat} runs per page after a warm-up, load {os.getloadavg()[0]:.1f}")
-        print(f"{'page':<28} {'median ms':>10} {'p95 ms':>8}  under {TARGET_MS:.0f} ms")
+        print(f"{'page':<28} {'first ms':>9} {'median ms':>10} {'p95 ms':>8}  under {TARGET_MS:.0f} ms")
         with TestClient(app, base_url="http://127.0.0.1") as client:
             for name, path in pages(row["id"], day).items():
-                client.get(path)  # warm-up: the model for search, git's caches
-                times = []
-                for _ in range(args.repeat):
-                    answer = client.get(path)
-                    assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
-                    times.append(float(re.search(r"dur=([\d.]+)", answer.headers["server-timing"]).group(1)))
+                # warm-up: the model for search, git's caches, the past's index (the first as-of page builds it)
+                first = server_time(client, path)
+                times = [server_time(client, path) for _ in range(args.repeat)]
                 median, p95 = statistics.median(times), percentile(times, 95)
-                print(f"{name:<28} {median:>10.1f} {p95:>8.1f}  {'yes' if p95 < TARGET_MS else 'NO'}", flush=True)
+                print(f"{name:<28} {first:>9.0f} {median:>10.1f} {p95:>8.1f}  {'yes' if p95 < TARGET_MS else 'NO'}",
+                      flush=True)
         print(f"load {os.getloadavg()[0]:.1f}")
 
 

@@ -12,7 +12,19 @@ from fastapi.testclient import TestClient
 
 from tests.support.cli import run_memvault
 from tests.support.server import isolated_env
-from tests.support.ui import TEA_BEFORE, TEA_NOW, XSS, YESTERDAY, build_vault, settings_for
+from tests.support.ui import (
+    BEFORE,
+    CAT_FACT,
+    CAT_TURN,
+    CURATOR,
+    TEA_BEFORE,
+    TEA_NOW,
+    XSS,
+    YESTERDAY,
+    build_vault,
+    noon,
+    settings_for,
+)
 
 SELF = {"origin": "http://127.0.0.1"}
 
@@ -100,6 +112,60 @@ def test_time_travel_shows_yesterdays_text_and_what_changed(client):
     assert TEA_BEFORE in listing and TEA_NOW not in listing
     changes = c.get(f"/ui/changes?start={YESTERDAY}").text
     assert "<del>green</del>" in changes and "<ins>jasmine</ins>" in changes
+    times = subprocess.run(["git", "-C", str(found.root), "log", "--format=%ct"], capture_output=True, text=True,
+                           check=True).stdout.split()
+    since = sum(int(t) > noon(YESTERDAY).timestamp() + 12 * 3600 for t in times)  # today's commits
+    assert since >= 3 and f"{since} commit(s)" in changes
+
+
+def links_of(html: str) -> list[str]:
+    return [link.replace("&amp;", "&") for link in re.findall(r'href="(/ui/[^"]*)"', html)
+            if not link.startswith("/ui/static/")]
+
+
+def test_every_page_travels_in_time_and_keeps_its_moment(client):
+    """At yesterday, each page shows yesterday's vault, says so, links onward at the same moment,
+    and offers no edit."""
+    c, found = client
+    now, then = c.get("/ui/").text, c.get(f"/ui/?at={YESTERDAY}").text
+    trip = re.compile(r'>trip</a></td>\s*<td><a[^>]*>(\d+)</a></td>\s*<td>(\d+)</td>')
+    assert trip.search(now).groups() == ("3", "2") and trip.search(then).groups() == ("2", "1")  # facts, turns
+    timeline = c.get(f"/ui/c/trip?at={YESTERDAY}").text
+    assert "Alice lives in Lisbon." in timeline and CAT_TURN not in timeline and CAT_FACT not in timeline
+    assert CAT_TURN in c.get("/ui/c/trip").text
+    graph = c.get(f"/ui/graph?entity=Alice&at={YESTERDAY}").text
+    assert graph.count("<circle") == 3 and graph.count("<line") == 2 and CAT_FACT not in graph
+    core_then = c.get(f"/ui/core/USER?at={YESTERDAY}").text
+    assert "The user is Alice" not in core_then and "The user is Alice" in c.get("/ui/core/USER").text
+    log_then = c.get(f"/ui/log?at={YESTERDAY}").text
+    assert "memvault chat: a turn and its facts" in log_then and "memvault core: edit USER.md" not in log_then
+    assert "memvault core: edit USER.md" in c.get("/ui/log").text
+    assert "memvault core: create" in c.get(f"/ui/log?at={BEFORE}").text
+    assert "a turn and its facts" not in c.get(f"/ui/log?at={BEFORE}").text
+    for path in ("/ui/", "/ui/c/trip", "/ui/graph?entity=Alice", "/ui/core/USER", "/ui/log", "/ui/memories",
+                 f"/ui/m/{found.fact}", "/ui/search?q=tea"):
+        joiner = "&" if "?" in path else "?"
+        html = c.get(f"{path}{joiner}at={YESTERDAY}").text
+        assert f'class="banner" role="status">As of <strong>{YESTERDAY}</strong>' in html, path
+        assert 'method="post"' not in html, path  # no edit while viewing the past
+        back = re.search(r'<a href="([^"]*)">Back to now</a>', html).group(1).replace("&amp;", "&")
+        assert back == path, path
+        onward = [link for link in links_of(html) if link != back and not link.startswith("/ui/changes")]
+        # onward links keep the moment (the log's and history's "as then" links name their commit)
+        assert onward and all(re.search(r"[?&]at=", link) for link in onward), (path, onward)
+    assert f"start={YESTERDAY}" in c.get(f"/ui/?at={YESTERDAY}").text  # the Changes link: since then
+
+
+def test_a_curated_fact_shows_its_model_and_source_turn(client):
+    c, found = client
+    html = c.get(f"/ui/m/{found.cat}").text
+    model = re.search(r"<dt>model</dt><dd>(.*?)</dd>", html).group(1)
+    assert model == CURATOR
+    assert f'<dt>source turn</dt><dd><a href="/ui/m/{found.cat_turn}">' in html
+    assert CAT_TURN in c.get(f"/ui/m/{found.cat_turn}").text
+    older = c.get(f"/ui/m/{found.fact}").text  # written before provenance was recorded
+    assert re.search(r"<dt>model</dt><dd>(.*?)</dd>", older).group(1) == "not recorded"
+    assert re.search(r"<dt>session</dt><dd>(.*?)</dd>", older).group(1) == "not recorded"
 
 
 def test_search_explains_its_ranking(client):
@@ -113,8 +179,8 @@ def test_search_explains_its_ranking(client):
 def test_the_graph_is_an_svg_with_the_facts_behind_its_edges(client):
     c, found = client
     html = c.get("/ui/graph?entity=Alice").text
-    assert html.count("<circle") == 3 and html.count("<line") == 2
-    assert f'href="/ui/m/{found.fact}"' in html
+    assert html.count("<circle") == 4 and html.count("<line") == 3  # Lisbon, Acme, and today's cat
+    assert f'href="/ui/m/{found.fact}"' in html and f'href="/ui/m/{found.cat}"' in html
 
 
 def test_an_edit_is_one_commit_and_bad_edits_change_nothing(client):
@@ -180,7 +246,9 @@ def test_bad_input_is_a_clear_error_page(client):
     c, _ = client
     for path, status in (("/ui/m/nope", 404), ("/ui/core/../../etc", 404), ("/ui/core/PASSWD", 400),
                          ("/ui/memories?at=1999-01-01", 400), ("/ui/search?q=x&at=--output=x", 400),
-                         ("/ui/graph?entity=x&depth=99", 400), ("/ui/journal/yesterday", 400)):
+                         ("/ui/graph?entity=x&depth=99", 400), ("/ui/journal/yesterday", 400),
+                         ("/ui/c/trip?at=1999-01-01", 400), ("/ui/core/USER?at=--output=x", 400),
+                         ("/ui/?at=2999-01-01", 400), ("/ui/log?at=nope%0A", 400)):
         answer = c.get(path)
         assert answer.status_code == status, path
         assert "Traceback" not in answer.text
@@ -205,6 +273,14 @@ def test_serve_mounts_the_page_behind_its_keys(built):
         assert "Alice lives in" not in scoped
         assert httpx.get(base + f"/ui/m/{found.fact}", auth=("me", "alice-key")).status_code == 404
         assert httpx.get(base + "/ui/log", auth=("me", "alice-key")).status_code == 403
+        # the past is walled as the present: the past's index is read with the key's scopes
+        then = httpx.get(base + f"/ui/c/trip?at={YESTERDAY}", auth=("me", "alice-key"))
+        assert then.status_code == 200 and "Alice lives in" not in then.text
+        assert "Alice lives in" in httpx.get(base + f"/ui/c/trip?at={YESTERDAY}", auth=("me", "admin-key")).text
+        graph = httpx.get(base + f"/ui/graph?entity=Alice&at={YESTERDAY}", auth=("me", "alice-key")).text
+        assert "<circle" not in graph and "<circle" in httpx.get(
+            base + f"/ui/graph?entity=Alice&at={YESTERDAY}", auth=("me", "admin-key")).text
+        assert httpx.get(base + f"/ui/log?at={YESTERDAY}", auth=("me", "alice-key")).status_code == 403
         assert httpx.get(base + "/ui/", headers={"host": "evil.example"}, auth=("me", "admin-key")).status_code == 421
 
 
@@ -223,7 +299,68 @@ def test_ui_on_a_missing_vault_says_so_in_one_line(tmp_path):
 
 def test_the_time_box_opens_a_page_that_can_show_the_past(client):
     c, found = client
-    assert 'class="timepicker" action="/ui/memories"' in c.get("/ui/log").text
+    assert 'class="timepicker" action="/ui/log"' in c.get("/ui/log").text  # every page travels in place
+    assert 'class="timepicker" action="/ui/memories"' in c.get(f"/ui/changes?start={YESTERDAY}").text
     assert f'class="timepicker" action="/ui/m/{found.tea}"' in c.get(f"/ui/m/{found.tea}").text
     search = c.get("/ui/search?q=tea").text
     assert 'class="timepicker" action="/ui/search"' in search and 'type="hidden" name="q" value="tea"' in search
+
+
+def git_processes(monkeypatch) -> list[list[str]]:
+    """The git commands started from now on (GitPython's and memvault's own), in any thread."""
+    import subprocess
+
+    started: list[list[str]] = []
+    real = subprocess.Popen.__init__
+
+    def counting(self, args, *rest, **kwargs):
+        if isinstance(args, list | tuple) and args and str(args[0]).endswith("git"):
+            started.append([str(a) for a in args])
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", counting)
+    return started
+
+
+def test_past_texts_are_read_in_one_git_process_per_page(client, monkeypatch):
+    """A memory's history and the changes between two moments read every old and new text through
+    one `git cat-file --batch`, not a `git show` per text; a page of one past opens its index once."""
+    import memvault.index.past
+
+    c, found = client
+    started = git_processes(monkeypatch)
+
+    def text_reads() -> list[list[str]]:  # `git show <commit>:<path>`, or memvault's own cat-file --batch
+        return [args for args in started if ("show" in args and "-s" not in args)
+                or ("cat-file" in args and "--literal-pathspecs" in args)]
+
+    assert c.get(f"/ui/m/{found.tea}").status_code == 200  # ADD and UPDATE: three texts
+    assert len(text_reads()) == 1, started
+    started.clear()
+    changes = c.get(f"/ui/changes?start={YESTERDAY}").text
+    assert changes.count('<li><span class="op') >= 4 and len(text_reads()) == 1, started
+    opened = []
+    real = memvault.index.past.past_index
+    monkeypatch.setattr(memvault.index.past, "past_index", lambda *a: opened.append(a) or real(*a))
+    assert c.get(f"/ui/c/trip?at={YESTERDAY}").status_code == 200  # its timeline, sessions and rules
+    assert len(opened) == 1
+
+
+def test_a_memory_purged_since_still_shows_as_it_was(tmp_path):
+    """Deleted and purged today, yesterday's page of the memory still opens (with no history today)."""
+    from memvault.core import Memvault
+    from memvault.ui.app import create_app
+    from memvault.vault.entry import Entry
+    from tests.support.ui import dated
+
+    with isolated_env(tmp_path / "home"):
+        with dated(YESTERDAY):
+            core = Memvault.open(settings_for(tmp_path / "v"), create=True)
+            [gone] = core.add_entries([Entry("Carol collects stamps.", created_at=noon(YESTERDAY))], "memvault add")
+        core.delete([gone.id])
+        core.gc(purge_older_than="0s")
+        core.close()
+        with TestClient(create_app(settings_for(tmp_path / "v")), base_url="http://127.0.0.1") as c:
+            assert c.get(f"/ui/m/{gone.id}").status_code == 404
+            then = c.get(f"/ui/m/{gone.id}?at={YESTERDAY}")
+            assert then.status_code == 200 and "Carol collects stamps." in then.text

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.support.server import isolated_env
-from tests.support.ui import TEA_BEFORE, TEA_NOW, YESTERDAY, build_vault, serving, settings_for
+from tests.support.ui import CAT_FACT, CAT_TURN, TEA_BEFORE, TEA_NOW, YESTERDAY, build_vault, serving, settings_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -155,11 +155,11 @@ def test_the_graph_renders(page, tmp_path):
     tab.goto(base + "/ui/graph?entity=Alice")
     svg = tab.locator("svg.graph")
     assert svg.is_visible()
-    assert tab.locator("svg.graph circle").count() == 3 and tab.locator("svg.graph line").count() == 2
+    assert tab.locator("svg.graph circle").count() == 4 and tab.locator("svg.graph line").count() == 3
     box = svg.bounding_box()
     assert box["width"] > 300 and box["height"] > 300
     labels = tab.locator("svg.graph text").all_text_contents()
-    assert {"alice", "lisbon", "acme"} <= set(labels)
+    assert {"alice", "lisbon", "acme", "miso"} <= set(labels)
     assert svg.screenshot(path=str(tmp_path / "graph.png"))
 
 
@@ -170,3 +170,27 @@ def test_the_readme_screenshots_are_taken(site, tmp_path):
     base, built, browser = site
     for path in shoot(browser, base, built, tmp_path):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5_000, path.name
+
+
+def test_the_graph_and_the_timeline_at_yesterday_show_yesterdays_state(page):
+    """The time box on the graph keeps the entity; from there the links stay at yesterday (the
+    overview, then the conversation's timeline) until "Back to now"."""
+    tab, base, _, _, _ = page
+    tab.goto(base + "/ui/graph?entity=Alice")
+    assert tab.locator("svg.graph circle").count() == 4
+    tab.fill("#at", YESTERDAY)
+    tab.click(".timepicker button")
+    tab.wait_for_url(f"**at={YESTERDAY}**")
+    assert "entity=Alice" in tab.url
+    assert tab.locator("svg.graph circle").count() == 3 and tab.locator("svg.graph line").count() == 2
+    assert "miso" not in tab.locator("svg.graph text").all_text_contents()
+    assert YESTERDAY in tab.inner_text(".banner")
+    tab.click("header nav >> text=memvault")  # the overview, still at yesterday
+    tab.click("table.rows >> text=trip")
+    tab.wait_for_url("**/ui/c/trip?at=*")
+    timeline = tab.inner_text("ol.timeline")
+    assert "Alice lives in Lisbon." in timeline and CAT_TURN not in timeline and CAT_FACT not in timeline
+    assert tab.locator("form[method=post]").count() == 0  # no edit in the past
+    tab.click(".banner >> text=Back to now")
+    tab.wait_for_url("**/ui/c/trip")
+    assert CAT_TURN in tab.inner_text("ol.timeline") and CAT_FACT in tab.inner_text("ol.timeline")

@@ -126,8 +126,16 @@ class Adding:
             if turn is not None and self.vault.path_of(turn.id) is None:
                 tx.write(turn, event="TURN")
             source = turn.id if turn else None
-            events = apply_curation(tx, curation, dataclasses.replace(place, source=source), self.live_entry, previous)
+            written_by = {"model": self.model_name(llm), **place.provenance}
+            events = apply_curation(tx, curation, dataclasses.replace(place, source=source, provenance=written_by),
+                                    self.live_entry, previous)
         return AddResult(events, curation.notes, turn, curated=True)
+
+    def model_name(self, llm) -> str:
+        """The model an LLM client calls (its own settings' llm.model, else the configured one), for
+        the facts it writes ("" when neither names one)."""
+        own = getattr(getattr(llm, "settings", None), "model", None)
+        return own if isinstance(own, str) and own else self.settings.llm.model
 
     def stored_facts(self, conversation: str, scopes: dict[str, Any]):
         """The conversation's facts new ones are reconciled with (curate.ingest.StoredFacts)."""

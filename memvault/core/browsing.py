@@ -3,7 +3,9 @@ entries from the index, a conversation's timeline, one file's text today or in t
 vault's past a page at a time, what changed between two moments, and restoring a soft delete.
 
 Lists come from the index (caught up with every write first), so a page of a 10k-memory vault
-reads no file; a single memory is read from its file, the source of truth."""
+reads no file; a single memory is read from its file, the source of truth. Given `as_of` (a date,
+time, commit or resolved PastCommit), the index read is the past's own (`Searching.index_as_of`,
+built once per commit), so every list can show the vault as it was then."""
 
 from __future__ import annotations
 
@@ -72,11 +74,12 @@ def scoped_sql(conversation: str | None, role: str | None, scopes: dict[str, Any
 class Browsing:
     """Reads for browsing the vault, and the restore of a soft delete."""
 
-    def overview(self, scopes: dict[str, Any] | None = None) -> dict[str, list[dict[str, Any]]]:
+    def overview(self, scopes: dict[str, Any] | None = None,
+                 as_of: str | PastCommit | None = None) -> dict[str, list[dict[str, Any]]]:
         """Per conversation: how many entries of each role, and the last activity (epoch seconds);
         and the scopes (user, agent, run) with their counts."""
         where, params = scoped_sql(None, None, scopes)
-        with self.keeper.caught_up() as index:
+        with self.index_as_of(as_of) as (index, _):
             rows = index.conn.execute(
                 "SELECT conversation_id, role, count(*), max(max(created_at, updated_at)) FROM entries e "
                 f"WHERE {where} GROUP BY conversation_id, role", params).fetchall()
@@ -93,10 +96,11 @@ class Browsing:
                 "scopes": [{"user_id": u, "agent_id": a, "run_id": r, "count": n} for u, a, r, n in scope_rows]}
 
     def rows_page(self, conversation: str | None = None, role: str | None = None,
-                  scopes: dict[str, Any] | None = None, offset: int = 0, limit: int = 50) -> Page:
+                  scopes: dict[str, Any] | None = None, offset: int = 0, limit: int = 50,
+                  as_of: str | PastCommit | None = None) -> Page:
         """Index rows, newest first, one page of them."""
         where, params = scoped_sql(conversation, role, scopes)
-        with self.keeper.caught_up() as index:
+        with self.index_as_of(as_of) as (index, _):
             total = index.count(where, params)
             rowids = [r for (r,) in index.conn.execute(
                 f"SELECT rowid FROM entries e WHERE {where} ORDER BY e.created_at DESC, e.rowid DESC "
@@ -105,12 +109,12 @@ class Browsing:
         return Page([found[r] for r in rowids if r in found], total, offset, limit)
 
     def timeline(self, conversation: str, scopes: dict[str, Any] | None = None, offset: int = 0,
-                 limit: int = 50) -> Page:
+                 limit: int = 50, as_of: str | PastCommit | None = None) -> Page:
         """A conversation's turns, oldest first, each with the facts taken from it (`facts`); facts
         whose turn is not on the page (or has none) come as their own items."""
         where, params = scoped_sql(conversation, None, scopes)
         where += " AND e.role IN ('user', 'assistant', 'memory')"
-        with self.keeper.caught_up() as index:
+        with self.index_as_of(as_of) as (index, _):
             total = index.count(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params)
             turns = index.select(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params, None,
                                  newest_first=False)[offset:offset + limit]
@@ -122,8 +126,11 @@ class Browsing:
             by_turn.setdefault(fact["source"], []).append(fact)
         return Page([{**turn, "facts": by_turn.get(turn["id"], [])} for turn in turns], total, offset, limit)
 
-    def summary(self, conversation: str) -> Entry | None:
-        """The conversation's rolling summary, None when it has none."""
+    def summary(self, conversation: str, as_of: str | PastCommit | None = None) -> Entry | None:
+        """The conversation's rolling summary (as it read at `as_of`), None when it has none."""
+        if as_of is not None:
+            found, _ = self.entries_as_of(as_of, conversation, "summary", limit=1)
+            return found.items[0] if found.items else None
         return self.vault.summary(layout.check_conversation_id(conversation))
 
     def conversations(self) -> list[str]:
@@ -168,7 +175,7 @@ class Browsing:
     def changes_between(self, start: str | PastCommit, end: str | PastCommit | None = None) -> Changes:
         """What changed in the entry files from `start` to `end` (now when None): the commits, and
         each file added, changed, removed, soft-deleted or restored with its text before and after."""
-        from memvault.vault.history import vault_log
+        from memvault.vault.history import Texts
 
         git = self.vault.git
         first = self.resolve_as_of(start)
@@ -176,7 +183,10 @@ class Browsing:
         found = Changes(first, last)
         if first.sha == last.sha:
             return found
-        found.commits = [c for c in vault_log(git, 0) if first.moment < c.time <= last.moment][:MAX_CHANGES]
+        # The commits after `first` up to `last`, counted by git and read as a page of the log as of
+        # `last` (the whole log, read to pick them by time, grew with every write the vault ever had).
+        count = len(git.run("rev-list", f"{first.sha}..{last.sha}", "--", git.repo_path(".")).split())
+        found.commits = self.commits(min(count, MAX_CHANGES), as_of=last) if count else []
         out = git.run("diff", "--name-status", "-z", "-M", first.sha, last.sha, "--", git.repo_path(layout.ENTRIES))
         fields = [f for f in out.split("\0") if f]
         records, i = [], 0
@@ -189,16 +199,16 @@ class Browsing:
                 records.append((status, None, git.vault_path(fields[i + 1])))
                 i += 2
         found.more = len(records) > MAX_CHANGES
+        texts = Texts(git)  # the page's texts, before and after, read at once
+        texts.fetch(pair for _, old_rel, rel in records[:MAX_CHANGES]
+                    for pair in ((first.sha, old_rel or rel), (last.sha, rel)))
         for status, old_rel, rel in records[:MAX_CHANGES]:
-            found.changes.append(self._change(first.sha, last.sha, status, old_rel, rel))
+            found.changes.append(self._change(texts, first.sha, last.sha, status, old_rel, rel))
         return found
 
-    def _change(self, before: str, after: str, status: str, old_rel: str | None, rel: str) -> Change:
-        from memvault.vault.history import text_at
-
-        git = self.vault.git
-        old = text_at(git, before, old_rel or rel) if status != "A" else None
-        new = text_at(git, after, rel) if status != "D" else None
+    def _change(self, texts, before: str, after: str, status: str, old_rel: str | None, rel: str) -> Change:
+        old = texts.body(before, old_rel or rel)[0] if status != "A" else None
+        new = texts.body(after, rel)[0] if status != "D" else None
         kind = ENTRY_STATUS.get(status, "changed")
         if status == "R":
             was, gone = layout.is_deleted_path(PurePosixPath(old_rel)), layout.is_deleted_path(PurePosixPath(rel))
@@ -217,19 +227,36 @@ class Browsing:
             _, live = tx.restore(entry.id)
         return live
 
-    def commits(self, limit: int = 50, operation: str | None = None, conversation: str | None = None) -> list:
-        """The vault's commits, newest first, filtered as `memvault log` filters them."""
+    def commits(self, limit: int = 50, operation: str | None = None, conversation: str | None = None,
+                as_of: str | PastCommit | None = None) -> list:
+        """The vault's commits, newest first, filtered as `memvault log` filters them; with `as_of`,
+        the log as it read then (its commit and those before it)."""
         from memvault.vault.history import vault_log
 
-        return vault_log(self.vault.git, limit, operation or None, conversation or None)
+        past = self.resolve_as_of(as_of)
+        if past is None:
+            return vault_log(self.vault.git, limit, operation or None, conversation or None)
+        git = self.vault.git
+        # The commits since then, left out: as many more are asked for, so a page is still whole.
+        later = set(git.run("rev-list", f"{past.sha}..HEAD", "--", git.repo_path(".")).split())
+        found = vault_log(git, limit + len(later) if limit else 0, operation or None, conversation or None)
+        kept = [commit for commit in found if commit.sha not in later]
+        return kept[:limit] if limit else kept
 
-    def journal_days(self, limit: int = 60) -> list[str]:
-        """The days the daily log has a file for, newest first."""
-        folder = self.vault.root / layout.JOURNAL_DIR
-        if not folder.is_dir() or self.vault.linked_part(PurePosixPath(layout.JOURNAL_DIR)) is not None:
-            return []
-        names = sorted((p.name for p in folder.iterdir() if layout.JOURNAL_NAME.match(p.name)), reverse=True)
-        return [name[:-3] for name in names[:limit]]
+    def journal_days(self, limit: int = 60, as_of: str | PastCommit | None = None) -> list[str]:
+        """The days the daily log has a file for (at `as_of`: had then), newest first."""
+        past = self.resolve_as_of(as_of)
+        if past is not None:
+            git = self.vault.git
+            listed = git.run("ls-tree", "--name-only", "-z", past.sha, "--", git.repo_path(layout.JOURNAL_DIR) + "/")
+            names = [PurePosixPath(path).name for path in listed.split("\0") if path]
+        else:
+            folder = self.vault.root / layout.JOURNAL_DIR
+            if not folder.is_dir() or self.vault.linked_part(PurePosixPath(layout.JOURNAL_DIR)) is not None:
+                return []
+            names = [p.name for p in folder.iterdir()]
+        days = sorted((name for name in names if layout.JOURNAL_NAME.match(name)), reverse=True)
+        return [name[:-3] for name in days[:limit]]
 
     def require_scopes(self, entry: Entry, scopes: dict[str, Any] | None) -> Entry:
         """`entry` if it carries every one of these scopes; NotFoundError otherwise (scopes are walls)."""

@@ -30,16 +30,17 @@ class Graphing:
         return GraphQuery(index.conn, where, params)
 
     def graph(self, entity: str, depth: int = 1, conversation: str | None = None,
-              scopes: dict[str, Any] | None = None):
+              scopes: dict[str, Any] | None = None, as_of: str | PastCommit | None = None):
         """The entity `entity` names (aliases merged) and the relations within `depth` hops of it,
-        among the facts of `conversation` (and `global`; all when None) and these scopes."""
+        among the facts of `conversation` (and `global`; all when None) and these scopes; `as_of`:
+        among the facts of the vault as it was then."""
         from memvault.index.graph import MAX_DEPTH, entity_key
 
         if not isinstance(entity, str) or not entity_key(entity):
             raise UsageError("the entity name is empty")
         if not 1 <= int(depth) <= MAX_DEPTH:
             raise UsageError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
-        with self.keeper.caught_up() as index:
+        with self.index_as_of(as_of) as (index, _):
             return self._graph_query(index, conversation, scopes).neighbourhood(entity, int(depth))
 
     def relations(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,

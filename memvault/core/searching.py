@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ class RetrievalOverrides:
         return dataclasses.replace(retrieval, **self.values)
 
 
+HELD = threading.local()  # the past index a thread has open (index_as_of)
+
+
 class Searching:
     """Queries over the index (caught up with every write first)."""
 
@@ -54,16 +58,26 @@ class Searching:
     @contextmanager
     def index_as_of(self, as_of: str | PastCommit | None) -> Iterator[tuple[Any, Any]]:
         """(index, the moment it stands for): today's, caught up with every write (moment None: now),
-        or for `as_of` the past's own cached index (memvault.index.past), today's not even opened."""
+        or for `as_of` the past's own cached index (memvault.index.past), today's not even opened.
+        Nested in this thread, the past's index opened outside is used again (a page of several
+        reads of one past opens it once)."""
         past = self.resolve_as_of(as_of)
         if past is None:
             with self.keeper.caught_up() as index:
                 yield index, None
             return
+        outer = getattr(HELD, "past", None)
+        if outer is not None and outer[0] == (id(self), past.sha):
+            yield outer[1], past.moment
+            return
         from memvault.index.past import past_index
 
         with past_index(self.vault, self.embedder(), past) as index:
-            yield index, past.moment
+            HELD.past = ((id(self), past.sha), index)
+            try:
+                yield index, past.moment
+            finally:
+                HELD.past = outer
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, as_of: str | PastCommit | None = None,

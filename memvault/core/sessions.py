@@ -98,7 +98,9 @@ class Sessions:
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
         buffer = self.session_buffer
         with buffer.locked():
-            buffer.note_turn(buffer.read(conversation), turn.id if turn else None, scopes)
+            record = buffer.read(conversation)
+            buffer.note_turn(record, turn.id if turn else None, scopes)
+        session = {"session": started} if (started := iso(record.state.get("started_at"))) else {}
         policy_events: list[MemoryEvent] = []
         rules: list[str] = []
 
@@ -108,8 +110,8 @@ class Sessions:
             labelled = label_candidates(llm, facts, latest)
             return self._apply_labels(conversation, labelled, turn, policy_events, rules)
 
-        result = self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt,
-                                   turn, select)
+        result = self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {}), provenance=session),
+                                   prompt, turn, select)
         for text in rules:
             result.events.append(self.store_rule(text, Placement(conversation, scopes, dict(metadata or {}),
                                                                  turn.id if turn else None), llm))
@@ -270,7 +272,9 @@ class Sessions:
         if not (facts or rules or summary or record.state.get("learned")):
             return
         subject = f"memvault session end: {conversation}" + (f" ({short(summary, 40)})" if summary else "")
-        place = Placement(conversation, scopes)
+        # promoted facts say which model judged them and which session they were learned in
+        place = Placement(conversation, scopes, provenance={"model": self.model_name(llm) if llm else "",
+                                                            "session": iso(record.state.get("started_at")) or ""})
         with self.write("session", subject, conversation) as tx:
             if curation is not None:
                 result.events += apply_curation(tx, curation, place, self.live_entry, previous)

@@ -14,11 +14,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from memvault.core.base import short
 from memvault.errors import UsageError
 from memvault.vault import layout
 from memvault.vault.scratchpad import Scratchpad
+
+if TYPE_CHECKING:
+    from memvault.vault.timetravel import PastCommit
 
 log = logging.getLogger("memvault")
 
@@ -117,9 +121,12 @@ class Workspace:
                     tx.write_file(rel, core_template(name))
         return missing
 
-    def read_core(self, name: str) -> tuple[PurePosixPath, str]:
-        """A core file's path and its whole text as on disk (created first if the vault lacks it)."""
+    def read_core(self, name: str, as_of: str | PastCommit | None = None) -> tuple[PurePosixPath, str]:
+        """A core file's path and its whole text as on disk (created first if the vault lacks it);
+        `as_of`: as it read then ("" if it did not exist yet)."""
         rel = layout.core_path(name)
+        if as_of is not None:
+            return rel, self.workspace_as_of(rel, as_of) or ""
         text = self.vault.read_workspace(rel)
         if text is None:
             self.ensure_core()
@@ -210,10 +217,15 @@ class Workspace:
             return None
         return tx.write_file(rel, after)
 
-    def journal(self, day: str | None = None) -> tuple[PurePosixPath, str | None]:
-        """A day's log (today by default) and its text, None when that day has none."""
+    def journal(self, day: str | None = None,
+                as_of: str | PastCommit | None = None) -> tuple[PurePosixPath, str | None]:
+        """A day's log (today by default) and its text, None when that day has none (at `as_of`: had)."""
         rel = layout.journal_path(day or datetime.now(timezone.utc).date().isoformat())
-        return rel, self.vault.read_workspace(rel)
+        return rel, self.workspace_as_of(rel, as_of) if as_of is not None else self.vault.read_workspace(rel)
+
+    def workspace_as_of(self, rel: PurePosixPath, as_of: str | PastCommit) -> str | None:
+        """A core file's or journal day's text at a past moment, read from git (None: it had none)."""
+        return self.vault.git.show(self.resolve_as_of(as_of).sha, str(rel))
 
     # -- scratchpads -----------------------------------------------------------------------------
     def scratchpad(self, conversation: str) -> Scratchpad:

@@ -48,6 +48,12 @@ class MemoryEvent:
         return data
 
 
+# Front matter keys a curated fact carries beyond Entry's fields (kept as `Entry.extra`, so every
+# reader and writer passes them through): the LLM that wrote the fact, and the session it was learned in.
+PROVENANCE_KEYS = ("model", "session")
+MAX_PROVENANCE_CHARS = 200
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where the entries of one curated add go, and what they carry."""
@@ -56,6 +62,9 @@ class Placement:
     scopes: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
     source: str | None = None  # the user turn the facts were taken from
+    # What wrote the facts (PROVENANCE_KEYS: the model, the session), front matter of each fact it
+    # adds or rewrites; kept out of `metadata`, which is the caller's own.
+    provenance: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -151,12 +160,13 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
     `live(id)`: the memory as it is now (None when gone)."""
     events: list[MemoryEvent] = []
     conversation, scopes, metadata, source = place.conversation, place.scopes, place.metadata, place.source
+    written_by = provenance_of(place)
 
     fields, metadata = split_fields(metadata)
 
     def new_fact(text: str, triple: dict[str, str]) -> Entry:
         entry = Entry(text=text, conversation_id=conversation, metadata=dict(metadata), source=source,
-                      **fields, **scopes, **triple)
+                      extra=dict(written_by), **fields, **scopes, **triple)
         tx.write(entry, event="ADD")
         return entry
 
@@ -169,6 +179,7 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
             # In place: same id and file; the turn it came from becomes its source, the new triple its own.
             rewritten = target.replace(text=decision.new_text, updated_at=now(), source=source or target.source,
                                        metadata={**target.metadata, **metadata},
+                                       extra={**target.extra, **written_by},
                                        **{**dict.fromkeys(TRIPLE_KEYS), **curation.triple_of(decision)})
             tx.write(rewritten, event="UPDATE")
             events.append(MemoryEvent("UPDATE", target.id, target.text, rewritten.text))
@@ -184,6 +195,15 @@ def apply_curation(tx: Transaction, curation: CurationPlan, place: Placement, li
                    else Entry(text=curation.summary, role="summary", conversation_id=conversation, **scopes))
         tx.write(summary, event="SUMMARY")
     return events
+
+
+def provenance_of(place: Placement) -> dict[str, str]:
+    """The provenance a fact's file can hold: known keys, each one printable line of at most
+    MAX_PROVENANCE_CHARS (a model name from an environment variable may hold anything); any other
+    value is left out, never the fact."""
+    return {key: value for key, value in place.provenance.items()
+            if key in PROVENANCE_KEYS and isinstance(value, str) and value and value.isprintable()
+            and len(value) <= MAX_PROVENANCE_CHARS}
 
 
 def resummarized(previous: Entry) -> dict:

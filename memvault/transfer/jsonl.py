@@ -3,8 +3,9 @@
 A line is the entry as `--json` shows it (`id`, `role`, `conversation_id`, times, `hash`, scopes,
 `metadata`, `source`, `deleted_at`, `replaced_by`, `text`) plus `path`, the file's place in the vault.
 When memvault's own rendering of the entry would not give the file's bytes back (a hand-written file,
-a key memvault does not know, a time to the microsecond), the line also carries `file`: the file as
-it is. Importing the export into an empty vault so reproduces every file byte for byte, tombstones and
+a time to the microsecond), or the file has front matter keys a line has no field for (a curated
+fact's `model` and `session`, another program's own), the line also carries `file`: the file as it is.
+Importing the export into an empty vault so reproduces every file byte for byte, tombstones and
 summaries included. Lines made by hand or by other programs may leave out everything but `text`.
 
 Core files a person has written in and journal days come after the entries, as `path` and `file`
@@ -42,7 +43,9 @@ def export_lines(memvault: Memvault, skipped: list[str]) -> Iterator[str]:
             continue
         data = (memvault.root / rel).read_bytes()
         record = {"path": str(rel), **item.to_dict()}
-        if render(item).encode("utf-8") != data:
+        # Keys beyond the line's fields (Entry.extra: a curated fact's model and session, agent-cli's
+        # own) are in the file only: it travels with the line, or they would be lost on import.
+        if item.extra or render(item).encode("utf-8") != data:
             record["file"] = data.decode("utf-8")
         yield json.dumps(record, ensure_ascii=False) + "\n"
     for rel, text in memvault.workspace_texts():

@@ -17,11 +17,11 @@ MAX_PAGE = 200
 
 @functools.cache
 def environment():
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from jinja2 import Environment, PackageLoader, StrictUndefined, pass_context
 
     env = Environment(loader=PackageLoader("memvault.ui", "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(url=url, PREFIX=PREFIX)
+    env.globals.update(url=pass_context(link), PREFIX=PREFIX)
     env.filters.update(when=when, short_id=lambda value: (value or "")[:8])
     return env
 
@@ -30,6 +30,14 @@ def url(path: str, **params: Any) -> str:
     """A link under the page's prefix; parameters that are None or "" are left out."""
     kept = {key: value for key, value in params.items() if value not in (None, "")}
     return PREFIX + path + ("?" + urlencode(kept) if kept else "")
+
+
+def link(context, path: str, **params: Any) -> str:
+    """A template's link: `url`, keeping the moment the page shows (`at`) unless one is given
+    (`at=None`: back to now), so a person travelling in time stays there from page to page."""
+    if "at" not in params and context.get("at"):
+        params["at"] = context["at"]
+    return url(path, **params)
 
 
 def when(value: Any) -> str:

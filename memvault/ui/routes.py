@@ -2,7 +2,11 @@
 
 A memvault error becomes an error page with the status the REST API would give (never a
 traceback); a scoped key sees only its scopes, and not the vault-wide pages (log, changes, core
-files, journal) whose texts would cross them."""
+files, journal) whose texts would cross them.
+
+Every page but `changes` (which compares two moments of its own) takes `at`: a date, time or commit,
+resolved once per request (`moment`), and shows the vault as it was then; its links keep `at`
+(render.link), a banner says so, and no edit form is shown."""
 
 from __future__ import annotations
 
@@ -14,13 +18,13 @@ from typing import Any
 from fastapi import APIRouter, Form, Request
 from starlette.responses import RedirectResponse
 
-from memvault.errors import EntryFormatError, MemvaultError, UsageError
+from memvault.errors import EntryFormatError, MemvaultError, NotFoundError, UsageError
 from memvault.ui import PREFIX
 from memvault.ui.render import page, paging, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
 from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance, workspace_links
 
-TRAVELLING = ("/memories", "/m/", "/search")  # the pages that show the vault as of a date or commit
+STILL = ("/changes",)  # the pages that do not show the vault as of one moment
 ROLES = ("memory", "user", "assistant", "session", "rule", "summary", "core", "journal")
 
 
@@ -72,11 +76,23 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     def failed(request: Request, status: int, message: str):
         return page("error.html", status, **common(request), title="Error", message=message)
 
-    def common(request: Request, at: str | None = None) -> dict[str, Any]:
-        path = request.url.path.removeprefix(PREFIX) or "/"
-        return {"csrf": csrf.token, "at": at or "", "path": path, "scoped": bool(scopes_of(request)),
+    def common(request: Request, moment: Any = None) -> dict[str, Any]:
+        """What every template shows: the moment viewed (None: now), the time box, the CSRF token."""
+        from urllib.parse import quote
+
+        path = quote(request.url.path.removeprefix(PREFIX) or "/")  # a conversation's name may hold anything
+        still = path.startswith(STILL)
+        # the page's own parameters, kept when the time box (or "back to now") moves it to another moment
+        kept = [] if still else [(key, value) for key, value in request.query_params.multi_items()
+                                 if key not in ("at", "offset", "saved")]
+        return {"csrf": csrf.token, "at": moment.asked if moment else "", "moment": moment, "path": path,
+                "scoped": bool(scopes_of(request)), "kept": kept, "now": url(path, **dict(kept)),
                 # the time box reloads a page that can show the past, else opens the list as of then
-                "travel": path if path.startswith(TRAVELLING) else "/memories"}
+                "travel": "/memories" if still else path}
+
+    def travelled(at: str) -> Any:
+        """The past moment `at` names (None for now): resolved once, every read of the page sees the same."""
+        return get_core().resolve_as_of(at.strip() or None)
 
     def checked_write(request: Request, token: str | None) -> None:
         reason = foreign_write(request.headers, csrf.valid(token))
@@ -96,57 +112,61 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     # -- browse -----------------------------------------------------------------------------------
     @router.get("/")
     @view
-    def overview(request: Request):
+    def overview(request: Request, at: str = ""):
         from memvault.vault import layout
 
-        core = get_core()
+        core, moment = get_core(), travelled(at)
         scoped = bool(scopes_of(request))
-        return page("overview.html", **common(request), title="Overview", data=core.overview(scopes_of(request)),
+        return page("overview.html", **common(request, moment), title="Overview",
+                    data=core.overview(scopes_of(request), moment),
                     core_names=() if scoped else layout.CORE_NAMES,
-                    days=[] if scoped else core.journal_days(14))
+                    days=[] if scoped else core.journal_days(14, moment))
 
     @router.get("/memories")
     @view
     def memories(request: Request, conversation: str = "", role: str = "memory", offset: int = 0,
                  limit: int = 0, at: str = ""):
-        core = get_core()
+        core, moment = get_core(), travelled(at)
         offset, limit = paging(offset, limit)
         role = role if role in ROLES else None
-        moment = None
-        if at:
-            found, moment = core.entries_as_of(at, conversation or None, role, scopes_of(request), offset, limit)
+        if moment:  # the past's files, only the page's read (no past index to build for a list)
+            found, _ = core.entries_as_of(moment, conversation or None, role, scopes_of(request), offset, limit)
         else:
             found = core.rows_page(conversation or None, role, scopes_of(request), offset, limit)
         rows = [entry_row(item) for item in found.items]
-        return page("memories.html", **common(request, at), title="Memories", rows=rows, found=found,
-                    conversation=conversation, role=role or "", roles=ROLES, moment=moment)
+        return page("memories.html", **common(request, moment), title="Memories", rows=rows, found=found,
+                    conversation=conversation, role=role or "", roles=ROLES)
 
     @router.get("/c/{conversation}")
     @view
-    def conversation_page(request: Request, conversation: str, offset: int = 0, limit: int = 0):
-        core = get_core()
+    def conversation_page(request: Request, conversation: str, offset: int = 0, limit: int = 0, at: str = ""):
+        core, moment = get_core(), travelled(at)
         scopes = scopes_of(request)
         offset, limit = paging(offset, limit)
-        timeline = core.timeline(conversation, scopes, offset, limit)
-        return page("conversation.html", **common(request), title=conversation, conversation=conversation,
+        listed = functools.partial(core.rows_page, conversation, scopes=scopes, offset=0, as_of=moment)
+        with core.index_as_of(moment):  # the past's index opened once for the page's three reads
+            timeline = core.timeline(conversation, scopes, offset, limit, moment)
+            sessions, rules = listed(role="session", limit=20), listed(role="rule", limit=100)
+        return page("conversation.html", **common(request, moment), title=conversation, conversation=conversation,
                     timeline=timeline, rows=[entry_row(i) for i in timeline.items],
-                    summary=None if scopes else core.summary(conversation),
-                    sessions=[entry_row(r) for r in core.rows_page(conversation, "session", scopes, 0, 20).items],
-                    rules=[entry_row(r) for r in core.rows_page(conversation, "rule", scopes, 0, 100).items])
+                    summary=None if scopes else core.summary(conversation, moment),
+                    sessions=[entry_row(r) for r in sessions.items], rules=[entry_row(r) for r in rules.items])
 
     @router.get("/m/{memory_id}")
     @view
     def memory(request: Request, memory_id: str, at: str = "", saved: str = ""):
-        core = get_core()
-        moment = None
-        if at:
-            rel, entry, content, moment = core.entry_as_of(memory_id, at)
+        core, moment = get_core(), travelled(at)
+        if moment:
+            rel, entry, content, _ = core.entry_as_of(memory_id, moment)
         else:
             rel, entry, content = core.entry_file(memory_id)
         core.require_scopes(entry, scopes_of(request))
-        events = core.history(entry.id)
-        return page("memory.html", **common(request, at), title=f"Memory {entry.id[:8]}", entry=entry, rel=rel,
-                    content=content, moment=moment, saved=saved, events=events,
+        try:
+            events = core.history(entry.id)
+        except NotFoundError:  # purged since the moment shown: its past file is all there is
+            events = []
+        return page("memory.html", **common(request, moment), title=f"Memory {entry.id[:8]}", entry=entry, rel=rel,
+                    content=content, saved=saved, events=events,
                     diffs=[diff_words(e.old_memory, e.new_memory) for e in events],
                     provenance=provenance(entry, events), can_erase=hasattr(core, "erase"))
 
@@ -154,25 +174,27 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @router.get("/search")
     @view
     def search(request: Request, q: str = "", conversation: str = "", at: str = ""):
-        core = get_core()
-        hits, relations, moment = [], [], None
+        core, moment = get_core(), travelled(at)
+        hits, relations = [], []
         if q.strip():
-            moment = core.resolve_as_of(at or None)
             hits = core.search(q, conversation or None, scopes_of(request), as_of=moment)
             relations = core.relations(q, conversation or None, scopes_of(request), as_of=moment)
-        links = workspace_links(core.journal_days(366)) if any(h.role in ("core", "journal") for h in hits) else {}
-        return page("search.html", **common(request, at), title="Search", q=q, conversation=conversation,
+        wanted = any(h.role in ("core", "journal") for h in hits)
+        links = workspace_links(core.journal_days(366, moment)) if wanted else {}
+        return page("search.html", **common(request, moment), title="Search", q=q, conversation=conversation,
                     hits=hits, links={h.id: links.get(h.id, f"/m/{h.id}") for h in hits},
-                    stages=[explain_rows(hit) for hit in hits], relations=relations, moment=moment)
+                    stages=[explain_rows(hit) for hit in hits], relations=relations)
 
     # -- audit --------------------------------------------------------------------------------------
     @router.get("/log")
     @view
-    def log(request: Request, operation: str = "", conversation: str = "", offset: int = 0, limit: int = 0):
+    def log(request: Request, operation: str = "", conversation: str = "", offset: int = 0, limit: int = 0,
+            at: str = ""):
         whole_vault(request)
+        moment = travelled(at)
         offset, limit = paging(offset, limit)
-        commits = get_core().commits(offset + limit + 1, operation or None, conversation or None)
-        return page("log.html", **common(request), title="Log", commits=commits[offset:offset + limit],
+        commits = get_core().commits(offset + limit + 1, operation or None, conversation or None, moment)
+        return page("log.html", **common(request, moment), title="Log", commits=commits[offset:offset + limit],
                     more=len(commits) > offset + limit, offset=offset, limit=limit, operation=operation,
                     conversation=conversation, operations=operations())
 
@@ -187,30 +209,34 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     # -- the graph ----------------------------------------------------------------------------------
     @router.get("/graph")
     @view
-    def graph(request: Request, entity: str = "", depth: int = 1, conversation: str = ""):
+    def graph(request: Request, entity: str = "", depth: int = 1, conversation: str = "", at: str = ""):
         from memvault.ui.graph_svg import layout
 
+        moment = travelled(at)
         found = drawing = None
         if entity.strip():
-            found = get_core().graph(entity, depth, conversation or None, scopes_of(request))
+            found = get_core().graph(entity, depth, conversation or None, scopes_of(request), moment)
             drawing = layout(found)
-        return page("graph.html", **common(request), title="Graph", entity=entity, depth=depth,
+        return page("graph.html", **common(request, moment), title="Graph", entity=entity, depth=depth,
                     conversation=conversation, found=found, drawing=drawing)
 
     # -- core files and the daily log ---------------------------------------------------------------
     @router.get("/core/{name}")
     @view
-    def core_file(request: Request, name: str, saved: str = ""):
+    def core_file(request: Request, name: str, saved: str = "", at: str = ""):
         whole_vault(request)
-        rel, text = get_core().read_core(name)
-        return page("core.html", **common(request), title=rel.name, rel=rel, name=rel.stem, text=text, saved=saved)
+        moment = travelled(at)
+        rel, text = get_core().read_core(name, moment)
+        return page("core.html", **common(request, moment), title=rel.name, rel=rel, name=rel.stem, text=text,
+                    saved=saved)
 
     @router.get("/journal/{day}")
     @view
-    def journal(request: Request, day: str):
+    def journal(request: Request, day: str, at: str = ""):
         whole_vault(request)
-        rel, text = get_core().journal(day)
-        return page("journal.html", **common(request), title=f"Journal {day}", rel=rel, day=day, text=text)
+        moment = travelled(at)
+        rel, text = get_core().journal(day, moment)
+        return page("journal.html", **common(request, moment), title=f"Journal {day}", rel=rel, day=day, text=text)
 
     # -- edit (POST: same origin and the CSRF token) ------------------------------------------------
     @router.post("/m/{memory_id}/text")

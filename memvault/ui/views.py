@@ -57,16 +57,19 @@ def operations() -> tuple[str, ...]:
 
 def provenance(entry: Entry, events: list) -> dict[str, Any]:
     """Where a memory came from: the commit that added it and the last that changed it, the turn it was
-    taken from, and the session and model when its metadata records them."""
+    taken from, and the session and model when its front matter records them (curation writes
+    `model` and `session`, curate.ingest.PROVENANCE_KEYS; older facts and callers' metadata may
+    name them otherwise, and mem0's run_id is a session too)."""
     first = events[0] if events else None
     last = events[-1] if events else None
-    meta = entry.metadata or {}
+    meta, extra = entry.metadata or {}, entry.extra or {}
     return {
         "added_commit": first.commit if first else None, "added_at": first.moment if first else entry.created_at,
         "added_by": first.subject if first else None,
         "last_commit": last.commit if last else None, "last_at": last.moment if last else None,
-        "source": entry.source, "session": meta.get("session_id") or meta.get("session") or entry.run_id,
-        "model": meta.get("model") or meta.get("llm_model"), "evidence": entry.evidence,
+        "source": entry.source,
+        "session": extra.get("session") or meta.get("session_id") or meta.get("session") or entry.run_id,
+        "model": extra.get("model") or meta.get("model") or meta.get("llm_model"), "evidence": entry.evidence,
     }
 
 

@@ -7,6 +7,7 @@ and the spec's (`old_value`, `new_value`, `timestamp`: when this event happened)
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -76,16 +77,20 @@ def memory_events(git: VaultGit, memory_id: str, path: PurePosixPath | None = No
     home = summary_home(path)
     exact = [f":(literal){git.repo_path(str(known))}" for known in (path, home) if known is not None]
     events: list[Event] = []
-    for commit in reversed(git.log(pathspecs=[pattern, *exact], follow_changes=True)):
+    commits = list(reversed(git.log(pathspecs=[pattern, *exact], follow_changes=True)))
+    texts = Texts(git)  # every text the events show, read at once
+    texts.fetch(pair for commit in commits for _, rel, old_rel in commit.changes
+                for pair in ((commit.sha, rel), (commit.sha + "^", old_rel or rel)))
+    for commit in commits:
         for status, rel, old_rel in commit.changes:
             if not (ours(rel, memory_id, path) or ours(old_rel or "", memory_id, path)):
                 if home is None or str(home) not in (rel, old_rel):
                     continue
-                event = _event(git, commit, memory_id, status, rel, old_rel)
+                event = _event(texts, commit, memory_id, status, rel, old_rel)
                 if event and event.entry is not None and event.entry.id == memory_id:  # another summary: not ours
                     events.append(event)
                 continue
-            event = _event(git, commit, memory_id, status, rel, old_rel)
+            event = _event(texts, commit, memory_id, status, rel, old_rel)
             if event:
                 events.append(event)
     return events
@@ -108,48 +113,67 @@ def glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[]\\" else c for c in text)
 
 
-def _body(git: VaultGit, sha: str, rel: str | None) -> tuple[str | None, Entry | None]:
-    """(text, entry) of a file at a commit; entry None when it is not a readable entry."""
-    if rel is None:
-        return None, None
-    content = git.show(sha, rel)
-    if content is None:
-        return None, None
-    try:
-        entry = parse(content, rel, {"id": "x", "role": "memory", "conversation_id": "x", "created_at": "2000-01-01"})
-        return entry.text, entry
-    except EntryFormatError:
-        return content, None
+class Texts:
+    """Entry files' texts at commits. `fetch` reads many ahead through one `git cat-file --batch`
+    (a memory's history, what changed between two moments): a `git show` per text cost a process
+    each, most of such a page's time."""
+
+    def __init__(self, git: VaultGit) -> None:
+        self.git = git
+        self.read: dict[tuple[str, str], str | None] = {}
+
+    def fetch(self, wanted: Iterable[tuple[str, str | None]]) -> None:
+        """Read these (commit, path) files ahead; a path absent at its commit reads as None."""
+        from memvault.vault.timetravel import read_objects
+
+        names = {f"{sha}:{self.git.repo_path(rel)}": (sha, rel) for sha, rel in wanted
+                 if rel is not None and (sha, rel) not in self.read}
+        for name, content in read_objects(self.git, list(names)).items():
+            # as `git show` gave it: decoded, its last newline cut
+            text = None if content is None else content.decode("utf-8", "replace")
+            self.read[names[name]] = text[:-1] if text and text.endswith("\n") else text
+
+    def body(self, sha: str, rel: str | None) -> tuple[str | None, Entry | None]:
+        """(text, entry) of a file at a commit; entry None when it is not a readable entry."""
+        if rel is None:
+            return None, None
+        if (sha, rel) not in self.read:
+            self.fetch([(sha, rel)])
+        content = self.read[(sha, rel)]
+        if content is None:
+            return None, None
+        try:
+            entry = parse(content, rel, {"id": "x", "role": "memory", "conversation_id": "x",
+                                         "created_at": "2000-01-01"})
+            return entry.text, entry
+        except EntryFormatError:
+            return content, None
 
 
-def text_at(git: VaultGit, sha: str, rel: str) -> str | None:
-    """An entry file's text at a commit (the whole file when it is no readable entry), None where absent."""
-    return _body(git, sha, rel)[0]
-
-
-def _event(git: VaultGit, commit: Commit, memory_id: str, status: str, rel: str, old_rel: str | None) -> Event | None:
+def _event(texts: Texts, commit: Commit, memory_id: str, status: str, rel: str, old_rel: str | None) -> Event | None:
     deleted_now = layout.is_deleted_path(PurePosixPath(rel))
     base = dict(memory_id=memory_id, time=commit.time, commit=commit.sha, subject=commit.subject)
     if status == "A":
-        text, entry = _body(git, commit.sha, rel)
+        text, entry = texts.body(commit.sha, rel)
         return None if deleted_now else Event(event="ADD", old_memory=None, new_memory=text, entry=entry, **base)
     if status == "M":
-        old, _ = _body(git, commit.sha + "^", rel)
-        new, entry = _body(git, commit.sha, rel)
+        old, _ = texts.body(commit.sha + "^", rel)
+        new, entry = texts.body(commit.sha, rel)
         if old == new:
             return None  # only front matter changed
         return Event(event="UPDATE", old_memory=old, new_memory=new, entry=entry, **base)
     if status == "D":
-        old, entry = _body(git, commit.sha + "^", rel)
+        old, entry = texts.body(commit.sha + "^", rel)
         return Event(event="PURGE" if deleted_now else "DELETE", old_memory=old, new_memory=None, entry=entry, **base)
     if status == "R":
-        old, _ = _body(git, commit.sha + "^", old_rel)
-        new, entry = _body(git, commit.sha, rel)
+        old, _ = texts.body(commit.sha + "^", old_rel)
+        new, entry = texts.body(commit.sha, rel)
         replaced_by = entry.replaced_by if entry else None
         was_deleted = layout.is_deleted_path(PurePosixPath(old_rel or ""))
         if deleted_now and not was_deleted:
             if replaced_by:  # an older vault's UPDATE: a new memory replaced this one
-                return Event(event="UPDATE", old_memory=old, new_memory=_replacement_text(git, commit.sha, replaced_by),
+                return Event(event="UPDATE", old_memory=old,
+                             new_memory=_replacement_text(texts, commit.sha, replaced_by),
                              replaced_by=replaced_by, entry=entry, **base)
             return Event(event="DELETE", old_memory=old, new_memory=None, entry=entry, **base)
         if was_deleted and not deleted_now:
@@ -158,10 +182,10 @@ def _event(git: VaultGit, commit: Commit, memory_id: str, status: str, rel: str,
     return None
 
 
-def _replacement_text(git: VaultGit, sha: str, replacement_id: str) -> str | None:
-    for rel in git.changed_paths(sha):
+def _replacement_text(texts: Texts, sha: str, replacement_id: str) -> str | None:
+    for rel in texts.git.changed_paths(sha):
         if rel.endswith(f"__{replacement_id}.md"):
-            return _body(git, sha, rel)[0]
+            return texts.body(sha, rel)[0]
     return None
 
 

@@ -55,19 +55,27 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         return PastCommit(sha, moment, when)
     if not COMMIT_NAME.match(when):
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit")
-    try:
-        sha = git.run("rev-parse", "--verify", "--quiet", f"{when}^{{commit}}").strip()
-    except VaultError:
-        sha = ""
-    if not sha:  # a commit from before an erase rewrote history: its new id (docs/architecture.md, Erasure)
+    found = _commit_time(git, when)
+    if found is None:  # a commit from before an erase rewrote history: its new id (docs/architecture.md, Erasure)
         from memvault.vault.layout import STATE_DIR
         from memvault.vault.rewrites import mapped_commit
 
-        sha = mapped_commit(git.root / STATE_DIR, when) or ""
-    if not sha:
+        mapped = mapped_commit(git.root / STATE_DIR, when)
+        found = _commit_time(git, mapped) if mapped else None
+    if found is None:
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit of the vault")
-    stamp = git.run("show", "-s", "--format=%ct", sha).strip()
-    return PastCommit(sha, datetime.fromtimestamp(int(stamp), UTC), when)
+    sha, stamp = found
+    return PastCommit(sha, datetime.fromtimestamp(stamp, UTC), when)
+
+
+def _commit_time(git: VaultGit, name: str) -> tuple[str, int] | None:
+    """(sha, commit time) of the commit `name` names, None when it names none: one git process (every
+    page of the web page resolves its moment)."""
+    try:
+        fields = git.run("show", "-s", "--format=%H %ct", f"{name}^{{commit}}", "--").split()
+    except VaultError:
+        return None
+    return (fields[0], int(fields[1])) if len(fields) == 2 and fields[1].isdigit() else None
 
 
 def is_future(when: str, moment: datetime) -> bool:
@@ -132,6 +140,17 @@ def _listing(git: VaultGit, sha: str, include_deleted: bool) -> tuple[tuple[Pure
     return tuple(wanted)
 
 
+@functools.lru_cache(maxsize=8)
+def _by_name(git: VaultGit, sha: str) -> dict[str | None, list[tuple[PurePosixPath, str]]]:
+    """The files of a commit (tombstones too) by the id their name gives (None: named otherwise,
+    summary.md), kept as the listing is: the web page opens one past memory after another, and
+    reading 10k names for each cost more than the rest of the page."""
+    grouped: dict[str | None, list[tuple[PurePosixPath, str]]] = {}
+    for rel, blob in _listing(git, sha, True):
+        grouped.setdefault(layout.id_from_filename(rel.name), []).append((rel, blob))
+    return grouped
+
+
 def parsed_at(git: VaultGit, past: PastCommit, wanted: list[tuple[PurePosixPath, str]]
               ) -> list[tuple[PurePosixPath, Entry | EntryFormatError]]:
     """These files of `listing_at`, parsed as `entries_at` parses them."""
@@ -154,9 +173,9 @@ def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPat
     wanted = prefix.lower() if by_prefix else prefix
     # As today's vault.resolve: a file named '<created>__<id>.md' is that id's, so only the files whose
     # name can hold it (and those named otherwise, summary.md) are read: a page, not the whole past.
-    candidates = [(rel, blob) for rel, blob in listing_at(git, past, include_deleted=True)
-                  if (named := layout.id_from_filename(rel.name)) is None
-                  or (named.startswith(wanted) if by_prefix else named == wanted)]
+    named = _by_name(git, past.sha)
+    ids = [i for i in named if i is not None and i.startswith(wanted)] if by_prefix else [wanted]
+    candidates = [pair for i in (*ids, None) for pair in named.get(i, ())]
     contents = _blobs(git, [blob for _, blob in candidates])
     for rel, content in ((rel, contents[blob]) for rel, blob in candidates):
         entry = _parsed(rel, content, past)
@@ -188,19 +207,33 @@ def _parsed(rel: PurePosixPath, content: bytes, past: PastCommit) -> Entry | Ent
 
 def _blobs(git: VaultGit, shas: list[str]) -> dict[str, bytes]:
     """The bytes of these blobs, through one `git cat-file --batch` process."""
-    if not shas:
-        return {}
-    unique = list(dict.fromkeys(shas))
-    out = _run(git, ("cat-file", "--batch"), ("\n".join(unique) + "\n").encode())
     found: dict[str, bytes] = {}
-    position = 0
-    for sha in unique:
-        end = out.index(b"\n", position)
-        header = out[position:end].split()
-        if len(header) != 3:
+    for sha, content in read_objects(git, shas).items():
+        if content is None:
             raise VaultError(f"git cat-file could not read blob {sha[:12]}")
+        found[sha] = content
+    return found
+
+
+def read_objects(git: VaultGit, names: list[str]) -> dict[str, bytes | None]:
+    """The bytes of these objects (blob names, or `<commit>:<path>` with a path from the repository's
+    root), None for each one that does not exist, through one `git cat-file --batch` process: a
+    page that shows many past texts costs one git process, not one per text."""
+    if not names:
+        return {}
+    unique = list(dict.fromkeys(names))
+    out = _run(git, ("cat-file", "--batch"), ("\n".join(unique) + "\n").encode())
+    found: dict[str, bytes | None] = {}
+    position = 0
+    for name in unique:
+        end = out.index(b"\n", position)
+        header = out[position:end].split(b" ")
+        if len(header) != 3 or not header[2].isdigit():  # "<name> missing" (a name may hold spaces)
+            found[name] = None
+            position = end + 1
+            continue
         size = int(header[2])
-        found[sha] = out[end + 1:end + 1 + size]
+        found[name] = out[end + 1:end + 1 + size]
         position = end + 1 + size + 1  # the content, then a newline
     return found
 

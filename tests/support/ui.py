@@ -1,8 +1,9 @@
 """A small vault with a past, and the page served from it, for the web page's tests and screenshots.
 
 The vault: facts written yesterday (git dates in the past, as tests/test_time_travel.py makes them),
-one of them edited today; a conversation whose user turn produced a fact with a triple (the graph);
-a memory whose text is an XSS attempt; a rule; a core file with words in it."""
+one of them edited today; a conversation whose user turn produced a fact with a triple (the graph),
+and today a second turn curated by a scripted model (a new edge of the graph, a fact that records
+its model); a memory whose text is an XSS attempt; a rule; a core file with words in it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ TEA_NOW = "Alice drinks jasmine tea every morning"
 TODAY = datetime.now(UTC).date()
 YESTERDAY = (TODAY - timedelta(days=1)).isoformat()
 BEFORE = (TODAY - timedelta(days=2)).isoformat()
+CURATOR = "openai/scripted-curator"  # the model name the scripted LLM stands for
+CAT_TURN = "Alice here again: I adopted a cat named Miso."
+CAT_FACT = "Alice has a cat named Miso."
 
 
 @dataclass
@@ -31,6 +35,8 @@ class Built:
     turn: str
     fact: str
     note: str  # a plain fact that tests may edit
+    cat: str  # today's curated fact (its model recorded), taken from the turn `cat_turn`
+    cat_turn: str
 
 
 @contextmanager
@@ -88,9 +94,28 @@ def build_vault(root: Path) -> Built:
             core.add_rule("Answer in British English.", "trip")
         core.update(tea.id, text=TEA_NOW)  # today
         core.update_core("USER", "The user is Alice. She lives in Lisbon.\n")
+        cat = core.add(CAT_TURN, "trip", llm=curator())
     finally:
         core.close()
-    return Built(root, tea.id, xss.id, turn.id, fact.id, note.id)
+    [added] = [event for event in cat.events if event.event == "ADD"]
+    return Built(root, tea.id, xss.id, turn.id, fact.id, note.id, added.id, cat.turn.id)
+
+
+def curator():
+    """A scripted LLM that names its model as the real client does (`.settings.model`): it extracts
+    today's fact about the cat, with its triple, and adds it."""
+    import json
+    from types import SimpleNamespace
+
+    from tests.support.scripted_llm import ScriptedLLM
+
+    fact = {"text": CAT_FACT, "subject": "Alice", "predicate": "HAS_CAT", "object": "Miso",
+            "evidence": "I adopted a cat named Miso"}
+    llm = ScriptedLLM([("Latest user message (extract from this only):", json.dumps([fact])),
+                       ("Stored memories:", json.dumps([{"fact": 0, "event": "ADD", "text": CAT_FACT}])),
+                       ("Previous summary:", "Alice lives in Lisbon, works at Acme and has a cat.")], default="[]")
+    llm.settings = SimpleNamespace(model=CURATOR)
+    return llm
 
 
 @contextmanager
