@@ -147,7 +147,8 @@ def check_sync(vault) -> Check:
             and KEPT_BOTH in path.read_text(encoding="utf-8", errors="replace")]
     if kept:
         return Check("sync", WARN, f"both versions kept by a sync in {listed(kept)}: two devices changed the same "
-                     "lines", fix="keep what is right under the heading, delete the rest (memvault core edit NAME)",
+                     "lines", fix="choose: memvault doctor --fix --kept-both=ours|theirs|both, or per file "
+                     "memvault resolve NAME --keep ours|theirs|both|1|2 (or edit it: memvault core edit NAME)",
                      paths=kept)
     if (vault.state_dir / INTENT).exists():
         return Check("sync", WARN, "a sync was cut short by a crash", fix="run `memvault sync`: it finishes it")
@@ -526,14 +527,15 @@ def recheck(settings: Settings, before: Diagnosis) -> Diagnosis:
     return Diagnosis([*head, *check_files(settings, before.embedder_identity), *models], before.embedder_identity)
 
 
-def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[str]:
-    """Apply the safe fixes the diagnosis offers; returns one line per action taken."""
+def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None, kept_both: str | None = None) -> list[str]:
+    """Apply the safe fixes the diagnosis offers, and `kept_both` (ours, theirs, both: a person's
+    choice) to the core files where a sync kept both versions; returns one line per action taken."""
     from memvault.core import Memvault
     from memvault.vault.git import format_message
     from memvault.vault.store import Vault
 
     actions = diagnosis.repairs()
-    if not actions:
+    if not actions and not kept_both:
         return []
     done: list[str] = []
     vault = Vault.open(settings.vault.path)
@@ -571,6 +573,12 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
         done.append(f"queued {len(turns)} turn(s) for curation again (the next `memvault serve` curates them)")
     if TRIPLES in actions:
         done.append(drop_wrong_triples(memvault))
+    if kept_both:
+        try:  # core/syncing.py: the sync's kept-both blocks settled as chosen, one commit
+            settled = memvault.resolve_kept_both(None, kept_both)
+            done.append(f"kept {kept_both} in {listed(map(str, settled))}" if settled else "no kept-both block left")
+        except MemvaultError as exc:
+            done.append(f"did not settle the kept-both blocks: {exc}")
     if REBUILD in actions or REINDEX in actions:
         memvault.on_progress = on_progress
         try:

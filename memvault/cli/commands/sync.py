@@ -75,3 +75,24 @@ def clone(
     memvault = Memvault.clone(url, settings)
     root = str(memvault.vault.root)
     print_json({"vault": root, "remote": url}) if json else say(f"Cloned {url} into {root}.")
+
+
+@command("resolve")
+def resolve(
+    files: Annotated[Optional[list[str]], typer.Argument(
+        help="Core files (USER, core/USER.md...); default: every one where a sync kept both versions.",
+        show_default=False)] = None,
+    keep: Annotated[str, typer.Option("--keep", help="ours: this device's version; theirs: the other device's; "
+                                      "both: both, the headings dropped; 1 or 2: that version as the file shows it.",
+                                      show_default=False)] = ...,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Settle the lines two devices changed in a core file, which a sync kept both versions of under
+    a heading (`memvault doctor` lists them): one commit."""
+    resolved = open_memvault(vault, config).resolve_kept_both(files or None, keep)
+    if json:
+        print_json({"keep": keep, "resolved": [str(rel) for rel in resolved]})
+    elif not resolved:
+        say("No core file holds lines a sync kept both versions of.")
+    for rel in [] if json else resolved:
+        say(f"Resolved {rel}: kept {keep} (committed).")
