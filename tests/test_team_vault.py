@@ -54,6 +54,10 @@ def test_search_reads_both_vaults_and_marks_where_each_hit_lives(two):
     alone = mine.ok("search", "when do deploys happen", "--json", "--threshold", "0").json()
     assert [(hit["id"], hit["vault"]) for hit in alone] == [(my_id, "personal")]
     assert "vault" not in mine.ok("search", "deploys", "--threshold", "0").stdout.splitlines()[0].split("\t")
+    # time travel: a commit of the personal vault is a moment, at which the team vault is read too
+    head = subprocess.run(["git", "-C", str(mine.vault), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    past = mine.ok("search", "when do deploys happen", "--json", "--threshold", "0", "--as-of", head.strip(), env=env)
+    assert {hit["vault"] for hit in past.json()} == {"team", "personal"}
     # a team memory is shown too (read only)
     assert mine.ok("show", team_id[:8], "--json", env=env).json()["vault"] == "team"
 
@@ -196,6 +200,13 @@ def test_sync_syncs_each_team_vault_with_its_own_remote(tmp_path):
     assert [line for line in failed.stderr.splitlines() if "warning" in line][0].startswith(
         "memvault: warning: shared vault 'team' not synced:")
     assert "Synced with origin" in failed.stderr and "Traceback" not in failed.stderr
+    # a personal vault without a remote: the team vaults are still synced
+    local = Cli(tmp_path / "local-me")
+    local.ok("init")
+    (tmp_path / "moved.git").rename(team_remote)
+    alone = local.ok("sync", "--json", env=env).json()
+    assert alone["skipped"] == "it has no git remote" and alone["shared"][0]["outcome"] == "up-to-date"
+    assert local("sync", "--no-shared", env=env).exit_code == 1  # asked for the personal vault alone: its error
 
 
 OWNER_KEY, ALICE_KEY = "owner-key-123", "alice-key-123"

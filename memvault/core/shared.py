@@ -160,7 +160,7 @@ class Sharing:
                 results.append(SharedSync(name, error=exc))
                 continue
             try:
-                if not other.vault.git.repo.remotes:
+                if not other.has_remote():
                     results.append(SharedSync(name, skipped="it has no git remote"))
                 else:
                     results.append(SharedSync(name, report=other.sync()))
@@ -169,6 +169,9 @@ class Sharing:
             finally:
                 other.close()
         return results
+
+    def has_remote(self) -> bool:
+        return bool(self.vault.git.repo.remotes)
 
     def close(self) -> None:
         for other in self.__dict__.get("shared_opened", {}).values():

@@ -29,12 +29,17 @@ def sync(remote: RemoteArg = None, quiet: QuietOpt = False, no_shared: NoSharedO
     uncommitted edit blocks the merge; a team vault's failure is a warning line and its exit code,
     after the others are synced."""
     memvault = open_memvault(vault, config)
-    report = memvault.sync(remote)
+    team_only = bool(memvault.settings.vault.shared) and not no_shared and not remote and not memvault.has_remote()
+    report = None if team_only else memvault.sync(remote)  # a local-only personal vault beside team vaults
     team = [] if no_shared else memvault.sync_shared()
     if json:
-        print_json({**report.to_dict(), **({"shared": [one.to_dict() for one in team]} if team else {})})
+        print_json({**(report.to_dict() if report else {"skipped": "it has no git remote"}),
+                    **({"shared": [one.to_dict() for one in team]} if team else {})})
     else:
-        show_report(report, quiet)
+        if report is None and not quiet:
+            say("Personal vault not synced: it has no git remote.")
+        if report is not None:
+            show_report(report, quiet)
         for one in team:
             if one.report is not None:
                 show_report(one.report, quiet, f"shared vault {one.name!r}")
