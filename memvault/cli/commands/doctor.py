@@ -29,7 +29,7 @@ def doctor(
     kept_both: Annotated[Optional[str], typer.Option("--kept-both", help="With --fix: settle the core files where a "
                                                      "sync kept both versions, keeping ours (this device's), theirs, "
                                                      "or both (the headings dropped); one commit.",
-                                                     show_default=False)] = None,
+                                                     metavar="ours|theirs|both", show_default=False)] = None,
     no_llm_check: Annotated[bool, typer.Option("--no-llm-check", help="Skip the call to the configured LLM "
                                                "(offline).")] = False,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,

@@ -89,7 +89,7 @@ def resolve(
         show_default=False)] = None,
     keep: Annotated[str, typer.Option("--keep", help="ours: this device's version; theirs: the other device's; "
                                       "both: both, the headings dropped; 1 or 2: that version as the file shows it.",
-                                      show_default=False)] = ...,
+                                      metavar="ours|theirs|both|1|2", show_default=False)] = ...,
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Settle the lines two devices changed in a core file, which a sync kept both versions of under
