@@ -244,3 +244,39 @@ def test_the_proxy_injects_team_memories_and_never_writes_the_team_vault(tmp_pat
     assert TEAM_FACT not in alice
     assert log(team.vault) == team_log  # chat turns and curation went to the personal vault only
     assert any("turn" in subject for subject in log(tmp_path / "me"))
+
+
+def test_serve_with_a_sync_interval_syncs_the_team_vault_too(tmp_path):
+    """What a colleague pushes to the team's remote reaches this server's prompts without a person."""
+    import time
+
+    import openai
+
+    from memvault.server.run import running
+    from tests.support.server import server_settings
+    from tests.support.upstream import Upstream, serving
+
+    team_remote = bare(tmp_path, "team")
+    colleague = Cli(tmp_path / "colleague-team")
+    colleague.ok("init", "--remote", str(team_remote))
+    colleague.ok("add", TEAM_FACT)
+    colleague.ok("sync")
+    Cli(tmp_path / "unused").ok("clone", str(team_remote), str(tmp_path / "my-team"))
+    mine = Cli(tmp_path / "me")
+    mine.ok("init", "--remote", str(bare(tmp_path, "me")))
+    upstream = Upstream()
+    with serving(upstream.app()) as root:
+        settings = server_settings(mine.vault, root + "/v1")
+        settings.vault.shared = [f"team={tmp_path / 'my-team'}"]
+        settings.retrieval.score_threshold = 0.0
+        settings.sync.interval = 0.3
+        with running(settings) as url:
+            client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+            colleague.ok("add", "Hotfixes need a second reviewer")
+            colleague.ok("sync")
+            deadline, prompt = time.monotonic() + 60, ""
+            while "Hotfixes need a second reviewer" not in prompt and time.monotonic() < deadline:
+                time.sleep(0.3)
+                client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hotfix reviewer?"}])
+                prompt = upstream.chat_requests()[-1]["messages"][-1]["content"]
+    assert '[memory, team vault "team"] Hotfixes need a second reviewer' in prompt
