@@ -170,7 +170,9 @@ def bare(tmp_path: Path, name: str) -> Path:
     return remote
 
 
-def test_sync_syncs_each_team_vault_with_its_own_remote(tmp_path):
+def synced_team(tmp_path: Path) -> tuple[Path, Cli, Cli]:
+    """The team's bare remote, a colleague's clone with the team fact, and this person's vault (with a
+    remote of its own) beside a clone of the team vault at tmp_path/my-team."""
     team_remote = bare(tmp_path, "team")
     colleague = Cli(tmp_path / "colleague-team")
     colleague.ok("init", "--remote", str(team_remote))
@@ -179,6 +181,11 @@ def test_sync_syncs_each_team_vault_with_its_own_remote(tmp_path):
     Cli(tmp_path / "unused").ok("clone", str(team_remote), str(tmp_path / "my-team"))
     mine = Cli(tmp_path / "me")
     mine.ok("init", "--remote", str(bare(tmp_path, "me")))
+    return team_remote, colleague, mine
+
+
+def test_sync_syncs_each_team_vault_with_its_own_remote(tmp_path):
+    team_remote, colleague, mine = synced_team(tmp_path)
     lonely = Cli(tmp_path / "lonely")
     lonely.ok("init")
     env = team_env(f"team={tmp_path / 'my-team'}", str(lonely.vault))
@@ -256,14 +263,7 @@ def test_serve_with_a_sync_interval_syncs_the_team_vault_too(tmp_path):
     from tests.support.server import server_settings
     from tests.support.upstream import Upstream, serving
 
-    team_remote = bare(tmp_path, "team")
-    colleague = Cli(tmp_path / "colleague-team")
-    colleague.ok("init", "--remote", str(team_remote))
-    colleague.ok("add", TEAM_FACT)
-    colleague.ok("sync")
-    Cli(tmp_path / "unused").ok("clone", str(team_remote), str(tmp_path / "my-team"))
-    mine = Cli(tmp_path / "me")
-    mine.ok("init", "--remote", str(bare(tmp_path, "me")))
+    _, colleague, mine = synced_team(tmp_path)
     upstream = Upstream()
     with serving(upstream.app()) as root:
         settings = server_settings(mine.vault, root + "/v1")
