@@ -27,6 +27,9 @@ class VaultSettings:
     max_entries: int = 500  # per conversation, before gc evicts the oldest facts and turns
     git_remote: str = ""
     delete: str = "soft"  # what the API's and REST's delete does: soft (a tombstone) | erase (from every commit)
+    # Team vaults read beside this one (memvault.core.shared): "path" or "name=path", each its own git vault;
+    # searched together with it, written only by an explicit `--to NAME`, synced by `memvault sync`.
+    shared: list = field(default_factory=list)
 
 
 @dataclass
@@ -269,6 +272,8 @@ def coerce(key: str, value: Any, source: str) -> Any:
         raise ConfigError(f"{source}: {key} must be at least {FLOORS[key]:,}, got {value!r}")
     if key in CHOICES and typed not in CHOICES[key]:
         raise ConfigError(f"{source}: {key} must be one of {', '.join(CHOICES[key])}, got {value!r}")
+    if key == "vault.shared":
+        shared_vault_paths(typed, source)
     if key in SECRET_KEYS and isinstance(typed, str) and typed != typed.strip():
         if not typed.strip():
             raise ConfigError(f"{source}: {key} is only whitespace: give the key, or leave it unset")
@@ -467,3 +472,31 @@ def put(table: Any, name: str, value: Any) -> None:
 
 def config_path(config_file: str | Path | None = None) -> Path:
     return Path(config_file) if config_file else Path(os.environ.get("MEMVAULT_CONFIG") or default_config_path())
+
+
+# A team vault's name (vault.shared "name=path"; `--to NAME`): a short word, never the personal vault's mark.
+SHARED_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
+PERSONAL_VAULT = "personal"
+
+
+def shared_vault_paths(items: list[str], source: str = "vault.shared") -> dict[str, Path]:
+    """vault.shared read as {name: folder}: each item is "name=path", or a path named after its folder
+    (~ expanded, relative to the working folder). Names are unique and never "personal"."""
+    import re
+
+    found: dict[str, Path] = {}
+    for item in items:
+        name, sep, rest = item.partition("=")
+        named = bool(sep) and re.fullmatch(SHARED_NAME, name.strip()) is not None
+        where = (rest if named else item).strip()
+        if not where:
+            raise ConfigError(f"{source}: vault.shared item {item!r} names no folder (give \"path\" or \"name=path\")")
+        path = Path(os.path.abspath(Path(where).expanduser()))
+        name = name.strip() if named else path.name
+        if not re.fullmatch(SHARED_NAME, name):
+            raise ConfigError(f"{source}: vault.shared: {path.name!r} cannot name a vault: write it as name=path")
+        if name == PERSONAL_VAULT or name in found:
+            why = "marks the personal vault" if name == PERSONAL_VAULT else "is given twice"
+            raise ConfigError(f"{source}: vault.shared: the name {name!r} {why}: write it as othername=path")
+        found[name] = path
+    return found

@@ -45,3 +45,8 @@ def finite(value: Optional[float]) -> Optional[float]:
     if value is not None and not math.isfinite(value):
         raise typer.BadParameter(f"{value} is not a finite number")
     return value
+
+# A write to a team vault (vault.shared): never without this option.
+ToOpt = Annotated[Optional[str], typer.Option(
+    "--to", help="Write to this shared (team) vault of vault.shared, by name; 'shared': the only one.",
+    show_default=False)]

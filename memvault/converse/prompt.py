@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.curate.extract import last_user_index, message_text
+from memvault.settings import PERSONAL_VAULT
 from memvault.vault.entry import SCOPE_KEYS, Entry
 from memvault.vault.layout import WORKSPACE_ROLES
 
@@ -43,7 +44,9 @@ def memory_line(hit) -> str:
     """How one retrieved memory reads in the prompt: always its text, the truth a person can read
     and edit (a triple only annotates: a fact with one shows its category), as `[category] text`."""
     triple = getattr(hit, "triple", None) or {}
-    return f"[{triple.get('category') or hit.role}] {hit.text}"
+    team = getattr(hit, "vault", None)  # a team vault's memory says whose it is: [memory, team vault "ops"]
+    where = f', team vault "{team}"' if team and team != PERSONAL_VAULT else ""
+    return f"[{triple.get('category') or hit.role}{where}] {hit.text}"
 
 
 def render(context: MemoryContext, message: str) -> str:
@@ -88,7 +91,9 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
     context.latest_session = latest.text if latest else None
     if query.strip():
         # Memory follows its owner: the same user's facts from every conversation, imported ones included.
-        hits = memvault.search(query, conversation, scopes, follow_owner=True, **(retrieval or {}))
+        # Team vaults (vault.shared) are the owner's choice, like the core files: not for a scoped key.
+        hits = memvault.search_together(query, conversation, scopes, shared=core, follow_owner=True,
+                                        **(retrieval or {}))
         # Rules and core files are shown above, in full; a journal day repeats the facts it lists, at
         # length; an old session is left out unless it is recent enough (the latest is shown above).
         context.memories = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()

@@ -18,13 +18,14 @@ from memvault.core.repairing import Repairs
 from memvault.core.rules import Rules
 from memvault.core.searching import RetrievalOverrides, Searching
 from memvault.core.sessions import SessionEnd, Sessions
+from memvault.core.shared import Sharing
 from memvault.core.syncing import Syncing
 from memvault.core.turns import TurnWriting
 from memvault.core.workspace import Workspace
 
 
 class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
-               Browsing, Erasing, Syncing, Repairs, MemvaultBase):
+               Browsing, Erasing, Syncing, Sharing, Repairs, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

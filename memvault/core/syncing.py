@@ -94,3 +94,34 @@ class Syncing:
                 if self.vault.is_live(rule.id):
                     tx.soft_delete(rule)
 
+    def kept_both_files(self) -> list[PurePosixPath]:
+        """The core files where a sync kept both versions of lines two devices changed."""
+        from memvault.vault.keptboth import has_kept_both
+
+        return [rel for rel in map(layout.core_path, layout.CORE_NAMES)
+                if has_kept_both(self.vault.read_workspace(rel) or "")]
+
+    def resolve_kept_both(self, names: list[str] | None, keep: str) -> list[PurePosixPath]:
+        """Settle what a sync kept both versions of in these core files (None: every such file), as
+        chosen (memvault.vault.keptboth: ours, theirs, both, 1, 2): one commit; the paths changed."""
+        from memvault.vault.keptboth import device_sides, ours_finder, settled
+
+        wanted = (self.kept_both_files() if names is None
+                  else [layout.core_path(PurePosixPath(name).name) for name in names])
+        texts = {}
+        for rel in wanted:
+            text = self.vault.read_workspace(rel) or ""
+            sides = device_sides(self.vault.git, rel) if keep in ("ours", "theirs") else None
+            after = settled(text, keep, rel, ours_finder(sides, rel))
+            if after != text:
+                texts[rel] = after
+            elif names is not None:
+                raise UsageError(f"{rel} holds no lines a sync kept both versions of")
+        if not texts:
+            return []
+        listed = ", ".join(rel.name for rel in texts)
+        with self.vault.transaction("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
+            for rel, text in texts.items():
+                tx.write_file(rel, text)
+        self.keeper.record(tx.changes)
+        return list(texts)

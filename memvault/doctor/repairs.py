@@ -18,7 +18,7 @@ from memvault.doctor.report import (
     Diagnosis,
     listed,
 )
-from memvault.errors import VaultError
+from memvault.errors import MemvaultError, VaultError
 from memvault.settings import Settings
 
 
@@ -73,12 +73,13 @@ FIXES: dict[str, Callable[..., str | None]] = {
 }
 
 
-def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[str]:
-    """Apply the safe fixes the diagnosis offers; returns one line per action taken."""
+def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None, kept_both: str | None = None) -> list[str]:
+    """Apply the safe fixes the diagnosis offers, and `kept_both` (ours, theirs, both: a person's
+    choice) to the core files where a sync kept both versions; returns one line per action taken."""
     from memvault.core import Memvault
 
     actions = diagnosis.repairs()
-    if not actions:
+    if not actions and not kept_both:
         return []
     memvault = Memvault.open(settings)  # journals what a recovery puts back, for the index
     memvault.on_progress = on_progress
@@ -89,6 +90,17 @@ def repair(settings: Settings, diagnosis: Diagnosis, on_progress=None) -> list[s
             line = FIXES[action](memvault, paths)
             if line:
                 done.append(line)
+        if kept_both:
+            done.append(settle_kept_both(memvault, kept_both))
     finally:
         memvault.close()
     return done
+
+
+def settle_kept_both(memvault, choice: str) -> str:
+    """The sync's kept-both blocks in core files settled as a person chose (core/syncing.py), one commit."""
+    try:
+        settled = memvault.resolve_kept_both(None, choice)
+    except MemvaultError as exc:
+        return f"did not settle the kept-both blocks: {exc}"
+    return f"kept {choice} in {listed(map(str, settled))}" if settled else "no kept-both block left"

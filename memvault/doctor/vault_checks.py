@@ -66,7 +66,8 @@ def check_sync(vault) -> Check:
             and KEPT_BOTH in path.read_text(encoding="utf-8", errors="replace")]
     if kept:
         return Check("sync", WARN, f"both versions kept by a sync in {listed(kept)}: two devices changed the same "
-                     "lines", fix="keep what is right under the heading, delete the rest (memvault core edit NAME)",
+                     "lines", fix="choose: memvault doctor --fix --kept-both=ours|theirs|both, or per file "
+                     "memvault resolve NAME --keep ours|theirs|both|1|2 (or edit it: memvault core edit NAME)",
                      paths=kept)
     if (vault.state_dir / INTENT).exists():
         return Check("sync", WARN, "a sync was cut short by a crash", fix="run `memvault sync`: it finishes it")

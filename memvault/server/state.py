@@ -146,6 +146,9 @@ class ServerState:
         from memvault.errors import MemvaultError
 
         while not self.stop_watching.wait(self.settings.sync.interval):
+            for team in self.core.sync_shared():  # team vaults (vault.shared), each with its own remote
+                if team.error is not None:
+                    log.warning("sync of shared vault %r failed: %s", team.name, team.error)
             try:
                 report = self.core.sync()
             except MemvaultError as exc:

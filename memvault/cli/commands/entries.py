@@ -22,6 +22,7 @@ from memvault.cli.options import (
     LiveIdArg,
     LiveIdsArg,
     RunOpt,
+    ToOpt,
     UserOpt,
     VaultOpt,
 )
@@ -64,14 +65,14 @@ def add(
                                          "the session ends, or dropped (HOLD/DROP events).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the ids of the memories stored "
                                         "(for `id=$(memvault add -q ...)`).")] = False,
-    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+    to: ToOpt = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
-    text; without one, store each text verbatim, all in one commit."""
+    text; without one, store each text verbatim, all in one commit. `--to NAME`: in that team vault."""
     from memvault.curate.extract import load_prompt
 
     items = given_items(texts or [], lines, jsonl)
-    memvault = open_memvault(vault, config, **{"llm.model": model})
+    memvault = open_memvault(vault, config, **{"llm.model": model}).target(to)
     if jsonl or (len(items) > 1 and (no_llm or not memvault.settings.llm.model)):
         defaults = {"conversation_id": conversation, "metadata": parse_meta(meta) or None,
                     **scopes_of(user, agent, run)}
@@ -193,8 +194,9 @@ def show(memory_id: IdArg, as_of: AsOfOpt = None, vault: VaultOpt = None, config
         rel, entry, content, past = memvault.entry_as_of(memory_id, as_of)
         extra = {"as_of": past.moment.isoformat(), "commit": past.sha}
     else:
-        rel, entry, content = memvault.entry_file(memory_id)
-        extra = {}
+        where, holder = memvault.holder(memory_id)  # a team vault's memory is shown too (read, never written)
+        rel, entry, content = holder.entry_file(memory_id)
+        extra = {"vault": where} if holder is not memvault else {}
     if json:
         print_json({**entry.to_dict(), "path": str(rel), **extra})
     else:
@@ -231,12 +233,13 @@ def edit(
     memory_id: LiveIdArg,
     text: Annotated[Optional[str], typer.Option("--text", "-m", help="New text, without opening an editor "
                                                 "('-' reads standard input).", show_default=False)] = None,
-    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+    to: ToOpt = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
-    """Edit a memory in $EDITOR (or set its text with --text); validated on save, then committed."""
+    """Edit a memory in $EDITOR (or set its text with --text); validated on save, then committed.
+    A memory of a team vault needs `--to NAME`."""
     from memvault.vault.markdown import parse
 
-    memvault = open_memvault(vault, config)
+    memvault = open_memvault(vault, config).target(to, [memory_id])
     rel, entry = memvault.get_live(memory_id)
     if text is not None:
         updated = memvault.update(entry.id, text=read_text_argument(text))
@@ -263,10 +266,11 @@ def edit(
 @command("rm")
 def rm(
     memory_ids: LiveIdsArg,
-    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+    to: ToOpt = None, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
-    """Delete memories (soft: each moves to deleted/ and stays in git history)."""
-    memvault = open_memvault(vault, config)
+    """Delete memories (soft: each moves to deleted/ and stays in git history). A memory of a team
+    vault needs `--to NAME`."""
+    memvault = open_memvault(vault, config).target(to, memory_ids)
     removed = memvault.delete(memory_ids)
     if json:
         print_json({"results": [{"event": "DELETE", "id": e.id, "memory": e.text} for e in removed]})

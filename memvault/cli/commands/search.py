@@ -62,14 +62,16 @@ def search(
     show_notices(memvault)
     scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
     as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
-    hits = memvault.search(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired,
-                           top_k=top_k, recency_weight=recency_weight, score_threshold=threshold, mmr_lambda=mmr_lambda)
+    hits = memvault.search_together(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired,
+                                    top_k=top_k, recency_weight=recency_weight, score_threshold=threshold,
+                                    mmr_lambda=mmr_lambda)
     if json:
         print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])
         return
-    table(["#", "id", "text", "role", "conversation", "age", "relevance", "recency", "score"],
-          [[hit.rank, hit.id[:8], hit.text, hit.role, hit.conversation_id, age(hit.created_at),
-            f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
+    team = ["vault"] if memvault.settings.vault.shared else []  # where each hit lives, when there are team vaults
+    table(["#", "id", "text", "role", *team, "conversation", "age", "relevance", "recency", "score"],
+          [[hit.rank, hit.id[:8], hit.text, hit.role, *([hit.vault] if team else []), hit.conversation_id,
+            age(hit.created_at), f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
     relations = memvault.relations(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired)
     if relations:
         console().print("Relations (from facts' triples):")

@@ -8,24 +8,51 @@ import typer
 from memvault.cli.base import command, open_memvault
 from memvault.cli.commands.remote import RemoteArg
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
-from memvault.cli.output import print_json, say
+from memvault.cli.output import print_json, say, warn
 
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing unless something failed (for cron).")]
 
 
+NoSharedOpt = Annotated[bool, typer.Option("--no-shared", help="Sync the personal vault only, not the team vaults "
+                                           "of vault.shared.")]
+
+
 @command("sync")
-def sync(remote: RemoteArg = None, quiet: QuietOpt = False, vault: VaultOpt = None, config: ConfigOpt = None,
-         json: JsonOpt = False) -> None:
-    """Fetch, merge and push the vault's commits (safe from cron: one sync at a time).
+def sync(remote: RemoteArg = None, quiet: QuietOpt = False, no_shared: NoSharedOpt = False, vault: VaultOpt = None,
+         config: ConfigOpt = None, json: JsonOpt = False) -> None:
+    """Fetch, merge and push the vault's commits (safe from cron: one sync at a time), then each team
+    vault of vault.shared with its own remote.
 
     Files several devices write merge by kind, never with conflict markers; the index follows only
     the files that changed. Exit codes: 0 synced, 1 error, 2 usage, 3 another sync is running,
     4 the remote is unreachable, 5 other devices kept pushing first (run it again), 6 an
-    uncommitted edit blocks the merge."""
-    report = open_memvault(vault, config).sync(remote)
+    uncommitted edit blocks the merge; a team vault's failure is a warning line and its exit code,
+    after the others are synced."""
+    memvault = open_memvault(vault, config)
+    team_only = bool(memvault.settings.vault.shared) and not no_shared and not remote and not memvault.has_remote()
+    report = None if team_only else memvault.sync(remote)  # a local-only personal vault beside team vaults
+    team = [] if no_shared else memvault.sync_shared()
     if json:
-        print_json(report.to_dict())
-        return
+        print_json({**(report.to_dict() if report else {"skipped": "it has no git remote"}),
+                    **({"shared": [one.to_dict() for one in team]} if team else {})})
+    else:
+        if report is None and not quiet:
+            say("Personal vault not synced: it has no git remote.")
+        if report is not None:
+            show_report(report, quiet)
+        for one in team:
+            if one.report is not None:
+                show_report(one.report, quiet, f"shared vault {one.name!r}")
+            elif one.skipped and not quiet:
+                say(f"Shared vault {one.name!r} not synced: {one.skipped}.")
+    failed = [one for one in team if one.error is not None]
+    for one in failed:
+        warn(f"shared vault {one.name!r} not synced: {one.error}")
+    if failed:
+        raise typer.Exit(failed[0].error.exit_code)
+
+
+def show_report(report, quiet: bool, what: str = "") -> None:
     if report.recovered:
         say("note: a sync cut short earlier was finished first")
     for line in report.fallbacks:
@@ -34,8 +61,8 @@ def sync(remote: RemoteArg = None, quiet: QuietOpt = False, vault: VaultOpt = No
         kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(report.by_kind().items()))
         pushed = ", pushed" if report.pushed and report.outcome != "pushed" else ""
         pushed += f" (after {report.attempts} tries: other devices pushed meanwhile)" if report.attempts > 1 else ""
-        say(f"Synced with {report.remote}: {report.outcome}, {len(report.changed)} file(s) changed here{pushed}"
-            f"{f' (merges: {kinds})' if kinds else ''}.")
+        say(f"Synced {what + ' ' if what else ''}with {report.remote}: {report.outcome}, {len(report.changed)} "
+            f"file(s) changed here{pushed}{f' (merges: {kinds})' if kinds else ''}.")
 
 
 @command("clone")
@@ -53,3 +80,24 @@ def clone(
     memvault = Memvault.clone(url, settings)
     root = str(memvault.root)
     print_json({"vault": root, "remote": url}) if json else say(f"Cloned {url} into {root}.")
+
+
+@command("resolve")
+def resolve(
+    files: Annotated[Optional[list[str]], typer.Argument(
+        help="Core files (USER, core/USER.md...); default: every one where a sync kept both versions.",
+        show_default=False)] = None,
+    keep: Annotated[str, typer.Option("--keep", help="ours: this device's version; theirs: the other device's; "
+                                      "both: both, the headings dropped; 1 or 2: that version as the file shows it.",
+                                      metavar="ours|theirs|both|1|2", show_default=False)] = ...,
+    vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
+) -> None:
+    """Settle the lines two devices changed in a core file, which a sync kept both versions of under
+    a heading (`memvault doctor` lists them): one commit."""
+    resolved = open_memvault(vault, config).resolve_kept_both(files or None, keep)
+    if json:
+        print_json({"keep": keep, "resolved": [str(rel) for rel in resolved]})
+    elif not resolved:
+        say("No core file holds lines a sync kept both versions of.")
+    for rel in [] if json else resolved:
+        say(f"Resolved {rel}: kept {keep} (committed).")
