@@ -57,8 +57,6 @@ ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
         "`config set` writes the config file with the vault's atomic_write (lazy import; no lower home yet)",
     ("memvault.settings", "memvault.vault.entry"):
         "server.keys are checked against SCOPE_KEYS, whose one home is vault.entry (lazy; entry imports only errors)",
-    ("memvault.api.memory", "memvault.api.incognito"):
-        "Memory(mode='incognito') returns the in-process memory (lazy, in __new__), which keeps Memory's scope rules",
     ("memvault.settings", "_insert_after"):
         "tomlkit has no public way to insert a key after another (keeps the user's comments in place)",
     ("memvault.models.onnx_runtime", "memvault"):

@@ -53,6 +53,11 @@ class MemvaultBase:
     def close(self) -> None:
         self.keeper.close()
 
+    @property
+    def root(self):
+        """The vault's folder."""
+        return self.vault.root
+
     # -- models and index (loaded on first need) ----------------------------------------------------
     def embedder(self):
         """The model, shared by the process; concurrent searches' queries share its calls."""
