@@ -185,6 +185,11 @@ def test_incognito_is_a_memvault_over_a_temporary_vault_removed_at_close(tmp_pat
     assert events(m.add(SECRET, user_id="a", infer=False)["results"]) == ["DROP"]  # the same guards
     m.close()
     assert not folder.exists()
+    quiet = memvault.AsyncMemory(mode="guest", vault=tmp_path / "vault")
+    assert quiet.memory.mode == "incognito" and quiet.memory.vault_path != tmp_path / "vault"
+    quiet.memory.close()
+    with pytest.raises(memvault.ValidationError, match="unknown mode"):
+        memvault.Memory(mode="ghost", vault=tmp_path / "vault")
 
 
 def test_an_incognito_folder_left_open_is_removed_when_the_process_exits(tmp_path):

@@ -11,6 +11,7 @@ Differences from mem0 worth knowing:
 - An LLM UPDATE rewrites the memory in place (same id, as mem0 1.x); an exact duplicate is a NONE event.
 - Deletes are soft: files move to `deleted/`, and git keeps every version (history survives `reset`).
 - When the LLM fails, the message is stored as given (mem0 2.x raises LLMError): nothing is lost.
+- A secret or a request to skip safety is a DROP event with its reason, never stored, on every add.
 - A curated add also stores the user's message as a turn and refreshes the conversation summary;
   turns and summaries are not memories here (search, get_all, get never return them), but
   `delete_all` and `reset` remove them too, so nothing of a deleted scope is left in use.
