@@ -42,18 +42,24 @@ def placed(messages: Any, conversation: str | None,
     return conversation, scopes, chat_of(messages)
 
 
-def guarded_messages(messages: list[dict]) -> tuple[list[dict], list]:
-    """The messages the hard local guards let through (memvault.curate.policy.guard: a request to
-    skip safety, a secret), and a DROP event for each one they refuse. Every add runs them, whichever
-    door it came through, before any LLM sees the words."""
+def refusal(text: str):
+    """A DROP event when the hard local guards refuse this text (memvault.curate.policy.guard: a
+    secret, a request to skip safety), else None. Every add runs them, whichever door it came
+    through, before any LLM sees the words."""
     from memvault.curate.ingest import MemoryEvent
     from memvault.curate.policy import guard
 
+    reason = guard(text)
+    return MemoryEvent("DROP", None, None, text, reason=reason) if reason else None
+
+
+def guarded_messages(messages: list[dict]) -> tuple[list[dict], list]:
+    """The messages the guards let through, and a DROP event for each one they refuse."""
     kept, dropped = [], []
     for message in messages:
-        reason = guard(message["content"])
-        if reason:
-            dropped.append(MemoryEvent("DROP", None, None, message["content"], reason=reason))
+        event = refusal(message["content"])
+        if event:
+            dropped.append(event)
         else:
             kept.append(message)
     return kept, dropped
@@ -76,6 +82,18 @@ class Adding:
                 tx.write(entry, event="ADD")
         self.keeper.record(tx.changes)
         return entries
+
+    def add_as_given(self, entries: list[Entry]) -> AddResult:
+        """Entries a caller built (the CLI's --jsonl, several texts at once), stored as given in one
+        commit after the guards every add runs: each one they refuse is a DROP event, not stored."""
+        from memvault.curate.ingest import MemoryEvent
+
+        refused = [refusal(entry.text) for entry in entries]
+        kept = [entry for entry, event in zip(entries, refused, strict=True) if event is None]
+        if kept:
+            self.add_entries(kept)
+        return AddResult([event for event in refused if event] + [MemoryEvent("ADD", e.id, None, e.text) for e in kept],
+                         stored=kept)
 
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:

@@ -117,8 +117,8 @@ def jsonl_items(data: str) -> list[dict]:
 
 
 def add_verbatim(memvault, items: list[dict]) -> list:
-    """Every item as an entry, all checked before any is written, then one commit."""
-    from memvault.curate.ingest import MemoryEvent
+    """Every item as an entry, all checked before any is written, then one commit (the guards of
+    every add hold: a secret is a DROP event)."""
     from memvault.vault.entry import entry_from_fields
 
     entries = []
@@ -127,8 +127,7 @@ def add_verbatim(memvault, items: list[dict]) -> list:
             entries.append(entry_from_fields(item, memvault.settings.limits.max_text_chars))
         except UsageError as exc:
             raise UsageError(f"memory {number}: {exc}; nothing stored") from None
-    memvault.add_entries(entries)
-    return [MemoryEvent("ADD", e.id, None, e.text) for e in entries]
+    return memvault.add_as_given(entries).events
 
 
 def show_added(shown: dict, events: list, json: bool, quiet: bool = False) -> None:
