@@ -160,6 +160,26 @@ def test_the_cli_s_batch_paths_are_guarded_too(tmp_path):
         everything.close()
 
 
+def test_an_update_to_a_secret_is_refused_by_mcp_rest_and_the_mem0_api(tmp_path):
+    """An update rewrote a memory with whatever text it was given: a model could store a password
+    through MCP's update_memory that `remember` refused."""
+    vault = tmp_path / "vault"
+    with memvault.Memory(vault=vault) as m:
+        memory_id = m.add("Alice likes tea", user_id="alice", infer=False)["results"][0]["id"]
+        with pytest.raises(memvault.ValidationError, match="not stored"):
+            m.update(memory_id, SECRET)
+    tools = MemoryTools(settings.load(None, {"vault.path": str(vault)}))
+    try:
+        with pytest.raises(UsageError, match="not stored"):
+            tools.update_memory(memory_id, text=SAFETY)
+    finally:
+        tools.core.close()
+    with running(server_settings(vault)) as url:
+        refused = httpx.put(f"{url}/v1/memories/{memory_id}/", json={"text": SECRET}, timeout=120)
+    assert refused.status_code == 400 and "not stored" in refused.json()["error"]["message"]
+    assert stored(vault, "alice") == ["Alice likes tea"]
+
+
 def test_an_expired_memory_is_left_out_by_rest_mcp_and_the_mem0_api(tmp_path):
     vault = tmp_path / "vault"
     with memvault.Memory(vault=vault) as m:

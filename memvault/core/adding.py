@@ -209,7 +209,8 @@ class Adding:
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                replacement: Entry | None = None) -> Entry:
-        """Rewrite a live memory in place (same id): git keeps the old text."""
+        """Rewrite a live memory in place (same id): git keeps the old text. A new text passes the
+        guards every add runs: one they refuse is a UsageError, and nothing changes."""
         _, entry = self.get_live(memory_id)
         if replacement is not None:
             if replacement.id != entry.id:
@@ -226,6 +227,9 @@ class Adding:
             stale = {key: None for key in TRIPLE_KEYS} if new_text != entry.text else {}
             updated = entry.replace(text=new_text, metadata={**entry.metadata, **(metadata or {})}, updated_at=now(),
                                     **stale)
+        refused = refusal(updated.text) if updated.text != entry.text else None
+        if refused:
+            raise UsageError(f"not stored: {refused.reason}")
         with self.vault.transaction("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                                     entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")
