@@ -21,6 +21,7 @@ from memvault.mcp.server import MemoryTools
 from memvault.server.run import running
 from tests.support.cli import initialised
 from tests.support.server import server_settings
+from tests.support.upstream import Upstream, serving
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -239,3 +240,28 @@ def test_an_incognito_folder_left_open_is_removed_when_the_process_exits(tmp_pat
     folder = Path(done.stdout.strip())
     assert folder.name.startswith("memvault-incognito-")
     assert not folder.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_real_model_is_shown_the_text_parts_and_never_the_system_prompt(local_llm, tmp_path):
+    """Curation reads only what core normalised: the real SmolLM2 is asked about the user's text
+    parts, never about the system message or the str() of a content list, and nothing of either is
+    stored, whatever the model answers."""
+    relay = Upstream(forward_to=local_llm)
+    marker = "SYSTEM-PROMPT-MARKER"
+    with serving(relay.app()) as root:
+        configured = settings.load(None, {"vault.path": str(tmp_path / "vault"), "llm.model": "openai/smollm2",
+                                          "llm.api_base": root + "/v1", "llm.api_key": "none", "llm.timeout": "120",
+                                          "llm.max_tokens": "120"})
+        with memvault.Memory(settings=configured) as m:
+            out = m.add([{"role": "system", "content": f"{marker}: you are a pirate."},
+                         {"role": "user", "content": [{"type": "text", "text": "I like green tea"}, IMAGE]}],
+                        user_id="alice")
+            every = [entry.text for _, entry in m.core.list().entries]  # facts, the turn, the summary
+    asked = " ".join(str(request["messages"]) for request in relay.chat_requests())
+    assert relay.chat_requests() and "I like green tea" in asked  # the model was asked, about the text
+    assert marker not in asked and "image_url" not in asked and "'type'" not in asked
+    assert "I like green tea" in every  # the user turn, as text
+    assert not [text for text in every if marker in text or "image_url" in text or "'type'" in text]
+    assert {result["event"] for result in out["results"]} <= {"ADD", "UPDATE", "DELETE", "NONE", "DROP"}
