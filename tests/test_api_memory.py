@@ -352,8 +352,8 @@ def test_scope_isolation_between_users(make):
     # Bob's identical fact is not a duplicate of Alice's: reconciliation never sees other scopes.
     [bob] = m.add("I love pizza", user_id="bob")["results"]
     assert bob["event"] == "ADD" and bob["id"] != alice["id"] and reconcile_calls(llm) == []
-    m.add("Alice's secret: the password hint is lighthouse", user_id="alice", infer=False)
-    bob_search = m.search("password hint lighthouse secret", user_id="bob", threshold=0.0)["results"]
+    m.add("Alice's diary hides under the lighthouse", user_id="alice", infer=False)
+    bob_search = m.search("diary hides lighthouse", user_id="bob", threshold=0.0)["results"]
     assert [i["id"] for i in bob_search] == [bob["id"]]
     assert {i["user_id"] for i in m.get_all(user_id="bob")["results"]} == {"bob"}
     assert len(m.get_all(user_id="alice")["results"]) == 2

@@ -64,8 +64,6 @@ ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
         "a Transaction names the Vault that opened it in a type annotation only (TYPE_CHECKING)",
     ("memvault.settings", "memvault.vault.entry"):
         "server.keys are checked against SCOPE_KEYS, whose one home is vault.entry (lazy; entry imports only errors)",
-    ("memvault.api.memory", "memvault.api.incognito"):
-        "Memory(mode='incognito') returns the in-process memory (lazy, in __new__), which keeps Memory's scope rules",
     ("memvault.settings", "_insert_after"):
         "tomlkit has no public way to insert a key after another (keeps the user's comments in place)",
     ("memvault.models.onnx_runtime", "memvault"):

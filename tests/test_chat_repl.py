@@ -112,11 +112,11 @@ def test_forget_soft_deletes_through_the_facade(cli, monkeypatch):
 
 def test_forget_cannot_reach_another_users_memory(cli, monkeypatch):
     use(monkeypatch, scripted())
-    alices = cli.ok("add", "--no-llm", "--json", "--user", "alice", "Alice's pin is in the drawer").json()
+    alices = cli.ok("add", "--no-llm", "--json", "--user", "alice", "Alice's diary is in the drawer").json()
     added = alices["results"][0]["id"]
     result = cli.ok("chat", "--user", "bob", input=f"/forget {added}\n/exit\n")
     assert "no memory" in result.stderr
-    assert texts(cli, "memory") == ["Alice's pin is in the drawer"]
+    assert texts(cli, "memory") == ["Alice's diary is in the drawer"]
 
 
 def test_incognito_toggle_reads_and_writes_nothing_while_on(cli, monkeypatch):

@@ -96,10 +96,13 @@ def test_extract_facts_asks_about_the_latest_user_message_with_earlier_turns_as_
     assert "My sister is called Ana." in latest and "Lisbon" not in latest
 
 
-def test_extract_facts_reads_openai_content_parts():
+def test_extract_facts_reads_openai_content_parts_as_core_reads_them():
+    """Curation reads the messages core normalised (memvault.core.messages, the one reader of parts)."""
+    from memvault.core.messages import chat_of
+
     llm = ScriptedLLM([("I have a cat", '["The user has a cat."]')], default="[]")
     messages = [{"role": "user", "content": [{"type": "text", "text": "I have a cat"}, {"type": "image_url"}]}]
-    assert extract_facts(llm, messages) == ["The user has a cat."]
+    assert extract_facts(llm, chat_of(messages)) == ["The user has a cat."]
 
 
 def test_extract_facts_without_a_user_message_does_not_call_the_llm():

@@ -224,8 +224,8 @@ def test_a_policy_add_without_an_llm_still_drops_secrets_and_safety_requests(mem
         out = api.add("my api key is sk-abcdefghijklmnopqrstuvwxyz", user_id="u", infer=False, policy=True)
         assert [e["event"] for e in out["results"]] == ["DROP"] and "never stored" in out["results"][0]["reason"]
         assert api.get_all(user_id="u")["results"] == []
-        kept = api.add("My password is hunter2", user_id="u", infer=False)  # no policy asked: mem0's as-given
-        assert kept["results"][0]["event"] == "ADD"
+        plain = api.add("My password is hunter2", user_id="u", infer=False)  # no policy asked: guarded all the same
+        assert [e["event"] for e in plain["results"]] == ["DROP"]  # issue 24: the guards are core's, on every add
     finally:
         api.close()
 

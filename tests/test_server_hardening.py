@@ -269,7 +269,7 @@ def test_dot_segments_with_parameters_are_refused(server, upstream, path):
 
 
 def test_a_semicolon_inside_a_name_still_passes():
-    from memvault.server.proxy import confined_url
+    from memvault.server.passthrough import confined_url
 
     assert confined_url("http://127.0.0.1:1/v1", b"/v1/files/a;b") == "http://127.0.0.1:1/v1/files/a;b"
 

@@ -349,7 +349,7 @@ def test_rules_from_two_devices_are_kept_within_the_cap_the_same_way_everywhere(
 
 def test_a_merge_never_brings_back_what_an_erasure_record_lists(tmp_path):
     _, (laptop, desktop) = devices(tmp_path)
-    secret = laptop.ok("add", "My bank PIN hint is the dog's birthday", "--json").json()["results"][0]["id"]
+    secret = laptop.ok("add", "My locker hint is the dog's birthday", "--json").json()["results"][0]["id"]
     sync_all(laptop, desktop, rounds=1)
     [path] = (laptop.vault / "entries").rglob(f"*{secret}.md")
     rel = path.relative_to(laptop.vault).as_posix()
@@ -358,13 +358,13 @@ def test_a_merge_never_brings_back_what_an_erasure_record_lists(tmp_path):
     git(laptop.vault, "rm", "-q", rel)
     git(laptop.vault, "commit", "-qm", f"memvault erase: 1 memory\n\nMemvault-Operation: erase\n"
         f"Memvault-Erased-Path: {rel}\nMemvault-Erased-Blob: {blob}")
-    desktop.ok("edit", secret, "-m", "My bank PIN hint is the dog's birthday, 4 May")  # the other device edits it
+    desktop.ok("edit", secret, "-m", "My locker hint is the dog's birthday, 4 May")  # the other device edits it
     other = desktop.ok("add", "An unrelated memory of the desktop", "--json").json()["results"][0]["id"]
     sync_all(laptop, desktop)
     for cli in (laptop, desktop):
         assert not list((cli.vault / "entries").rglob(f"*{secret}.md"))
         assert live_fact_ids(cli.vault).get(other) == 1
-        assert cli.ok("search", "bank PIN hint", "--json").json() == []
+        assert cli.ok("search", "locker hint", "--json").json() == []
     assert tree(laptop.vault) == tree(desktop.vault)
 
 

@@ -8,7 +8,8 @@ from datetime import date, datetime, timezone
 import pytest
 
 from memvault.converse import MemoryContext, inject
-from memvault.curate.extract import last_user_text, message_text, split_latest
+from memvault.core.messages import chat_of, last_user_text, message_text
+from memvault.curate.extract import split_latest
 from memvault.errors import EntryFormatError, UsageError
 from memvault.retrieve.filters import scope_where, to_epoch
 from memvault.vault.entry import iso_time, parse_time
@@ -41,7 +42,7 @@ def test_last_user_text_is_the_last_user_message_read_the_same_way():
     messages = [parts({"type": "text", "text": "first"}), {"role": "assistant", "content": "reply"},
                 parts(IMAGE, {"type": "text", "text": "second"}), {"role": "assistant", "content": "again"}]
     assert last_user_text(messages) == "second"
-    assert split_latest(messages)[0] == "second"  # extraction reads the same message the same way
+    assert split_latest(chat_of(messages))[0] == "second"  # extraction reads what core read, the same way
     assert last_user_text([{"role": "system", "content": "s"}]) == ""
 
 

@@ -31,8 +31,8 @@ class AsyncMemory:
     """mem0's `AsyncMemory` over a memvault vault; arguments as for `Memory`."""
 
     def __init__(self, config: dict | None = None, *, vault: str | Path | None = None,
-                 settings: Settings | None = None, llm: Any = None) -> None:
-        self.memory = Memory(config, vault=vault, settings=settings, llm=llm)
+                 settings: Settings | None = None, llm: Any = None, mode: str = "normal") -> None:
+        self.memory = Memory(config, vault=vault, settings=settings, llm=llm, mode=mode)
 
     @classmethod
     def from_config(cls, config_dict: dict) -> AsyncMemory:

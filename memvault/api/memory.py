@@ -11,6 +11,7 @@ Differences from mem0 worth knowing:
 - An LLM UPDATE rewrites the memory in place (same id, as mem0 1.x); an exact duplicate is a NONE event.
 - Deletes are soft: files move to `deleted/`, and git keeps every version (history survives `reset`).
 - When the LLM fails, the message is stored as given (mem0 2.x raises LLMError): nothing is lost.
+- A secret or a request to skip safety is a DROP event with its reason, never stored, on every add.
 - A curated add also stores the user's message as a turn and refreshes the conversation summary;
   turns and summaries are not memories here (search, get_all, get never return them), but
   `delete_all` and `reset` remove them too, so nothing of a deleted scope is left in use.
@@ -19,37 +20,36 @@ Differences from mem0 worth knowing:
 from __future__ import annotations
 
 import functools
-import logging
 import threading
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from memvault import errors
+from memvault.api.arguments import (
+    ADD_SCOPE_REQUIRED,
+    DELETE_ALL_SCOPE_REQUIRED,
+    DELETE_NOT_FOUND,
+    PROCEDURAL,
+    UPDATE_NOT_FOUND,
+    check_query,
+    check_threshold,
+    expiration,
+    given_scopes,
+    memories_matching,
+    pick_top_k,
+    required_scopes,
+    scoped,
+    without_identity,
+)
 from memvault.api.config import build_settings
-from memvault.api.errors import NotFoundError, ScopeError, ValidationError, translated
+from memvault.api.errors import NotFoundError, ValidationError, translated
 from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
-from memvault.core import Memvault
-from memvault.core.base import add_subject
-from memvault.settings import Settings
+from memvault.core import Memvault, matches
+from memvault.settings import MEMORY_MODES, Settings
 from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry
+from memvault.vault.entry import Entry
 
-logger = logging.getLogger("memvault.api")
-
-# mem0 2.2's words, so code that matches on them keeps working.
-ADD_SCOPE_REQUIRED = "At least one of 'user_id', 'agent_id', or 'run_id' must be provided."
-FILTERS_SCOPE_REQUIRED = ("filters must contain at least one of: user_id, agent_id, run_id. "
-                          "Example: filters={'user_id': 'u1'}")
-DELETE_ALL_SCOPE_REQUIRED = ("At least one filter is required to delete all memories. If you want to delete "
-                             "all memories, use the `reset()` method.")
-DELETE_NOT_FOUND = "Memory with id {memory_id} not found"
-UPDATE_NOT_FOUND = "Memory with id {memory_id} not found. Please provide a valid 'memory_id'"
-DEFAULT_TOP_K = 20  # mem0 2.x's default for search and get_all (1.x: 100)
-PROCEDURAL = "procedural_memory"
-IDENTITY_KEYS = (*SCOPE_KEYS, "actor_id")
 UNSET = object()  # update(): expiration_date not given (None clears it)
-MEMORY_ONLY = {"role": "memory"}
 
 
 def serialised(method):
@@ -69,21 +69,24 @@ class Memory:
 
     `config`: a mem0-like dict (see memvault.api.config); `vault`: the vault folder (created if
     missing); `settings`: a ready Settings object to start from instead of defaults < config file <
-    environment; `llm`: an object with memvault's LLM protocol used instead of `llm.model` (tests).
+    environment; `llm`: an object with memvault's LLM protocol used instead of `llm.model` (tests);
+    `mode="incognito"` (alias "guest"): the same memory over a temporary vault of its own
+    (memvault.core.temporary): stored memories are not read, nothing is written to the vault, and
+    what it learns is gone at close() or exit.
     """
-
-    def __new__(cls, *args: Any, mode: str = "normal", **kwargs: Any):
-        """`mode="incognito"` (alias "guest"): an in-process memory that reads and writes no vault
-        (memvault.api.incognito)."""
-        from memvault.api.incognito import IncognitoMemory, is_incognito
-
-        return IncognitoMemory(*args, **kwargs) if is_incognito(mode) else super().__new__(cls)
 
     def __init__(self, config: dict | None = None, *, vault: str | Path | None = None,
                  settings: Settings | None = None, llm: Any = None, mode: str = "normal") -> None:
         with translated():
+            incognito = is_incognito(mode)
             self.settings, self._prompt = build_settings(config, vault, settings)
-            self._core = Memvault.open(self.settings, create=True)
+            if incognito:
+                from memvault.core.temporary import TemporaryMemvault
+
+                self._core = TemporaryMemvault.create(self.settings)
+            else:
+                self._core = Memvault.open(self.settings, create=True)
+        self.mode = "incognito" if incognito else "normal"
         self._llm = llm
         self._lock = threading.RLock()
         self._synced = False
@@ -144,55 +147,26 @@ class Memory:
         if memory_type is not None and memory_type != PROCEDURAL:
             raise ValidationError(f"Invalid 'memory_type'. Please pass {PROCEDURAL} to create procedural memories.")
         fields = {"expiration_date": expiration(expiration_date), "memory_type": memory_type}
-        chat = chat_messages(messages)
+        if isinstance(messages, str):
+            messages = {"role": "user", "content": messages}  # mem0: a text is the user's message (role kept)
         metadata = without_identity(metadata, "add()")
-        llm = (self._llm or self._core.llm()) if infer and memory_type is None else None
         self._sync_once()
-        if llm is None:
-            note = "no LLM configured (set llm.model): stored the text as given" if infer and not memory_type else None
-            if not policy:
-                return self._add_as_given(chat, scopes, metadata, fields, note)
-            from memvault.core.sessions import guarded_messages
-
-            chat, dropped = guarded_messages(chat)  # the policy's hard guards need no LLM
-            out = self._add_as_given(chat, scopes, metadata, fields, note)
-            out["results"] = [event_dict(event) for event in dropped] + out["results"]
-            return out
-        speaker = next((m.get("name") for m in reversed(chat) if m.get("role") == "user"), None)
-        fields["actor_id"] = speaker
-        carried = {**metadata, **{k: v for k, v in fields.items() if v is not None}}
+        options = {"scopes": scopes, "metadata": metadata, "fields": fields, "llm": self._llm if infer else None,
+                   "prompt": self._extraction_prompt(prompt) if infer else None}
         if policy:
-            result = self._core.policy_add(chat, scopes=scopes, metadata=carried,
-                                           prompt=self._extraction_prompt(prompt), llm=llm)
-        else:
-            result = self._core.add(chat, scopes=scopes, metadata=carried, infer=True,  # mem0: every user message
-                                    prompt=self._extraction_prompt(prompt), llm=llm, whole=True)
-        out: dict[str, Any] = {"results": [event_dict(e) for e in result.events]}
-        notes = list(result.notes) + self._index_notes()
-        if notes:
-            out["notes"] = notes
-        return out
+            result = self._core.policy_add(messages, **options)
+        else:  # mem0: facts come from every user message given
+            result = self._core.add(messages, infer=infer, whole=True, **options)
+        return self._added(result)
 
-    def _add_as_given(self, chat: list[dict], scopes: dict[str, str], metadata: dict, fields: dict,
-                      note: str | None) -> dict[str, Any]:
-        """Each non-system message as one memory, in one commit (mem0's infer=False)."""
-        created = metadata.pop("created_at", None)
-        entries = []
-        for message in chat:
-            if message.get("role") == "system":
-                continue
-            entries.append(Entry(
-                text=self._core.clean_text(str(message["content"])),
-                conversation_id=layout.conversation_for_scopes(scopes),
-                metadata={**metadata, "role": message.get("role") or "user"}, actor_id=message.get("name") or None,
-                **({"created_at": given_time(created)} if created is not None else {}),
-                **{k: v for k, v in fields.items() if v is not None}, **scopes))
-        if entries:
-            self._core.add_entries(entries, add_subject(entries))
+    def _added(self, result) -> dict[str, Any]:
+        """mem0's answer to an add: a memory stored as given as mem0 2.x lists it, any other event
+        (curated, HOLD, DROP) in memvault's event shape; notes when something degraded."""
+        stored = {entry.id: entry for entry in result.stored}
         out: dict[str, Any] = {"results": [
-            {"id": e.id, "memory": e.text, "event": "ADD", "actor_id": e.actor_id, "role": e.metadata["role"]}
-            for e in entries]}
-        notes = ([note] if note else []) + self._index_notes()
+            {"id": e.id, "memory": e.text, "event": "ADD", "actor_id": e.actor_id, "role": e.metadata.get("role")}
+            if (e := stored.get(event.id)) is not None else event_dict(event) for event in result.events]}
+        notes = list(result.notes) + self._index_notes()
         if notes:
             out["notes"] = notes
         return out
@@ -243,17 +217,8 @@ class Memory:
         scopes = required_scopes(user_id, agent_id, run_id, message=DELETE_ALL_SCOPE_REQUIRED)
         self._sync_once()
         erasing = self._erasing(erase)
-        if erasing and set(scopes) == {"user_id"}:
-            self._core.erase(user=scopes["user_id"], reason="Memory.delete_all(erase=True)")
-            return {"message": "Memories erased successfully!"}
-        ids = [row["id"] for row in self._core.select(scopes, role=None)]  # facts and turns
-        ids += [entry.id for _, entry in self._core.list(role="summary", scopes=scopes).entries]
-        if erasing:
-            if ids:
-                self._core.erase(ids=ids, reason="Memory.delete_all(erase=True)")
-            return {"message": "Memories erased successfully!"}
-        self._core.delete(ids)
-        return {"message": "Memories deleted successfully!"}
+        self._core.delete_scope(scopes, erase=erasing, reason="Memory.delete_all(erase=True)")
+        return {"message": f"Memories {'erased' if erasing else 'deleted'} successfully!"}
 
     @serialised
     def reset(self) -> None:
@@ -330,7 +295,7 @@ class Memory:
             _, entry = self._core.get(layout.check_full_id(memory_id))
         except (errors.UsageError, errors.NotFoundError):
             return []
-        if entry.role != "memory" or not in_scopes(entry, given_scopes(user_id, agent_id, run_id)):
+        if not matches(entry, None, "memory", given_scopes(user_id, agent_id, run_id)):
             return []
         return [history_record(event) for event in self._core.history(entry.id)]
 
@@ -355,7 +320,7 @@ class Memory:
         except errors.UsageError:
             return None
         entry = self._core.live_entry(memory_id)
-        return entry if entry is not None and entry.role == "memory" and in_scopes(entry, scopes) else None
+        return entry if entry is not None and matches(entry, None, "memory", scopes) else None
 
     def _require(self, memory_id: str, scopes: dict[str, str], message: str = DELETE_NOT_FOUND) -> Entry:
         entry = self._memory(memory_id, scopes)
@@ -369,166 +334,8 @@ class Memory:
         return [failed] if failed else []
 
 
-def given_scopes(user_id: Any, agent_id: Any, run_id: Any) -> dict[str, str]:
-    """The scope ids given, checked and trimmed as mem0 2.x does (None is not given)."""
-    values = zip(SCOPE_KEYS, (user_id, agent_id, run_id), strict=True)
-    return {key: trimmed for key, value in values if (trimmed := entity_id(value, key)) is not None}
-
-
-def entity_id(value: Any, name: str) -> str | None:
-    """mem0's `_validate_and_trim_entity_id`: ints become strings, surrounding spaces are trimmed,
-    an empty id or one holding a space is refused."""
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else str(value)
-    text = text.strip()
-    if not text:
-        raise ValidationError(f"Invalid {name}: cannot be empty or whitespace-only. Provide a valid identifier.")
-    if any(c.isspace() for c in text):
-        raise ValidationError(f"Invalid {name}: cannot contain whitespace. Provide a valid identifier without spaces.")
-    return text
-
-
-def in_scopes(entry: Entry, scopes: dict[str, Any]) -> bool:
-    """Whether the entry belongs to every scope given: an id is no way around a scope."""
-    return all(getattr(entry, key) == value for key, value in scopes.items())
-
-
-def required_scopes(user_id: Any, agent_id: Any, run_id: Any, message: str) -> dict[str, str]:
-    """The scope ids given; ScopeError(message) when there are none."""
-    scopes = given_scopes(user_id, agent_id, run_id)
-    if not scopes:
-        raise ScopeError(message)
-    return scopes
-
-
-def scoped(user_id: Any, agent_id: Any, run_id: Any, filters: Any) -> tuple[dict[str, str], dict | None]:
-    """(scopes, filters) for search and get_all: 1.x's top-level ids and 2.x's ids inside `filters`
-    (checked and trimmed there too); at least one of the two must name a scope."""
-    if filters is not None and not isinstance(filters, dict):
-        raise ValidationError(f"filters must be a dict, got {type(filters).__name__}")
-    scopes = given_scopes(user_id, agent_id, run_id)
-    filters = dict(filters) if filters else None
-    for key in SCOPE_KEYS:
-        if filters and key in filters:
-            filters[key] = filter_scope(filters[key], key)
-    if not scopes and not (filters and any(key in filters for key in SCOPE_KEYS)):
-        raise ScopeError(FILTERS_SCOPE_REQUIRED)
-    return scopes, filters
-
-
-def filter_scope(value: Any, key: str) -> Any:
-    """A scope id inside filters, as mem0 2.x takes it: a string or an int (checked and trimmed),
-    "*" (any), or {"eq": id} / {"in": [ids]} / {"ne"/"nin": ...} with ids checked the same way."""
-    if value == "*":
-        return value
-    if isinstance(value, dict):
-        return {op: ([entity_id(v, key) for v in operand] if isinstance(operand, (list, tuple))
-                     else operand if operand == "*" else entity_id(operand, key))
-                for op, operand in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [entity_id(v, key) for v in value]
-    if value is None:
-        raise ValidationError(f"Invalid {key}: cannot be empty or whitespace-only. Provide a valid identifier.")
-    return entity_id(value, key)
-
-
-def memories_matching(filters: dict | None) -> dict:
-    """The user's filter, restricted to facts (turns and summaries are not mem0 memories)."""
-    return {"AND": [MEMORY_ONLY, filters or {}]}
-
-
-def expiration(value: Any) -> str | None:
-    """mem0's `_normalize_expiration_date`: a date, a datetime or a YYYY-MM-DD string; None stays None."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.date().isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, str):
-        try:
-            return date.fromisoformat(value).isoformat()
-        except ValueError:
-            raise ValidationError("expiration_date must be a valid date in YYYY-MM-DD format.") from None
-    raise ValidationError("expiration_date must be a date string in YYYY-MM-DD format.")
-
-
-def given_time(value: Any) -> datetime:
-    """metadata["created_at"] as a time (mem0 honours it as the memory's creation time)."""
-    from memvault.vault.entry import iso_time
-
-    try:
-        return iso_time(value)
-    except ValueError:
-        raise ValidationError(f"metadata created_at is not an ISO 8601 time: {value!r:.60}") from None
-
-
-def without_identity(metadata: Any, where: str) -> dict[str, Any]:
-    """Metadata without identity keys: scopes come from the scope arguments, never from metadata
-    (mem0 2.x drops them with a warning)."""
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise ValidationError(f"metadata must be a dict, got {type(metadata).__name__}")
-    ignored = [key for key in metadata if key in IDENTITY_KEYS]
-    for key in ignored:
-        logger.warning("%s: ignoring metadata[%r] - identity fields cannot be set through metadata", where, key)
-    if "created_at" in metadata:
-        given_time(metadata["created_at"])
-    return {key: value for key, value in metadata.items() if key not in IDENTITY_KEYS}
-
-
-def chat_messages(messages: Any) -> list[dict]:
-    """mem0's accepted inputs (a string, a message, a list of messages) as a list of messages;
-    messages without a role or content are skipped, as mem0 does."""
-    if isinstance(messages, str):
-        messages = [{"role": "user", "content": messages}]
-    elif isinstance(messages, dict):
-        messages = [messages]
-    elif not isinstance(messages, list):
-        raise ValidationError("messages must be str, dict, or list[dict]")
-    chat = [{**m, "content": message_text(m.get("content"))} for m in messages
-            if isinstance(m, dict) and m.get("role") is not None]
-    chat = [m for m in chat if m["content"].strip()]
-    if not any(m["role"] != "system" for m in chat):
-        raise ValidationError("the memory text is empty")
-    return chat
-
-
-def message_text(content: Any) -> str:
-    """A message's text: a string, or the text parts of OpenAI-style content parts (images are not
-    read: memvault stores text)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(part["text"] for part in content
-                         if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str))
-    return ""
-
-
-def pick_top_k(top_k: Any, limit: Any) -> int:
-    """`top_k` (2.x) or `limit` (1.x), default 20 (2.x; 1.x had 100): a non-negative integer."""
-    value = top_k if top_k is not None else limit if limit is not None else DEFAULT_TOP_K
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError("top_k must be a valid integer")
-    if value < 0:
-        raise ValidationError(f"Invalid top_k: {value}. Must be a non-negative integer.")
-    return value
-
-
-def check_threshold(threshold: Any) -> None:
-    if threshold is None:
-        return
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-        raise ValidationError("threshold must be a valid number")
-    if not 0 <= threshold <= 1:
-        raise ValidationError(f"Invalid threshold: {threshold}. Must be between 0 and 1 (inclusive).")
-
-
-def check_query(query: Any) -> str:
-    if not isinstance(query, str):
-        raise ValidationError("Invalid query: must be a non-empty string.")
-    if not query.strip():
-        raise ValidationError("Invalid query: cannot be empty or whitespace-only.")
-    return query.strip()
+def is_incognito(mode: Any) -> bool:
+    """Whether `Memory(mode=...)` asks for an incognito memory (settings.MEMORY_MODES)."""
+    if mode not in MEMORY_MODES:
+        raise ValidationError(f"unknown mode {mode!r} (expected one of {', '.join(MEMORY_MODES)})")
+    return MEMORY_MODES[mode]

@@ -39,7 +39,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def messages_tokens(messages: list[dict]) -> int:
-    from memvault.curate.extract import message_text
+    from memvault.core.messages import message_text
 
     return sum(estimate_tokens(message_text(m)) + 4 for m in messages)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.converse.prompt import gather, inject
-from memvault.curate.extract import last_user_text, message_text
+from memvault.core.messages import last_user_text, message_text
 from memvault.vault.entry import Entry
 from memvault.vault.fields import check_text
 

@@ -17,7 +17,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from memvault.curate.extract import last_user_index, message_text
+from memvault.core.messages import message_text
+from memvault.curate.extract import last_user_index
 from memvault.settings import CompactionSettings
 
 log = logging.getLogger("memvault")

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.extract import last_user_index, message_text
+from memvault.core.messages import message_text
+from memvault.curate.extract import last_user_index
 from memvault.settings import PERSONAL_VAULT
 from memvault.vault.entry import SCOPE_KEYS, Entry
 from memvault.vault.layout import WORKSPACE_ROLES

@@ -7,7 +7,7 @@ imports the LLM client. Writes go through the vault's transactions; the index fo
 
 from __future__ import annotations
 
-from memvault.core.adding import Adding, AddResult, as_messages
+from memvault.core.adding import Adding, AddResult
 from memvault.core.base import MemvaultBase, clean_text, short
 from memvault.core.browsing import Browsing
 from memvault.core.erasing import Erasing, Erasure
@@ -29,6 +29,5 @@ class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Mainten
     """A vault and what is derived from it, configured by one Settings object."""
 
 
-__all__ = ["AddResult", "Erasure", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "as_messages",
-           "clean_text",
-           "matches", "short"]
+__all__ = ["AddResult", "Erasure", "Listing", "Memvault", "RetrievalOverrides", "SessionEnd", "clean_text", "matches",
+           "short"]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import add_subject, short
+from memvault.core.messages import chat_of, last_user_text
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import TRIPLE_KEYS, Entry, now
@@ -25,46 +26,74 @@ class AddResult:
     notes: list[str] = field(default_factory=list)
     turn: Entry | None = None
     curated: bool = False
+    stored: list[Entry] = field(default_factory=list)  # the memories stored as given, for doors that show them
 
     def to_dict(self) -> dict[str, Any]:
         return {"results": [e.to_dict() for e in self.events], "notes": self.notes,
                 "turn_id": self.turn.id if self.turn else None, "curated": self.curated}
 
 
-def as_messages(messages: str | dict | list) -> list[dict]:
-    """mem0 accepts a string, one message, or a list of messages."""
-    if isinstance(messages, str):
-        return [{"role": "user", "content": messages}]
-    if isinstance(messages, dict):
-        messages = [messages]
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        raise UsageError("messages must be a string, a message {role, content}, or a list of messages")
-    return [m for m in messages if str(m.get("content") or "").strip()]
-
-
-
-def placed(messages: str | dict | list, conversation: str | None,
+def placed(messages: Any, conversation: str | None,
            scopes: dict[str, Any] | None) -> tuple[str, dict[str, str], list[dict]]:
     """(conversation, scopes, messages) of an add: the conversation defaults to the scopes' folder;
-    an add with nothing to say is a UsageError."""
+    the messages are those that may become memories (memvault.core.messages); an add with nothing
+    to say is a UsageError."""
     scopes = check_scopes(scopes)
     conversation = layout.check_conversation_id(conversation or layout.conversation_for_scopes(scopes))
-    chat = as_messages(messages)
-    if not chat:
-        raise UsageError("the memory text is empty")
-    return conversation, scopes, chat
+    return conversation, scopes, chat_of(messages)
+
+
+def refusal(text: str):
+    """A DROP event when the hard local guards refuse this text (memvault.curate.policy.guard: a
+    secret, a request to skip safety), else None. Every add runs them, whichever door it came
+    through, before any LLM sees the words."""
+    from memvault.curate.ingest import MemoryEvent
+    from memvault.curate.policy import guard
+
+    reason = guard(text)
+    return MemoryEvent("DROP", None, None, text, reason=reason) if reason else None
+
+
+def guarded_messages(messages: list[dict]) -> tuple[list[dict], list]:
+    """The messages the guards let through, and a DROP event for each one they refuse."""
+    kept, dropped = [], []
+    for message in messages:
+        event = refusal(message["content"])
+        if event:
+            dropped.append(event)
+        else:
+            kept.append(message)
+    return kept, dropped
+
+
+def speaker_of(chat: list[dict]) -> str | None:
+    """The name of the latest user message: the actor the facts extracted from it are attributed to."""
+    return next((m.get("name") for m in reversed(chat) if m["role"] == "user"), None)
 
 
 class Adding:
     """Writes: verbatim adds, LLM-curated adds, in-place updates, soft deletes."""
 
-    def add_entries(self, entries: list[Entry], subject: str, operation: str = "add") -> list[Entry]:
-        """Store new entries in one commit."""
+    def add_entries(self, entries: list[Entry], subject: str | None = None, operation: str = "add") -> list[Entry]:
+        """Store new entries in one commit (`subject`: the commit's; default: the memory, or how many)."""
+        subject = subject or add_subject(entries)
         conversation = entries[0].conversation_id if entries else None
         with self.write(operation, subject, conversation) as tx:
             for entry in entries:
                 tx.write(entry, event="ADD")
         return entries
+
+    def add_as_given(self, entries: list[Entry]) -> AddResult:
+        """Entries a caller built (the CLI's --jsonl, several texts at once), stored as given in one
+        commit after the guards every add runs: each one they refuse is a DROP event, not stored."""
+        from memvault.curate.ingest import MemoryEvent
+
+        refused = [refusal(entry.text) for entry in entries]
+        kept = [entry for entry, event in zip(entries, refused, strict=True) if event is None]
+        if kept:
+            self.add_entries(kept)
+        return AddResult([event for event in refused if event] + [MemoryEvent("ADD", e.id, None, e.text) for e in kept],
+                         stored=kept)
 
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
@@ -72,30 +101,59 @@ class Adding:
         text = self.clean_text(text)
         entry = Entry(text=text, role=role, conversation_id=layout.check_conversation_id(conversation),
                       metadata=dict(metadata or {}), **check_scopes(scopes))
-        self.add_entries([entry], f"memvault add: {short(text)} [{entry.id[:8]}]")
+        self.add_entries([entry])
         return entry
 
-    def add(self, messages: str | dict | list, conversation: str | None = None,
+    def add(self, messages: Any, conversation: str | None = None,
             scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None, infer: bool = True,
-            prompt: str | None = None, llm=None, turn: Entry | None = None, whole: bool = False) -> AddResult:
+            prompt: str | None = None, llm=None, turn: Entry | None = None, whole: bool = False,
+            fields: dict[str, Any] | None = None) -> AddResult:
         """Remember what the user said: with an LLM, extract and reconcile facts (one commit with the
-        user turn, the facts, tombstones and the rolling summary); without one, store it as given.
+        user turn, the facts, tombstones and the rolling summary); without one, or with `infer=False`,
+        store each message as given (one commit). What may become a memory is core's to decide, for
+        every door: messages are read by memvault.core.messages (content parts, no system messages),
+        and a secret or a request to skip safety is dropped (a DROP event) before anything is stored.
 
+        `fields`: front-matter fields every memory of this add carries (expiration_date, memory_type;
+        a `created_at` in `metadata` dates them, a message's `name` is its memory's actor_id). A
+        procedural memory (`memory_type`) is stored as given.
         `turn`: the user turn is already stored (chat persists turns first); it becomes the source.
         `whole`: facts come from every user message given (mem0's `add(messages)`), not the latest."""
-        from memvault.curate.ingest import MemoryEvent, Placement
+        from memvault.curate.ingest import Placement
 
         conversation, scopes, chat = placed(messages, conversation, scopes)
-        llm = llm or (self.llm() if infer else None)
-        if llm is None:
-            entries = [Entry(text=self.clean_text(str(m["content"])), conversation_id=conversation,
-                             metadata={**(metadata or {}), **({"role": m["role"]} if len(chat) > 1 else {})},
-                             **scopes) for m in chat]
-            self.add_entries(entries, add_subject(entries))
-            notes = [] if not infer else ["no LLM configured (set llm.model): stored the text as given"]
-            return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], notes)
-        return self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {})), prompt, turn,
-                                 whole=whole)
+        chat, dropped = guarded_messages(chat)
+        carried = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None}}
+        infer = infer and not carried.get("memory_type")
+        llm = (llm or self.llm()) if infer else None
+        if not chat:
+            result = AddResult()
+        elif llm is None:
+            result = self._add_as_given(chat, conversation, scopes, carried, keep_role=not isinstance(messages, str))
+            if infer:
+                result.notes.append("no LLM configured (set llm.model): stored the text as given")
+        else:
+            speaker = speaker_of(chat)
+            place = Placement(conversation, scopes, {**carried, **({"actor_id": speaker} if speaker else {})})
+            result = self._curated_add(llm, chat, place, prompt, turn, whole=whole)
+        result.events = dropped + result.events
+        return result
+
+    def _add_as_given(self, chat: list[dict], conversation: str, scopes: dict[str, str], carried: dict[str, Any],
+                      keep_role: bool) -> AddResult:
+        """Each message as one memory, all in one commit. `keep_role`: the message's role is kept in
+        the metadata (messages given as messages, as mem0 keeps it; a plain text has none)."""
+        from memvault.curate.ingest import MemoryEvent, split_fields
+
+        entries = []
+        for message in chat:
+            given = {**carried, **({"role": message["role"]} if keep_role else {}),
+                     **({"actor_id": message["name"]} if message.get("name") else {})}
+            fields, rest = split_fields(given)
+            entries.append(Entry(text=self.clean_text(message["content"]), conversation_id=conversation,
+                                 metadata=rest, **fields, **scopes))
+        self.add_entries(entries)
+        return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], stored=entries)
 
     def extraction_prompt(self, given: str | None = None) -> str | None:
         """The extraction prompt every curated path uses: `given` (a caller's own), else the file
@@ -108,7 +166,6 @@ class Adding:
     def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
                      turn: Entry | None, select=None, whole: bool = False) -> AddResult:
         """`select`: the write policy's choice of the extracted facts to store now (core.sessions)."""
-        from memvault.curate.extract import last_user_text
         from memvault.curate.ingest import apply_curation, plan_curation
 
         conversation = place.conversation
@@ -159,7 +216,8 @@ class Adding:
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                replacement: Entry | None = None) -> Entry:
-        """Rewrite a live memory in place (same id): git keeps the old text."""
+        """Rewrite a live memory in place (same id): git keeps the old text. A new text passes the
+        guards every add runs: one they refuse is a UsageError, and nothing changes."""
         _, entry = self.get_live(memory_id)
         if replacement is not None:
             if replacement.id != entry.id:
@@ -176,6 +234,9 @@ class Adding:
             stale = {key: None for key in TRIPLE_KEYS} if new_text != entry.text else {}
             updated = entry.replace(text=new_text, metadata={**entry.metadata, **(metadata or {})}, updated_at=now(),
                                     **stale)
+        refused = refusal(updated.text) if updated.text != entry.text else None
+        if refused:
+            raise UsageError(f"not stored: {refused.reason}")
         with self.write("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                         entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")

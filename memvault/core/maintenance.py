@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from memvault.errors import UsageError
 from memvault.vault import erasure_record, rewrites
 from memvault.vault.entry import Entry, now
+from memvault.vault.fields import check_scopes
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
 
 
@@ -89,6 +92,25 @@ class Maintenance:
     def stray_files(self) -> list:
         """Markdown files under entries/ that are in no folder memvault reads (see Vault.stray_files)."""
         return self.vault.stray_files()
+
+    def delete_scope(self, scopes: dict[str, Any], erase: bool = False, reason: str = "") -> int:
+        """Everything stored under these scopes (every one given must match): facts (expired ones
+        too), turns and the conversation summaries, soft-deleted in one commit; with `erase`, removed
+        from every commit instead, and a user_id alone erases everything from or about that user,
+        history included. Returns how many entries were deleted (0 for a whole user's erasure)."""
+        scopes = check_scopes(scopes)
+        if not scopes:
+            raise UsageError("name at least one scope (user_id, agent_id, run_id): reset() deletes everything")
+        if erase and set(scopes) == {"user_id"}:
+            self.erase(user=scopes["user_id"], reason=reason)
+            return 0
+        ids = [row["id"] for row in self.select(scopes, role=None, show_expired=True)]  # facts and turns
+        ids += [entry.id for _, entry in self.list(role="summary", scopes=scopes).entries]
+        if erase:
+            if ids:
+                self.erase(ids=ids, reason=reason)
+            return len(ids)
+        return len(self.delete(ids))
 
     def reset(self) -> int:
         """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from memvault.core.adding import AddResult, as_messages, placed
+from memvault.core.adding import AddResult, placed, speaker_of
 from memvault.core.base import short
+from memvault.core.messages import last_user_text
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
 from memvault.errors import MemvaultError
 from memvault.vault import layout
@@ -51,23 +52,6 @@ class SessionEnd:
                 "results": [event.to_dict() for event in self.events], "notes": self.notes, "commit": self.commit}
 
 
-def guarded_messages(messages: list[dict]) -> tuple[list[dict], list[MemoryEvent]]:
-    """For a policy add with no LLM to label it (stored as given): the messages the write policy's
-    hard, local guards let through, and a DROP event for each one they refuse (a request to skip
-    safety, a secret). Without this, `--policy` or `policy=True` minus an LLM stored them."""
-    from memvault.curate.ingest import MemoryEvent
-    from memvault.curate.policy import guard
-
-    kept, dropped = [], []
-    for message in messages:
-        reason = guard(str(message.get("content") or "")) if message.get("role") != "system" else None
-        if reason:
-            dropped.append(MemoryEvent("DROP", None, None, str(message.get("content")), reason=reason))
-        else:
-            kept.append(message)
-    return kept, dropped
-
-
 class Sessions:
     """The write policy for chat/proxy turns, the session buffer, and ending sessions."""
 
@@ -77,22 +61,22 @@ class Sessions:
         return SessionBuffer.of_vault(self.vault.state_dir)
 
     # -- the write policy --------------------------------------------------------------------------
-    def policy_add(self, messages: str | dict | list, conversation: str | None = None,
+    def policy_add(self, messages: Any, conversation: str | None = None,
                    scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None, llm=None,
-                   turn: Entry | None = None, prompt: str | None = None) -> AddResult:
+                   turn: Entry | None = None, prompt: str | None = None,
+                   fields: dict[str, Any] | None = None) -> AddResult:
         """A user turn through the write policy: its candidates stored now, held for session end, or
         dropped (HOLD and DROP events say which and why). Counts the turn in the conversation's open
         session. Without an LLM nothing can be labelled: the text is stored as given, as `add` does."""
-        from memvault.curate.extract import last_user_text
         from memvault.curate.ingest import Placement
 
         llm = llm or self.llm()
-        if llm is None:  # nothing can label the text: stored as given, but the hard guards still hold
-            kept, dropped = guarded_messages(as_messages(messages))
-            result = self.add(kept, conversation, scopes, metadata, infer=False) if kept or not dropped else AddResult()
-            result.events = dropped + result.events
-            return result
+        if llm is None:  # nothing can label the text: stored as given (`add` holds the hard guards)
+            return self.add(messages, conversation, scopes, metadata, fields=fields)
         conversation, scopes, chat = placed(messages, conversation, scopes)
+        speaker = speaker_of(chat)
+        metadata = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None},
+                    **({"actor_id": speaker} if speaker else {})}
         latest = last_user_text(chat)
         if turn is None and latest.strip():
             turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
@@ -110,10 +94,10 @@ class Sessions:
             labelled = label_candidates(llm, facts, latest)
             return self._apply_labels(conversation, labelled, turn, policy_events, rules)
 
-        result = self._curated_add(llm, chat, Placement(conversation, scopes, dict(metadata or {}), provenance=session),
+        result = self._curated_add(llm, chat, Placement(conversation, scopes, metadata, provenance=session),
                                    prompt, turn, select)
         for text in rules:
-            result.events.append(self.store_rule(text, Placement(conversation, scopes, dict(metadata or {}),
+            result.events.append(self.store_rule(text, Placement(conversation, scopes, metadata,
                                                                  turn.id if turn else None), llm))
         self._note_learned(conversation, result.events)
         result.events.extend(policy_events)

@@ -120,8 +120,7 @@ class Syncing:
         if not texts:
             return []
         listed = ", ".join(rel.name for rel in texts)
-        with self.vault.transaction("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
+        with self.write("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
             for rel, text in texts.items():
                 tx.write_file(rel, text)
-        self.keeper.record(tx.changes)
         return list(texts)

@@ -68,13 +68,13 @@ def split_source(messages: list[dict], whole: bool = False) -> tuple[str, list[d
     and the turns before it, or with `whole` every user message and the assistant's turns."""
     if not (whole and said_by_several(messages)):
         return split_latest(messages)
-    said = "\n".join(message_text(m) for m in messages if m.get("role") == "user")
+    said = "\n".join(text_of(m) for m in messages if m.get("role") == "user")
     return said, [m for m in messages if m.get("role") == "assistant"][-CONTEXT_TURNS:]
 
 
 def said_by_several(messages: list[dict]) -> bool:
     """Whether more than one user message holds text (else the whole conversation is its latest one)."""
-    return sum(1 for m in messages if m.get("role") == "user" and message_text(m).strip()) > 1
+    return sum(1 for m in messages if m.get("role") == "user" and text_of(m).strip()) > 1
 
 
 def grounding_source(messages: list[dict], whole: bool = False):
@@ -83,7 +83,7 @@ def grounding_source(messages: list[dict], whole: bool = False):
     from memvault.curate.grounding import Source
 
     said, context = split_source(messages, whole)
-    return Source(said, "\n".join(clip(message_text(turn), CONTEXT_CHARS) for turn in context))
+    return Source(said, "\n".join(clip(text_of(turn), CONTEXT_CHARS) for turn in context))
 
 
 def load_prompt(path: str) -> str | None:
@@ -103,7 +103,7 @@ def extraction_messages(latest: str, context: list[dict], prompt: str | None = N
                         template: str = prompts.EXTRACTION_INPUT) -> list[dict]:
     """The chat sent to the LLM for one extraction (`template`: the input's layout)."""
     context_text = "\n".join(
-        f"{turn.get('role', 'user')}: {clip(message_text(turn), CONTEXT_CHARS)}" for turn in context
+        f"{turn.get('role', 'user')}: {clip(text_of(turn), CONTEXT_CHARS)}" for turn in context
     ) or "(none)"
     if prompt and "{message}" in prompt:
         return [{"role": "user", "content": prompts.fill(prompt, message=latest, context=context_text)}]
@@ -117,35 +117,19 @@ def split_latest(messages: list[dict]) -> tuple[str, list[dict]]:
     if index is None:
         return "", []
     earlier = [m for m in messages[:index] if m.get("role") in ("user", "assistant")]
-    return message_text(messages[index]), earlier[-CONTEXT_TURNS:]
+    return text_of(messages[index]), earlier[-CONTEXT_TURNS:]
 
 
-def message_text(message: dict) -> str:
-    """A chat message's text: a string as it is; OpenAI content parts joined by newlines, text parts
-    only (`{"type": "text", "text": ...}`, or a part with a text and no type). Images, audio and
-    files are not memory, and leave no blank line behind. The one home of this rule: the proxy, chat,
-    `Memory.add` and extraction all read messages through it."""
+def text_of(message: dict) -> str:
+    """A message's text. Curation reads the messages the facade normalised (memvault.core.messages:
+    the one reader of content parts and roles), whose content is a string."""
     content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        return "\n".join(part["text"] for part in content if is_text_part(part))
-    return content if isinstance(content, str) else str(content)
-
-
-def is_text_part(part: Any) -> bool:
-    return isinstance(part, dict) and part.get("type", "text") == "text" and isinstance(part.get("text"), str)
+    return content if isinstance(content, str) else ""
 
 
 def last_user_index(messages: list[dict]) -> int | None:
     """The position of the last user message (None when there is none)."""
     return next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
-
-
-def last_user_text(messages: list[dict]) -> str:
-    """The text of the last user message ('' when there is none)."""
-    index = last_user_index(messages)
-    return "" if index is None else message_text(messages[index])
 
 
 def parse_fact_records(answer: str | None) -> list[Fact]:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.curate import prompts
-from memvault.curate.extract import Fact, extract_fact_records, grounding_source, last_user_text
+from memvault.curate.extract import Fact, extract_fact_records, grounding_source, split_latest
 from memvault.curate.grounding import Source, fact_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
-from memvault.errors import EmbeddingError, LLMError
+from memvault.errors import EmbeddingError, LLMError, UsageError
 from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
 from memvault.vault.transaction import Transaction
 from memvault.vault.wording import consistent_triple
@@ -125,7 +125,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
-            latest = last_user_text(messages)
+            latest = split_latest(messages)[0]
             facts = [latest.strip()] if latest.strip() else []
             notes.append(f"LLM failed ({exc}); stored the message as given")
         if select is not None:
@@ -220,5 +220,9 @@ def split_fields(metadata: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
     rest = dict(metadata)
     fields: dict[str, Any] = {key: str(rest.pop(key)) for key in MEM0_FIELDS if rest.get(key) is not None}
     if rest.get("created_at") is not None:
-        fields["created_at"] = iso_time(rest.pop("created_at"))
+        try:
+            fields["created_at"] = iso_time(rest["created_at"])
+        except ValueError:
+            raise UsageError(f"metadata created_at is not an ISO 8601 time: {rest['created_at']!r:.60}") from None
+        del rest["created_at"]
     return fields, rest

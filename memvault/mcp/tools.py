@@ -37,10 +37,7 @@ from memvault.mcp.fields import (
 )
 from memvault.settings import Settings
 from memvault.vault import layout
-
-
-def scopes_of(user_id: str | None, agent_id: str | None, run_id: str | None) -> dict[str, str | None]:
-    return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+from memvault.vault.layout import scopes_of
 
 
 def described(entry, rel=None) -> dict[str, Any]:
@@ -110,17 +107,12 @@ class MemoryTools:
                  metadata: Annotated[dict[str, Any] | None, Field(description=(
                      'Extra fields kept with the memory, e.g. {"topic": "food"} (filterable later).'))] = None,
                  ) -> CallToolResult:
-        from memvault.curate.policy import guard
-
         conversation = layout.check_conversation_id(conversation) if conversation else None  # as recall names them
-        refused = guard(text)  # a model calls this tool, not the person: the write policy's hard guards hold
-        if refused:
-            return answer(f"DROP {text[:80]!r}: {refused}", {"results": [
-                {"id": None, "event": "DROP", "memory": text, "reason": refused}], "notes": [], "curated": False})
-        result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)
+        result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)  # core's guards
         events = [event_dict(event) for event in result.events if event.event != "NONE"]
         structured = {"results": events, "notes": list(result.notes), "curated": result.curated}
-        text_lines = [f"{e['event']} [{(e['id'] or '')[:8]}] {e['memory']}" for e in events] or [
+        text_lines = [f"{e['event']} [{e['id'][:8]}] {e['memory']}" if e["id"] else
+                      f"{e['event']} {e['memory'][:80]!r}: {e.get('reason') or ''}" for e in events] or [
             "Nothing new to remember in that."]
         return answer("\n".join(text_lines + [f"note: {note}" for note in result.notes]), structured)
 
@@ -308,7 +300,7 @@ class MemoryTools:
         """The chat injection (summary, relevant memories, the message), as `memvault chat` sends it.
         A bad argument is an invalid-params error with memvault's message (the SDK would hide it)."""
         from memvault.converse import MemoryChat
-        from memvault.curate.extract import message_text
+        from memvault.core.messages import message_text
 
         scopes = scopes_of(user_id, agent_id, run_id)
         conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)

@@ -100,7 +100,7 @@ def serve_docs(app: FastAPI) -> None:
 
 def create_app(settings: Settings) -> FastAPI:
     """The application for these settings (the vault is opened when it starts serving)."""
-    from memvault.server import mem0_routes, memories, proxy
+    from memvault.server import mem0_routes, memories, passthrough, proxy
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
@@ -127,7 +127,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(mem0_routes.router)  # mem0's own paths (OSS server, hosted client): before the passthrough
     app.include_router(proxy.router)
     mount_ui(app, lambda: app.state.server.core)  # the web page at /ui, behind the keys and guards
-    app.include_router(proxy.passthrough_router)  # last: it takes every /v1/* path left over
+    app.include_router(passthrough.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
-from memvault.curate.extract import message_text
+from memvault.core.messages import message_text
 
 # (what it is, a regular expression matched at the start of a message's text)
 KNOWN_MARKERS = (

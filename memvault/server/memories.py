@@ -29,7 +29,8 @@ PREFIXES = ("/v1/memories", "/v1/reset", "/v1/ping", "/v3/memories")  # /v3, /v1
 
 class Message(BaseModel):
     role: str = "user"
-    content: str
+    content: str | list[dict[str, Any]] = Field(description="The text, or OpenAI content parts (the text parts are "
+                                                            "read: an image is not a memory).")
     name: str | None = Field(None, description="Who said it: kept as the memory's actor_id (infer=false).")
 
 

@@ -148,6 +148,13 @@ def owned(entry, scopes: dict | None) -> bool:
     return all(getattr(entry, key) == value for key, value in owner_scopes(scopes).items())
 
 
+def scopes_of(user_id: str | None = None, agent_id: str | None = None,
+              run_id: str | None = None) -> dict[str, str | None]:
+    """The scopes a door names with its three arguments (the CLI's --user/--agent/--run, MCP's
+    user_id/agent_id/run_id), as the facade takes them (None: not given; checked by check_scopes)."""
+    return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
 def scope_conversation(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
     """The conversation folder for mem0-style scopes: readable, one folder per combination.
 

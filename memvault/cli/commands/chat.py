@@ -6,9 +6,9 @@ import typer
 
 from memvault.cli.base import command, open_memvault, read_text_argument
 from memvault.cli.chat_repl import Repl, report_policy, stream_reply
-from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import err_console, for_terminal, warn
+from memvault.vault.layout import scopes_of
 
 
 @command("chat")

@@ -28,6 +28,7 @@ from memvault.cli.options import (
 )
 from memvault.cli.output import age, print_json, print_text, result_line, say, table, warn
 from memvault.errors import EntryFormatError, UsageError
+from memvault.vault.layout import scopes_of
 
 
 def parse_meta(pairs: list[str] | None) -> dict[str, str]:
@@ -38,10 +39,6 @@ def parse_meta(pairs: list[str] | None) -> dict[str, str]:
             raise UsageError(f"--meta takes key=value, got {pair!r}")
         meta[key.strip()] = value
     return meta
-
-
-def scopes_of(user: str | None, agent: str | None, run: str | None) -> dict[str, str | None]:
-    return {"user_id": user, "agent_id": agent, "run_id": run}
 
 
 @command("add")
@@ -121,8 +118,8 @@ def jsonl_items(data: str) -> list[dict]:
 
 
 def add_verbatim(memvault, items: list[dict]) -> list:
-    """Every item as an entry, all checked before any is written, then one commit."""
-    from memvault.curate.ingest import MemoryEvent
+    """Every item as an entry, all checked before any is written, then one commit (the guards of
+    every add hold: a secret is a DROP event)."""
     from memvault.vault.fields import entry_from_fields
 
     entries = []
@@ -131,11 +128,7 @@ def add_verbatim(memvault, items: list[dict]) -> list:
             entries.append(entry_from_fields(item, memvault.settings.limits.max_text_chars))
         except UsageError as exc:
             raise UsageError(f"memory {number}: {exc}; nothing stored") from None
-    first = " ".join(entries[0].text.split())[:50]
-    subject = (f"memvault add: {first} [{entries[0].id[:8]}]" if len(entries) == 1
-               else f"memvault add: {len(entries)} memories")
-    memvault.add_entries(entries, subject)
-    return [MemoryEvent("ADD", e.id, None, e.text) for e in entries]
+    return memvault.add_as_given(entries).events
 
 
 def show_added(shown: dict, events: list, json: bool, quiet: bool = False) -> None:

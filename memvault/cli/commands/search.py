@@ -5,7 +5,6 @@ from typing import Annotated, Optional
 import typer
 
 from memvault.cli.base import command, open_memvault
-from memvault.cli.commands.entries import scopes_of
 from memvault.cli.options import (
     AgentOpt,
     AsOfOpt,
@@ -20,6 +19,7 @@ from memvault.cli.options import (
 )
 from memvault.cli.output import age, console, print_json, table
 from memvault.retrieve.filters import filter_from_json
+from memvault.vault.layout import scopes_of
 
 
 def show_notices(memvault) -> None:
