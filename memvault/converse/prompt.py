@@ -45,7 +45,7 @@ def memory_line(hit) -> str:
     """How one retrieved memory reads in the prompt: always its text, the truth a person can read
     and edit (a triple only annotates: a fact with one shows its category), as `[category] text`."""
     triple = getattr(hit, "triple", None) or {}
-    team = getattr(hit, "vault", None)  # a team vault's memory says whose it is: [memory, team vault "ops"]
+    team = getattr(hit, "vault_name", None)  # a team vault's memory says whose it is: [memory, team vault "ops"]
     where = f', team vault "{team}"' if team and team != PERSONAL_VAULT else ""
     return f"[{triple.get('category') or hit.role}{where}] {hit.text}"
 

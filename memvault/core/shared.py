@@ -84,7 +84,7 @@ class Sharing:
         from memvault.core.searching import RetrievalOverrides
 
         past = self.resolve_as_of(kwargs.pop("as_of", None))
-        hits = [dataclasses.replace(hit, vault=PERSONAL_VAULT)
+        hits = [dataclasses.replace(hit, vault_name=PERSONAL_VAULT)
                 for hit in self.search(query, conversation, scopes, filters, as_of=past, **kwargs)]
         team = self.shared_opened if shared and self.settings.vault.shared else {}
         if not team:
@@ -97,7 +97,7 @@ class Sharing:
             except (MemvaultError, OSError) as exc:  # an unreadable or unindexable team vault: said, left out
                 self.shared_warning(name, exc)
                 continue
-            hits += [dataclasses.replace(hit, vault=name) for hit in found]
+            hits += [dataclasses.replace(hit, vault_name=name) for hit in found]
         known = {key: value for key, value in kwargs.items() if key not in ("show_expired",)}
         top_k = RetrievalOverrides.of(known).applied_to(self.settings.retrieval).top_k
         ranked = sorted(hits, key=lambda hit: -hit.total)[:top_k]

@@ -60,7 +60,7 @@ class Hit:
     rank: int  # 1-based position in the final list
     explain: dict[str, Any] = field(default_factory=dict)
     triple: dict[str, str] | None = None  # a fact's category, subject, predicate, object, evidence (if it has them)
-    vault: str | None = None  # where it was found when team vaults are searched too (core.shared): "personal" or a name
+    vault_name: str | None = None  # where it was found when team vaults are searched too (core.shared): "personal" or a name
 
     @property
     def score(self) -> float:
@@ -72,6 +72,7 @@ class Hit:
         data = asdict(self)
         data["created_at"] = self.created_at.isoformat()
         data["updated_at"] = self.updated_at.isoformat()
+        data["vault"] = data.pop("vault_name")  # --json's key: which vault it came from
         return data
 
 

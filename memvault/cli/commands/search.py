@@ -70,7 +70,7 @@ def search(
         return
     team = ["vault"] if memvault.settings.vault.shared else []  # where each hit lives, when there are team vaults
     table(["#", "id", "text", "role", *team, "conversation", "age", "relevance", "recency", "score"],
-          [[hit.rank, hit.id[:8], hit.text, hit.role, *([hit.vault] if team else []), hit.conversation_id,
+          [[hit.rank, hit.id[:8], hit.text, hit.role, *([hit.vault_name] if team else []), hit.conversation_id,
             age(hit.created_at), f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
     relations = memvault.relations(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired)
     if relations:
