@@ -265,3 +265,40 @@ def test_a_real_model_is_shown_the_text_parts_and_never_the_system_prompt(local_
     assert "I like green tea" in every  # the user turn, as text
     assert not [text for text in every if marker in text or "image_url" in text or "'type'" in text]
     assert {result["event"] for result in out["results"]} <= {"ADD", "UPDATE", "DELETE", "NONE", "DROP"}
+
+
+def test_a_text_that_only_names_a_secret_is_kept_and_one_that_holds_a_value_is_not(tmp_path):
+    """The guard on every add refuses a secret's value, not a person's everyday words: "the pin is in
+    the drawer" is a memory; "my PIN is 4821" and a pasted token are not (redaction would keep a
+    marker; the guard keeps nothing)."""
+    core = open_core(tmp_path / "vault")
+    try:
+        for everyday in ("I keep my secrets in a notebook", "the pin is in the drawer",
+                         "I reset my password every spring"):
+            assert [event.event for event in core.add(everyday, infer=False).events] == ["ADD"], everyday
+        for secret in ("my PIN is 4821", "my password is swordfish", "token ghp_" + "a1B2" * 9):
+            assert [event.event for event in core.add(secret, infer=False).events] == ["DROP"], secret
+        assert sorted(entry.text for _, entry in core.list(role="memory").entries) == [
+            "I keep my secrets in a notebook", "I reset my password every spring", "the pin is in the drawer"]
+    finally:
+        core.close()
+
+
+def test_a_fact_a_model_extracts_that_names_a_secret_is_dropped_and_the_rest_kept(tmp_path):
+    """A message that names a secret still reaches the extractor (its other facts are the user's), and
+    each extracted fact that names one is refused with its reason: the word guard applies to what a
+    model wrote, not to what the person said."""
+    from tests.support.scripted_llm import ScriptedLLM
+
+    llm = ScriptedLLM([("Latest user message (extract from this only):",
+                        '["The user adopted a cat named Miso", "The user\'s bank PIN hint is the cat\'s name"]'),
+                       ("Previous summary:", "The user has a cat named Miso.")], default="[]")
+    core = open_core(tmp_path / "vault")
+    try:
+        result = core.add("I adopted a cat named Miso, and my bank PIN hint is the cat's name", llm=llm)
+        assert [(event.event, event.new_memory) for event in result.events if event.event in ("ADD", "DROP")] == [
+            ("ADD", "The user adopted a cat named Miso"),
+            ("DROP", "The user's bank PIN hint is the cat's name")]
+        assert [entry.text for _, entry in core.list(role="memory").entries] == ["The user adopted a cat named Miso"]
+    finally:
+        core.close()

@@ -45,12 +45,13 @@ def placed(messages: Any, conversation: str | None,
 
 def refusal(text: str):
     """A DROP event when the hard local guards refuse this text (memvault.curate.policy.guard: a
-    secret, a request to skip safety), else None. Every add runs them, whichever door it came
-    through, before any LLM sees the words."""
+    secret's value, a request to skip safety), else None. Every add runs them, whichever door it came
+    through, before any LLM sees the words. A text that only names a secret is the person's to keep;
+    a fact a model extracts that names one is refused later (curate.ingest.grounded)."""
     from memvault.curate.ingest import MemoryEvent
     from memvault.curate.policy import guard
 
-    reason = guard(text)
+    reason = guard(text, mentions=False)
     return MemoryEvent("DROP", None, None, text, reason=reason) if reason else None
 
 

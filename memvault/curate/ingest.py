@@ -142,11 +142,15 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
 
 
 def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]) -> list[Fact]:
-    """The extracted facts the source supports (curate.grounding); each other one is appended to
+    """The extracted facts the source supports (curate.grounding) and the hard guards let through
+    (curate.policy.guard: a fact that names a secret is never kept); each other one is appended to
     `dropped` with its reason."""
+    from memvault.curate.policy import guard
+
     kept = []
     for record in records:
-        reason = fact_problem(record.text, source, record.triple.get("evidence"), prompts.EXAMPLE_FACTS)
+        reason = guard(record.text) or fact_problem(record.text, source, record.triple.get("evidence"),
+                                                    prompts.EXAMPLE_FACTS)
         if reason:
             dropped.append((record.text, reason))
         else:

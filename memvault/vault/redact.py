@@ -193,8 +193,15 @@ def redact_value(value):
 
 
 def looks_secret(text: str) -> bool:
-    """Whether a candidate memory talks about or holds a secret (the write policy drops it)."""
-    return bool(SECRET_WORDS.search(text) or LONG_TOKEN.search(text) or _EVERY_RULE.find(text))
+    """Whether a candidate memory talks about or holds a secret (the write policy drops what a model
+    extracted when it does: "the user's bank PIN hint is their cat's name" is not kept either)."""
+    return bool(SECRET_WORDS.search(text) or holds_secret(text))
+
+
+def holds_secret(text: str) -> bool:
+    """Whether `text` holds a secret's value (a token, a key, "my password is ..."), not just names
+    one: a person's own "I keep my secrets in a notebook" is a memory like any other."""
+    return bool(LONG_TOKEN.search(text) or _EVERY_RULE.find(text))
 
 
 REDACTED_FIELDS = ("text", "category", "subject", "object", "evidence")
