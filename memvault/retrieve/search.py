@@ -60,7 +60,7 @@ class Hit:
     rank: int  # 1-based position in the final list
     explain: dict[str, Any] = field(default_factory=dict)
     triple: dict[str, str] | None = None  # a fact's category, subject, predicate, object, evidence (if it has them)
-    vault_name: str | None = None  # where it was found when team vaults are searched too (core.shared): "personal" or a name
+    vault_name: str | None = None  # where it was found, with team vaults (core.shared): "personal" or a name
 
     @property
     def score(self) -> float:
