@@ -79,7 +79,7 @@ class Browsing:
         """Per conversation: how many entries of each role, and the last activity (epoch seconds);
         and the scopes (user, agent, run) with their counts."""
         where, params = scoped_sql(None, None, scopes)
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             rows = index.conn.execute(
                 "SELECT conversation_id, role, count(*), max(max(created_at, updated_at)) FROM entries e "
                 f"WHERE {where} GROUP BY conversation_id, role", params).fetchall()
@@ -100,7 +100,7 @@ class Browsing:
                   as_of: str | PastCommit | None = None) -> Page:
         """Index rows, newest first, one page of them."""
         where, params = scoped_sql(conversation, role, scopes)
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             total = index.count(where, params)
             rowids = [r for (r,) in index.conn.execute(
                 f"SELECT rowid FROM entries e WHERE {where} ORDER BY e.created_at DESC, e.rowid DESC "
@@ -114,7 +114,7 @@ class Browsing:
         whose turn is not on the page (or has none) come as their own items."""
         where, params = scoped_sql(conversation, None, scopes)
         where += " AND e.role IN ('user', 'assistant', 'memory')"
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             total = index.count(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params)
             turns = index.select(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params, None,
                                  newest_first=False)[offset:offset + limit]

@@ -123,21 +123,37 @@ def _listing(git: VaultGit, sha: str, include_deleted: bool) -> tuple[tuple[Pure
     in a row (10k files' paths cost more to make than a page to read)."""
     listing = git.run("ls-tree", "-r", "-z", sha, "--", git.repo_path(layout.ENTRIES))
     wanted: list[tuple[PurePosixPath, str]] = []
-    # Every path lies under the vault's folder: cut its prefix (os.path.relpath per file costs more
-    # than the whole ls-tree on a 10k vault).
-    folder = git.repo_path(".")
-    prefix = "" if folder == "." else folder.rstrip("/") + "/"
+    in_vault = _vault_paths(git)
     for record in listing.split("\0"):
         if not record:
             continue
         info, _, repo_rel = record.partition("\t")
         mode, kind, blob = info.split()
-        rel = PurePosixPath(repo_rel[len(prefix):] if repo_rel.startswith(prefix) else git.vault_path(repo_rel))
+        rel = in_vault(repo_rel)
         if kind != "blob" or mode == "120000" or not layout.is_entry_path(rel):
             continue  # a symbolic link is never followed, in the past as today
         if include_deleted or not layout.is_deleted_path(rel):
             wanted.append((rel, blob))
     return tuple(wanted)
+
+
+def _vault_paths(git: VaultGit):
+    """A function from a path git prints (from the repository's root) to the vault's own. Every path
+    lies under the vault's folder: its prefix is cut (os.path.relpath per file costs more than the
+    whole ls-tree on a 10k vault)."""
+    folder = git.repo_path(".")
+    prefix = "" if folder == "." else folder.rstrip("/") + "/"
+    return lambda repo_rel: PurePosixPath(repo_rel[len(prefix):] if repo_rel.startswith(prefix)
+                                          else git.vault_path(repo_rel))
+
+
+def changed_since(git: VaultGit, past: PastCommit) -> set[PurePosixPath]:
+    """The entry files whose bytes in the work tree are not those of `past` (changed, added or gone
+    since): one `git diff` of the commit against the work tree, which reads only the files whose stat
+    git's index does not vouch for. What is not in it reads today as it read then."""
+    out = git.run("diff", "--name-only", "--no-renames", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    in_vault = _vault_paths(git)
+    return {in_vault(repo_rel) for repo_rel in out.split("\0") if repo_rel}
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,0 +1,141 @@
+"""The index rows of the vault as it was at a past commit, without vectors or lexical text: for the
+reads that list, count and walk the graph (the web page's as-of overview, timeline, graph) but
+never rank.
+
+A past index (past.py) parses, embeds and indexes every file of the commit: seconds on a 10k vault,
+while such a page must answer in well under 200 ms. These rows cost a `git diff` instead: a file
+whose bytes in the work tree are those of the commit has today's index row, copied by path inside
+SQLite; only the others are read from git (one `git cat-file --batch`) and parsed. They land in an
+in-memory database with the index's own `entries` and `relations` tables, so the index's queries
+read them unchanged; rows are numbered in the commit's listing order, as the past index writes them,
+so ties in time sort alike. Kept per commit (a commit never changes) until a history rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memvault.index import db, journal
+from memvault.index.graph import write_relation
+from memvault.index.rows import IndexRow
+from memvault.index.store import FILE_NAME, IndexStore
+from memvault.vault.entry import Entry
+from memvault.vault.rewrites import COMMIT_MAP
+from memvault.vault.timetravel import PastCommit, changed_since, listing_at, parsed_at
+
+if TYPE_CHECKING:
+    from memvault.vault.store import Vault
+
+KEEP = 4  # commits kept in memory (a 10k vault's rows: a few MB each)
+# Columns copied as they are; file_hash, mtime_ns and size are the file's bookkeeping, set as the
+# past index sets them (its file hash is the text's, nothing was stat'ed).
+COPIED = [c for c in db.ENTRY_COLUMNS if c not in ("file_hash", "mtime_ns", "size")]
+RELATION_COLUMNS = "source, source_key, relationship, destination, destination_key, category"
+
+_kept: OrderedDict[tuple, PastRows] = OrderedDict()
+_kept_lock = threading.Lock()
+
+
+class PastRows(IndexStore):
+    """An IndexStore's reads (`conn`, `count`, `select`, `rows`) over a commit's rows in memory: no
+    vectors, no FTS, so nothing that ranks. `lock` is held while a thread reads (apsw refuses one
+    connection used by two threads at once)."""
+
+    def __init__(self, conn) -> None:  # no file to open or repair: the rows are built here
+        self.conn = conn
+        self.path = Path(":memory:")
+        self.identity, self.dims = "", 0
+        self.rebuilt, self.rebuild_reason, self.has_coarse = False, None, False
+        self.lock = threading.RLock()
+
+
+def past_rows(vault: Vault, past: PastCommit) -> PastRows:
+    """The live entries of `vault` at `past` as index rows (built on first use, then kept)."""
+    key = (str(vault.root), past.sha, _rewrites(vault))
+    with _kept_lock:
+        found = _kept.get(key)
+        if found is not None:
+            _kept.move_to_end(key)
+            return found
+    built = _build(vault, past)
+    with _kept_lock:
+        _kept[key] = built
+        while len(_kept) > KEEP:
+            _kept.popitem(last=False)
+    return built
+
+
+def _rewrites(vault: Vault) -> tuple[int, int] | None:
+    """The mark of the last history rewrite (an erase): rows kept from before it may hold what it erased."""
+    try:
+        stat = (vault.state_dir / COMMIT_MAP).stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _build(vault: Vault, past: PastCommit) -> PastRows:
+    import apsw
+
+    git = vault.git
+    listing = listing_at(git, past)
+    changed = changed_since(git, past)
+    conn = apsw.Connection(":memory:", flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+                           | apsw.SQLITE_OPEN_URI)
+    db.m001_entries(conn)
+    db.m003_timeline(conn)
+    db.m004_graph(conn)
+    # The listing's paths in order, null where the file changed since: rowid = place in the listing + 1.
+    unchanged = json.dumps([None if rel in changed else str(rel) for rel, _ in listing])
+    today = vault.state_dir / FILE_NAME
+    if today.exists():
+        try:
+            _copy_today(conn, today, unchanged, journal.peek(vault.state_dir))
+        except apsw.Error:  # an index of an older schema, or damaged: every file is read from git
+            conn.execute("DELETE FROM entries; DELETE FROM relations")
+    # The rest (changed since, or without a row today: never indexed, broken) read from the commit.
+    have = {rowid for (rowid,) in conn.execute("SELECT rowid FROM entries")}
+    rest = [(place + 1, pair) for place, pair in enumerate(listing) if place + 1 not in have]
+    parsed = parsed_at(git, past, [pair for _, pair in rest])
+    with conn:
+        for (rowid, _), (rel, entry) in zip(rest, parsed, strict=True):
+            if isinstance(entry, Entry):  # a broken file is left out, as the past index leaves it
+                _insert(conn, rowid, IndexRow.from_entry(entry, rel, entry.hash))
+    return PastRows(conn)
+
+
+def _copy_today(conn, today: Path, unchanged: str, pending: dict[str, str | None]) -> None:
+    """Today's rows (and their relations) for the unchanged files, read-only, inside SQLite. Today's
+    index is read as it stands, never caught up (an as-of page neither builds nor writes it): the
+    entries written since it last caught up (its journal) are left to be read from git."""
+    columns = ", ".join(COPIED)
+    stale_ids = json.dumps(list(pending))
+    stale_paths = json.dumps([path for path in pending.values() if path])
+    conn.execute("ATTACH DATABASE ? AS today", (f"{today.resolve().as_uri()}?mode=ro",))
+    try:
+        with conn:
+            conn.execute(f"INSERT OR IGNORE INTO entries (rowid, file_hash, {columns}) "
+                         f"SELECT j.key + 1, t.text_hash, {', '.join('t.' + c for c in COPIED)} "
+                         "FROM json_each(?) j JOIN today.entries t ON t.path = j.value "
+                         "WHERE t.id NOT IN (SELECT value FROM json_each(?)) "
+                         "AND t.path NOT IN (SELECT value FROM json_each(?)) ORDER BY j.key",
+                         (unchanged, stale_ids, stale_paths))
+            conn.execute(f"INSERT INTO relations (entry_rowid, {RELATION_COLUMNS}) "
+                         f"SELECT e.rowid, {', '.join('r.' + c for c in RELATION_COLUMNS.split(', '))} "
+                         "FROM entries e JOIN today.entries t ON t.path = e.path "
+                         "JOIN today.relations r ON r.entry_rowid = t.rowid ORDER BY e.rowid, r.rowid")
+    finally:
+        conn.execute("DETACH DATABASE today")
+
+
+def _insert(conn, rowid: int, row: IndexRow) -> None:
+    values = {column: getattr(row, column) for column in db.ENTRY_COLUMNS}
+    names = ", ".join(values)
+    conn.execute(f"INSERT OR IGNORE INTO entries (rowid, {names}) VALUES (?, {', '.join('?' * len(values))})",
+                 (rowid, *values.values()))
+    if conn.changes():  # the first file of an id wins, as in the past index
+        write_relation(conn, rowid, row.role, row.triple)
