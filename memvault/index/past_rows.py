@@ -16,16 +16,16 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from memvault.index import db, journal
-from memvault.index.graph import write_relation
+from memvault.index.graph import create_tables, write_relation
 from memvault.index.rows import IndexRow
 from memvault.index.store import FILE_NAME, IndexStore
 from memvault.vault.entry import Entry
 from memvault.vault.rewrites import COMMIT_MAP
-from memvault.vault.timetravel import PastCommit, changed_since, listing_at, parsed_at
+from memvault.vault.timetravel import PastCommit, changed_since, names_at, parsed_at
 
 if TYPE_CHECKING:
     from memvault.vault.store import Vault
@@ -82,15 +82,16 @@ def _build(vault: Vault, past: PastCommit) -> PastRows:
     import apsw
 
     git = vault.git
-    listing = listing_at(git, past)
+    listing = names_at(git, past)
     changed = changed_since(git, past)
     conn = apsw.Connection(":memory:", flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
                            | apsw.SQLITE_OPEN_URI)
-    db.m001_entries(conn)
-    db.m003_timeline(conn)
-    db.m004_graph(conn)
+    # The index's columns without its constraints and indexes: filling 10k rows is most of a first
+    # visit, and a scan of them costs a page less than keeping five indexes while they are written.
+    conn.execute(f"CREATE TABLE entries ({', '.join(db.ENTRY_COLUMNS)})")
+    create_tables(conn)
     # The listing's paths in order, null where the file changed since: rowid = place in the listing + 1.
-    unchanged = json.dumps([None if rel in changed else str(rel) for rel, _ in listing])
+    unchanged = json.dumps([None if rel in changed else rel for rel, _ in listing])
     today = vault.state_dir / FILE_NAME
     if today.exists():
         try:
@@ -98,12 +99,18 @@ def _build(vault: Vault, past: PastCommit) -> PastRows:
         except apsw.Error:  # an index of an older schema, or damaged: every file is read from git
             conn.execute("DELETE FROM entries; DELETE FROM relations")
     # The rest (changed since, or without a row today: never indexed, broken) read from the commit.
-    have = {rowid for (rowid,) in conn.execute("SELECT rowid FROM entries")}
-    rest = [(place + 1, pair) for place, pair in enumerate(listing) if place + 1 not in have]
+    have, ids = set(), set()
+    for rowid, memory_id in conn.execute("SELECT rowid, id FROM entries"):
+        have.add(rowid)
+        ids.add(memory_id)
+    rest = [(place + 1, (PurePosixPath(rel), blob)) for place, (rel, blob) in enumerate(listing)
+            if place + 1 not in have]
     parsed = parsed_at(git, past, [pair for _, pair in rest])
     with conn:
         for (rowid, _), (rel, entry) in zip(rest, parsed, strict=True):
-            if isinstance(entry, Entry):  # a broken file is left out, as the past index leaves it
+            # a broken file is left out, and the first file of an id wins, as in the past index
+            if isinstance(entry, Entry) and entry.id not in ids:
+                ids.add(entry.id)
                 _insert(conn, rowid, IndexRow.from_entry(entry, rel, entry.hash))
     return PastRows(conn)
 
@@ -118,11 +125,11 @@ def _copy_today(conn, today: Path, unchanged: str, pending: dict[str, str | None
     conn.execute("ATTACH DATABASE ? AS today", (f"{today.resolve().as_uri()}?mode=ro",))
     try:
         with conn:
-            conn.execute(f"INSERT OR IGNORE INTO entries (rowid, file_hash, {columns}) "
-                         f"SELECT j.key + 1, t.text_hash, {', '.join('t.' + c for c in COPIED)} "
+            conn.execute(f"INSERT INTO entries (rowid, file_hash, mtime_ns, size, {columns}) "
+                         f"SELECT j.key + 1, t.text_hash, 0, -1, {', '.join('t.' + c for c in COPIED)} "
                          "FROM json_each(?) j JOIN today.entries t ON t.path = j.value "
                          "WHERE t.id NOT IN (SELECT value FROM json_each(?)) "
-                         "AND t.path NOT IN (SELECT value FROM json_each(?)) ORDER BY j.key",
+                         "AND t.path NOT IN (SELECT value FROM json_each(?))",
                          (unchanged, stale_ids, stale_paths))
             conn.execute(f"INSERT INTO relations (entry_rowid, {RELATION_COLUMNS}) "
                          f"SELECT e.rowid, {', '.join('r.' + c for c in RELATION_COLUMNS.split(', '))} "
@@ -134,8 +141,6 @@ def _copy_today(conn, today: Path, unchanged: str, pending: dict[str, str | None
 
 def _insert(conn, rowid: int, row: IndexRow) -> None:
     values = {column: getattr(row, column) for column in db.ENTRY_COLUMNS}
-    names = ", ".join(values)
-    conn.execute(f"INSERT OR IGNORE INTO entries (rowid, {names}) VALUES (?, {', '.join('?' * len(values))})",
+    conn.execute(f"INSERT INTO entries (rowid, {', '.join(values)}) VALUES (?, {', '.join('?' * len(values))})",
                  (rowid, *values.values()))
-    if conn.changes():  # the first file of an id wins, as in the past index
-        write_relation(conn, rowid, row.role, row.triple)
+    write_relation(conn, rowid, row.role, row.triple)
