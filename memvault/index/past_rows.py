@@ -79,11 +79,15 @@ def _rewrites(vault: Vault) -> tuple[int, int] | None:
 
 
 def _build(vault: Vault, past: PastCommit) -> PastRows:
+    from concurrent.futures import ThreadPoolExecutor
+
     import apsw
 
     git = vault.git
-    listing = names_at(git, past)
-    changed = changed_since(git, past)
+    with ThreadPoolExecutor(1) as pool:  # git compares the work tree while this process reads the listing
+        comparing = pool.submit(changed_since, git, past)
+        listing = names_at(git, past)
+        changed = comparing.result()
     conn = apsw.Connection(":memory:", flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
                            | apsw.SQLITE_OPEN_URI)
     # The index's columns without its constraints and indexes: filling 10k rows is most of a first

@@ -270,13 +270,22 @@ def is_agentcli_parts(parts: Sequence[str]) -> bool:
 
 def conversation_folder_of(rel: PurePosixPath) -> str:
     """The conversation folder an entry file belongs to."""
-    return rel.parts[2] if is_agentcli_tombstone(rel) else rel.parts[1]
+    return conversation_folder_of_parts(rel.parts)
+
+
+def conversation_folder_of_parts(parts: Sequence[str]) -> str:
+    """conversation_folder_of a path's parts."""
+    return parts[2] if is_agentcli_parts(parts) else parts[1]
 
 
 def kind_of(rel: PurePosixPath) -> str:
     """The kind folder of an entry file ('facts', 'turns/user'...), whichever its tombstone layout."""
-    parts = rel.parts
-    start = 3 if is_agentcli_tombstone(rel) or parts[2] == DELETED else 2
+    return kind_of_parts(rel.parts)
+
+
+def kind_of_parts(parts: Sequence[str]) -> str:
+    """kind_of a path's parts."""
+    start = 3 if is_agentcli_parts(parts) or parts[2] == DELETED else 2
     return "/".join(parts[start:-1])
 
 

@@ -24,6 +24,7 @@ from memvault.vault.markdown import parse
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # A commit name must look like one (a ref, a sha, HEAD~2, v1^): nothing git would read as an option.
 COMMIT_NAME = re.compile(r"^[\w][\w./~^@{}+-]*$")
+TREE_RECORD = re.compile(r"(\d+) (\w+) (\w+)\t([^\0]*)\0")  # `git ls-tree -z`: mode, kind, object, path
 
 
 @dataclass(frozen=True)
@@ -137,11 +138,7 @@ def _records(git: VaultGit, sha: str) -> tuple[tuple[str, str, bool], ...]:
     listing = git.run("ls-tree", "-r", "-z", sha, "--", git.repo_path(layout.ENTRIES))
     wanted: list[tuple[str, str, bool]] = []
     in_vault = _vault_paths(git)
-    for record in listing.split("\0"):
-        if not record:
-            continue
-        info, _, repo_rel = record.partition("\t")
-        mode, kind, blob = info.split()
+    for mode, kind, blob, repo_rel in TREE_RECORD.findall(listing):
         rel = in_vault(repo_rel)
         parts = rel.split("/")
         if kind != "blob" or mode == "120000" or not layout.is_entry_parts(parts):
