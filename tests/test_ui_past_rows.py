@@ -142,3 +142,29 @@ def test_writes_today_s_index_has_not_caught_up_with_are_read_from_git(tmp_path)
         found = pages(core, past, ("c",))
         assert found == expected and "Carol collects stamps." in repr(found) and "coins" not in repr(found)
         core.close()
+
+
+def test_rows_kept_from_before_an_erase_are_dropped(tmp_path, monkeypatch):
+    """An erase rewrites every commit: the rows kept of its old commits (which hold what it erased)
+    are dropped at the next read of the past, never served again."""
+    import memvault.index.past_rows as past_rows
+    from memvault.core import Memvault
+    from memvault.vault.entry import Entry
+
+    monkeypatch.setattr(past_rows, "_kept", type(past_rows._kept)())
+    root = tmp_path / "v"
+    with isolated_env(tmp_path / "home"):
+        with dated(BEFORE):
+            core = Memvault.open(settings_for(root), create=True)
+            [secret, _] = core.add_entries([Entry("Dave hides marbles under the stairs.", conversation_id="c"),
+                                            Entry("Dave likes chess.", conversation_id="c")], "memvault add")
+        with dated(YESTERDAY):
+            core.add_entries([Entry("Dave likes tea.", conversation_id="c")], "memvault add")
+        before = core.resolve_as_of("HEAD~1")
+        assert "marbles" in repr(core.rows_page("c", as_of=before).items)
+        core.erase([secret.id], reason="test")
+        after = core.resolve_as_of(before.sha)  # the old id answers through the commit map
+        assert "marbles" not in repr(core.rows_page("c", as_of=after).items)
+        assert "marbles" not in repr([row.conn.execute("SELECT text FROM entries").fetchall()
+                                   for row in past_rows._kept.values()])
+        core.close()

@@ -4,8 +4,9 @@ vault's past a page at a time, what changed between two moments, and restoring a
 
 Lists come from the index (caught up with every write first), so a page of a 10k-memory vault
 reads no file; a single memory is read from its file, the source of truth. Given `as_of` (a date,
-time, commit or resolved PastCommit), the index read is the past's own (`Searching.index_as_of`,
-built once per commit), so every list can show the vault as it was then."""
+time, commit or resolved PastCommit), the rows read are the past's own (`Searching.index_as_of`
+without ranking: memvault.index.past_rows, no past index built), so every list can show the vault
+as it was then."""
 
 from __future__ import annotations
 

@@ -57,6 +57,8 @@ def past_rows(vault: Vault, past: PastCommit) -> PastRows:
     """The live entries of `vault` at `past` as index rows (built on first use, then kept)."""
     key = (str(vault.root), past.sha, _rewrites(vault))
     with _kept_lock:
+        for old in [k for k in _kept if k[0] == key[0] and k[2] != key[2]]:
+            del _kept[old]  # from before a history rewrite: they may hold what it erased
         found = _kept.get(key)
         if found is not None:
             _kept.move_to_end(key)
