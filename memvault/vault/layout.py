@@ -257,14 +257,9 @@ def is_deleted_parts(parts: Sequence[str]) -> bool:
     return len(parts) >= 3 and (parts[2] == DELETED or is_agentcli_parts(parts))
 
 
-def is_agentcli_tombstone(rel: PurePosixPath) -> bool:
-    """entries/deleted/<conversation>/<kind>/<file>; not entries/deleted/<kind>/..., the live files of
-    a conversation called 'deleted'."""
-    return is_agentcli_parts(rel.parts)
-
-
 def is_agentcli_parts(parts: Sequence[str]) -> bool:
-    """is_agentcli_tombstone of a path's parts."""
+    """Whether a path's parts are those of an agent-cli tombstone: entries/deleted/<conversation>/<kind>/<file>;
+    not entries/deleted/<kind>/..., the live files of a conversation called 'deleted'."""
     return len(parts) >= 5 and parts[1] == DELETED and parts[2] not in KIND_TOPS
 
 
