@@ -162,8 +162,10 @@ class Browsing:
         folder = layout.folder_for(layout.check_conversation_id(conversation)) if conversation else None
         kind = layout.KIND_DIRS.get(role) if role else None  # the role from the folder: nothing parsed
         # Paths as strings: only the files read become PurePosixPaths (10k of them cost a page's time).
-        listing = [(rel, blob) for rel, blob in names_at(self.vault.git, past)
-                   if (folder is None and kind is None) or _in_folder(rel.split("/"), folder, kind)]
+        # A live file's conversation folder is its second part: the prefix picks the candidates cheaply.
+        start = f"{layout.ENTRIES}/{folder}/" if folder is not None else ""
+        listing = [(rel, blob) for rel, blob in names_at(self.vault.git, past) if rel.startswith(start)
+                   and ((folder is None and kind is None) or _in_folder(rel.split("/"), folder, kind))]
         listing.sort(key=lambda pair: pair[0].rpartition("/")[2], reverse=True)  # names start with their time
         wanted = check_scopes(scopes)
         if (role is None or kind is not None) and not wanted:
