@@ -324,8 +324,10 @@ def git_processes(monkeypatch) -> list[list[str]]:
 
 def test_past_texts_are_read_in_one_git_process_per_page(client, monkeypatch):
     """A memory's history and the changes between two moments read every old and new text through
-    one `git cat-file --batch`, not a `git show` per text; a page of one past opens its index once."""
+    one `git cat-file --batch`, not a `git show` per text; a page of one past reads its rows once,
+    builds no past index (nothing on it ranks), and the next visit reads the rows kept."""
     import memvault.index.past
+    import memvault.index.past_rows
 
     c, found = client
     started = git_processes(monkeypatch)
@@ -339,11 +341,16 @@ def test_past_texts_are_read_in_one_git_process_per_page(client, monkeypatch):
     started.clear()
     changes = c.get(f"/ui/changes?start={YESTERDAY}").text
     assert changes.count('<li><span class="op') >= 4 and len(text_reads()) == 1, started
-    opened = []
-    real = memvault.index.past.past_index
+    opened, built = [], []
+    real, real_rows = memvault.index.past.past_index, memvault.index.past_rows._build
     monkeypatch.setattr(memvault.index.past, "past_index", lambda *a: opened.append(a) or real(*a))
-    assert c.get(f"/ui/c/trip?at={YESTERDAY}").status_code == 200  # its timeline, sessions and rules
-    assert len(opened) == 1
+    monkeypatch.setattr(memvault.index.past_rows, "_build", lambda *a: built.append(a) or real_rows(*a))
+    monkeypatch.setattr(memvault.index.past_rows, "_kept", type(memvault.index.past_rows._kept)())  # none kept yet
+    for _ in range(2):
+        assert c.get(f"/ui/c/trip?at={YESTERDAY}").status_code == 200  # its timeline, sessions and rules
+        assert c.get(f"/ui/?at={YESTERDAY}").status_code == 200
+        assert c.get(f"/ui/graph?entity=Alice&at={YESTERDAY}").status_code == 200
+    assert len(built) == 1 and not opened
 
 
 def test_a_memory_purged_since_still_shows_as_it_was(tmp_path):

@@ -4,8 +4,9 @@ vault's past a page at a time, what changed between two moments, and restoring a
 
 Lists come from the index (caught up with every write first), so a page of a 10k-memory vault
 reads no file; a single memory is read from its file, the source of truth. Given `as_of` (a date,
-time, commit or resolved PastCommit), the index read is the past's own (`Searching.index_as_of`,
-built once per commit), so every list can show the vault as it was then."""
+time, commit or resolved PastCommit), the rows read are the past's own (`Searching.index_as_of`
+without ranking: memvault.index.past_rows, no past index built), so every list can show the vault
+as it was then."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ class Browsing:
         """Per conversation: how many entries of each role, and the last activity (epoch seconds);
         and the scopes (user, agent, run) with their counts."""
         where, params = scoped_sql(None, None, scopes)
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             rows = index.conn.execute(
                 "SELECT conversation_id, role, count(*), max(max(created_at, updated_at)) FROM entries e "
                 f"WHERE {where} GROUP BY conversation_id, role", params).fetchall()
@@ -100,7 +101,7 @@ class Browsing:
                   as_of: str | PastCommit | None = None) -> Page:
         """Index rows, newest first, one page of them."""
         where, params = scoped_sql(conversation, role, scopes)
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             total = index.count(where, params)
             rowids = [r for (r,) in index.conn.execute(
                 f"SELECT rowid FROM entries e WHERE {where} ORDER BY e.created_at DESC, e.rowid DESC "
@@ -114,7 +115,7 @@ class Browsing:
         whose turn is not on the page (or has none) come as their own items."""
         where, params = scoped_sql(conversation, None, scopes)
         where += " AND e.role IN ('user', 'assistant', 'memory')"
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             total = index.count(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params)
             turns = index.select(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params, None,
                                  newest_first=False)[offset:offset + limit]
@@ -155,20 +156,22 @@ class Browsing:
         """The live entries of a past moment, newest first, one page: the folders say the conversation
         and the role, so only the page's files are read (scopes, in the files only, need them all)."""
         from memvault.core.reading import matches
-        from memvault.vault.timetravel import listing_at, parsed_at
+        from memvault.vault.timetravel import names_at, parsed_at
 
         past = self.resolve_as_of(as_of)
         folder = layout.folder_for(layout.check_conversation_id(conversation)) if conversation else None
         kind = layout.KIND_DIRS.get(role) if role else None  # the role from the folder: nothing parsed
-        listing = [(rel, blob) for rel, blob in listing_at(self.vault.git, past)
-                   if (folder is None or layout.conversation_folder_of(rel) == folder)
-                   and (kind is None or layout.kind_of(rel) == kind)]
-        listing.sort(key=lambda pair: pair[0].name, reverse=True)  # names start with their creation time
+        # Paths as strings: only the files read become PurePosixPaths (10k of them cost a page's time).
+        # A live file's conversation folder is its second part: the prefix picks the candidates cheaply.
+        start = f"{layout.ENTRIES}/{folder}/" if folder is not None else ""
+        listing = [(rel, blob) for rel, blob in names_at(self.vault.git, past) if rel.startswith(start)
+                   and ((folder is None and kind is None) or _in_folder(rel.split("/"), folder, kind))]
+        listing.sort(key=lambda pair: pair[0].rpartition("/")[2], reverse=True)  # names start with their time
         wanted = check_scopes(scopes)
         if (role is None or kind is not None) and not wanted:
-            chosen = parsed_at(self.vault.git, past, listing[offset:offset + limit])
+            chosen = parsed_at(self.vault.git, past, _paths(listing[offset:offset + limit]))
             return Page([e for _, e in chosen if isinstance(e, Entry)], len(listing), offset, limit), past
-        kept = [e for _, e in parsed_at(self.vault.git, past, listing)
+        kept = [e for _, e in parsed_at(self.vault.git, past, _paths(listing))
                 if isinstance(e, Entry) and matches(e, None, role, wanted)]
         return Page(kept[offset:offset + limit], len(kept), offset, limit), past
 
@@ -263,6 +266,17 @@ class Browsing:
         if any(getattr(entry, key) != value for key, value in check_scopes(scopes).items()):
             raise NotFoundError(f"no memory with id {entry.id[:8]}")
         return entry
+
+
+def _in_folder(parts: list[str], folder: str | None, kind: str | None) -> bool:
+    """Whether an entry file (its path's parts) lies in this conversation folder and kind folder
+    (None: any)."""
+    return ((folder is None or layout.conversation_folder_of_parts(parts) == folder)
+            and (kind is None or layout.kind_of_parts(parts) == kind))
+
+
+def _paths(listing: list[tuple[str, str]]) -> list[tuple[PurePosixPath, str]]:
+    return [(PurePosixPath(rel), blob) for rel, blob in listing]
 
 
 def _json(values: list[str]) -> str:

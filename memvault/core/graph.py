@@ -40,7 +40,7 @@ class Graphing:
             raise UsageError("the entity name is empty")
         if not 1 <= int(depth) <= MAX_DEPTH:
             raise UsageError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
-        with self.index_as_of(as_of) as (index, _):
+        with self.index_as_of(as_of, ranking=False) as (index, _):
             return self._graph_query(index, conversation, scopes).neighbourhood(entity, int(depth))
 
     def relations(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
@@ -52,5 +52,5 @@ class Graphing:
         `as_of`: from the vault as it was then (the past's own index, as `search` reads it)."""
         if not self.settings.graph.enabled or not isinstance(query, str) or not query.strip():
             return []
-        with self.index_as_of(as_of) as (index, _):  # the past's relations, never today's
+        with self.index_as_of(as_of, ranking=False) as (index, _):  # the past's relations, never today's
             return self._graph_query(index, conversation, scopes, filters, show_expired).for_query(query, limit)

@@ -56,10 +56,12 @@ class Searching:
         return as_of if as_of is None or isinstance(as_of, PastCommit) else resolve(self.vault.git, as_of)
 
     @contextmanager
-    def index_as_of(self, as_of: str | PastCommit | None) -> Iterator[tuple[Any, Any]]:
+    def index_as_of(self, as_of: str | PastCommit | None, ranking: bool = True) -> Iterator[tuple[Any, Any]]:
         """(index, the moment it stands for): today's, caught up with every write (moment None: now),
         or for `as_of` the past's own cached index (memvault.index.past), today's not even opened.
-        Nested in this thread, the past's index opened outside is used again (a page of several
+        Without `ranking` (reads that list, count or walk the graph) the past is only its rows
+        (memvault.index.past_rows): no vectors to embed, a first visit costs a git diff, not a build.
+        Nested in this thread, the past opened outside is used again when it serves (a page of several
         reads of one past opens it once)."""
         past = self.resolve_as_of(as_of)
         if past is None:
@@ -67,15 +69,23 @@ class Searching:
                 yield index, None
             return
         outer = getattr(HELD, "past", None)
-        if outer is not None and outer[0] == (id(self), past.sha):
+        if outer is not None and outer[0] == (id(self), past.sha) and (outer[2] or not ranking):
             yield outer[1], past.moment
             return
-        from memvault.index.past import past_index
+        if ranking:
+            from memvault.index.past import past_index
 
-        with past_index(self.vault, self.embedder(), past) as index:
-            HELD.past = ((id(self), past.sha), index)
+            opened = past_index(self.vault, self.embedder(), past)
+            held = opened  # closed when the block ends
+        else:
+            from memvault.index.past_rows import past_rows
+
+            opened = past_rows(self.vault, past)
+            held = opened.lock  # kept for the next page: only this thread reads it meanwhile
+        with held:
+            HELD.past = ((id(self), past.sha), opened, ranking)
             try:
-                yield index, past.moment
+                yield opened, past.moment
             finally:
                 HELD.past = outer
 

@@ -144,7 +144,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
         scopes = scopes_of(request)
         offset, limit = paging(offset, limit)
         listed = functools.partial(core.rows_page, conversation, scopes=scopes, offset=0, as_of=moment)
-        with core.index_as_of(moment):  # the past's index opened once for the page's three reads
+        with core.index_as_of(moment, ranking=False):  # the past's rows read once for the page's three reads
             timeline = core.timeline(conversation, scopes, offset, limit, moment)
             sessions, rules = listed(role="session", limit=20), listed(role="rule", limit=100)
         return page("conversation.html", **common(request, moment), title=conversation, conversation=conversation,

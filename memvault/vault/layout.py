@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import PurePosixPath
 
@@ -244,32 +244,50 @@ def id_from_filename(name: str) -> str | None:
 
 def is_entry_path(rel: PurePosixPath) -> bool:
     """True for markdown files under entries/ (temporary files and other folders are not entries)."""
-    parts = rel.parts
-    return len(parts) >= 3 and parts[0] == ENTRIES and rel.suffix == ".md" and not rel.name.startswith(".")
+    return is_entry_parts(rel.parts)
+
+
+def is_entry_parts(parts: Sequence[str]) -> bool:
+    """is_entry_path of a path's parts (a listing of 10k past files splits strings: making each a
+    PurePosixPath cost more than the rest of the page)."""
+    return len(parts) >= 3 and parts[0] == ENTRIES and parts[-1].endswith(".md") and not parts[-1].startswith(".")
 
 
 def is_deleted_path(rel: PurePosixPath) -> bool:
     """A tombstone: under entries/<conversation>/deleted/ (memvault) or entries/deleted/<conversation>/
     (where agent-cli's memory proxy moves the files it deletes)."""
-    return len(rel.parts) >= 3 and (rel.parts[2] == DELETED or is_agentcli_tombstone(rel))
+    return is_deleted_parts(rel.parts)
 
 
-def is_agentcli_tombstone(rel: PurePosixPath) -> bool:
-    """entries/deleted/<conversation>/<kind>/<file>; not entries/deleted/<kind>/..., the live files of
-    a conversation called 'deleted'."""
-    parts = rel.parts
+def is_deleted_parts(parts: Sequence[str]) -> bool:
+    """is_deleted_path of a path's parts."""
+    return len(parts) >= 3 and (parts[2] == DELETED or is_agentcli_parts(parts))
+
+
+def is_agentcli_parts(parts: Sequence[str]) -> bool:
+    """Whether a path's parts are those of an agent-cli tombstone: entries/deleted/<conversation>/<kind>/<file>;
+    not entries/deleted/<kind>/..., the live files of a conversation called 'deleted'."""
     return len(parts) >= 5 and parts[1] == DELETED and parts[2] not in KIND_TOPS
 
 
 def conversation_folder_of(rel: PurePosixPath) -> str:
     """The conversation folder an entry file belongs to."""
-    return rel.parts[2] if is_agentcli_tombstone(rel) else rel.parts[1]
+    return conversation_folder_of_parts(rel.parts)
+
+
+def conversation_folder_of_parts(parts: Sequence[str]) -> str:
+    """conversation_folder_of a path's parts."""
+    return parts[2] if is_agentcli_parts(parts) else parts[1]
 
 
 def kind_of(rel: PurePosixPath) -> str:
     """The kind folder of an entry file ('facts', 'turns/user'...), whichever its tombstone layout."""
-    parts = rel.parts
-    start = 3 if is_agentcli_tombstone(rel) or parts[2] == DELETED else 2
+    return kind_of_parts(rel.parts)
+
+
+def kind_of_parts(parts: Sequence[str]) -> str:
+    """kind_of a path's parts."""
+    start = 3 if is_agentcli_parts(parts) or parts[2] == DELETED else 2
     return "/".join(parts[start:-1])
 
 

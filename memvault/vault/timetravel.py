@@ -24,6 +24,7 @@ from memvault.vault.markdown import parse
 DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # A commit name must look like one (a ref, a sha, HEAD~2, v1^): nothing git would read as an option.
 COMMIT_NAME = re.compile(r"^[\w][\w./~^@{}+-]*$")
+TREE_RECORD = re.compile(r"(\d+) (\w+) (\w+)\t([^\0]*)\0")  # `git ls-tree -z`: mode, kind, object, path
 
 
 @dataclass(frozen=True)
@@ -117,37 +118,63 @@ def listing_at(git: VaultGit, past: PastCommit, include_deleted: bool = False) -
     return list(_listing(git, past.sha, include_deleted))
 
 
+def names_at(git: VaultGit, past: PastCommit) -> tuple[tuple[str, str], ...]:
+    """listing_at's live files as strings (vault-relative path, blob name), in the same order: for
+    a reader of all of them (10k PurePosixPaths cost more to make than a page to read)."""
+    return tuple((rel, blob) for rel, blob, gone in _records(git, past.sha) if not gone)
+
+
 @functools.lru_cache(maxsize=8)
 def _listing(git: VaultGit, sha: str, include_deleted: bool) -> tuple[tuple[PurePosixPath, str], ...]:
     """listing_at's answer, kept: a commit never changes, and the web page reads pages of one past
-    in a row (10k files' paths cost more to make than a page to read)."""
-    listing = git.run("ls-tree", "-r", "-z", sha, "--", git.repo_path(layout.ENTRIES))
-    wanted: list[tuple[PurePosixPath, str]] = []
-    # Every path lies under the vault's folder: cut its prefix (os.path.relpath per file costs more
-    # than the whole ls-tree on a 10k vault).
-    folder = git.repo_path(".")
-    prefix = "" if folder == "." else folder.rstrip("/") + "/"
-    for record in listing.split("\0"):
-        if not record:
-            continue
-        info, _, repo_rel = record.partition("\t")
-        mode, kind, blob = info.split()
-        rel = PurePosixPath(repo_rel[len(prefix):] if repo_rel.startswith(prefix) else git.vault_path(repo_rel))
-        if kind != "blob" or mode == "120000" or not layout.is_entry_path(rel):
-            continue  # a symbolic link is never followed, in the past as today
-        if include_deleted or not layout.is_deleted_path(rel):
-            wanted.append((rel, blob))
-    return tuple(wanted)
+    in a row."""
+    return tuple((PurePosixPath(rel), blob) for rel, blob, gone in _records(git, sha) if include_deleted or not gone)
 
 
 @functools.lru_cache(maxsize=8)
-def _by_name(git: VaultGit, sha: str) -> dict[str | None, list[tuple[PurePosixPath, str]]]:
+def _records(git: VaultGit, sha: str) -> tuple[tuple[str, str, bool], ...]:
+    """(vault-relative path, blob name, whether a tombstone) of every entry file of a commit, from
+    one `git ls-tree`, kept (a commit never changes)."""
+    listing = git.run("ls-tree", "-r", "-z", sha, "--", git.repo_path(layout.ENTRIES))
+    wanted: list[tuple[str, str, bool]] = []
+    in_vault = _vault_paths(git)
+    for mode, kind, blob, repo_rel in TREE_RECORD.findall(listing):
+        rel = in_vault(repo_rel)
+        parts = rel.split("/")
+        if kind != "blob" or mode == "120000" or not layout.is_entry_parts(parts):
+            continue  # a symbolic link is never followed, in the past as today
+        wanted.append((rel, blob, layout.is_deleted_parts(parts)))
+    return tuple(wanted)
+
+
+def _vault_paths(git: VaultGit):
+    """A function from a path git prints (from the repository's root) to the vault's own, as a
+    string. Every path lies under the vault's folder: its prefix is cut (os.path.relpath per file
+    costs more than the whole ls-tree on a 10k vault)."""
+    folder = git.repo_path(".")
+    prefix = "" if folder == "." else folder.rstrip("/") + "/"
+    return lambda repo_rel: (repo_rel[len(prefix):] if repo_rel.startswith(prefix)
+                             else str(git.vault_path(repo_rel)))
+
+
+def changed_since(git: VaultGit, past: PastCommit) -> set[str]:
+    """The entry files (vault-relative paths) whose bytes in the work tree are not those of `past`
+    (changed, added or gone since): one `git diff` of the commit against the work tree, which reads
+    only the files whose stat git's index does not vouch for. What is not in it reads today as it
+    read then."""
+    out = git.run("diff", "--name-only", "--no-renames", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    in_vault = _vault_paths(git)
+    return {in_vault(repo_rel) for repo_rel in out.split("\0") if repo_rel}
+
+
+@functools.lru_cache(maxsize=8)
+def _by_name(git: VaultGit, sha: str) -> dict[str | None, list[tuple[str, str]]]:
     """The files of a commit (tombstones too) by the id their name gives (None: named otherwise,
     summary.md), kept as the listing is: the web page opens one past memory after another, and
     reading 10k names for each cost more than the rest of the page."""
-    grouped: dict[str | None, list[tuple[PurePosixPath, str]]] = {}
-    for rel, blob in _listing(git, sha, True):
-        grouped.setdefault(layout.id_from_filename(rel.name), []).append((rel, blob))
+    grouped: dict[str | None, list[tuple[str, str]]] = {}
+    for rel, blob, _ in _records(git, sha):
+        grouped.setdefault(layout.id_from_filename(rel.rpartition("/")[2]), []).append((rel, blob))
     return grouped
 
 
@@ -175,7 +202,7 @@ def entry_at(git: VaultGit, past: PastCommit, prefix: str) -> tuple[PurePosixPat
     # name can hold it (and those named otherwise, summary.md) are read: a page, not the whole past.
     named = _by_name(git, past.sha)
     ids = [i for i in named if i is not None and i.startswith(wanted)] if by_prefix else [wanted]
-    candidates = [pair for i in (*ids, None) for pair in named.get(i, ())]
+    candidates = [(PurePosixPath(rel), blob) for i in (*ids, None) for rel, blob in named.get(i, ())]
     contents = _blobs(git, [blob for _, blob in candidates])
     for rel, content in ((rel, contents[blob]) for rel, blob in candidates):
         entry = _parsed(rel, content, past)
