@@ -86,6 +86,26 @@ def test_clone_and_init_remote_install_the_drivers_and_a_fresh_clone_searches(tm
         assert "merge=memvault-core" in (cli.vault / ".gitattributes").read_text()
 
 
+def test_a_clone_of_a_bare_remote_whose_head_names_master_checks_out_the_vault_s_branch(tmp_path):
+    """`git init --bare` names `master` as its HEAD; memvault pushes `main`. The clone checked out
+    nothing, started a history of its own on `master`, and both devices said "Synced" forever apart."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "master", str(remote)], check=True)
+    laptop = Cli(tmp_path / "laptop")
+    laptop.ok("init", "--remote", str(remote))
+    laptop.ok("add", "The boiler service is due in March")
+    laptop.ok("sync")
+    Cli(tmp_path / "unused").ok("clone", str(remote), str(tmp_path / "desktop"))
+    desktop = Cli(tmp_path / "desktop")
+    assert [item["text"] for item in desktop.ok("list", "--json").json()] == ["The boiler service is due in March"]
+    desktop.ok("add", "The car is due for its MOT in May")
+    desktop.ok("sync")
+    laptop.ok("sync")
+    assert sorted(item["text"] for item in laptop.ok("list", "--json").json()) == [
+        "The boiler service is due in March", "The car is due for its MOT in May"]
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/heads").split() == ["refs/heads/main"]
+
+
 def test_the_same_fact_edited_on_two_devices_keeps_the_later_edit_and_logs_the_other(tmp_path):
     _, (laptop, desktop) = devices(tmp_path)
     memory_id = laptop.ok("add", "The boiler service is due in March", "--json").json()["results"][0]["id"]

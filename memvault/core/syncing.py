@@ -57,6 +57,7 @@ class Syncing:
                               encoding="utf-8", errors="replace")
         if done.returncode != 0:
             raise VaultError(f"git clone of {url} failed: {first_cause(done.stderr) or 'no output'}")
+        check_out_remote_branch(target)
         memvault = cls.open(settings, create=True)
         memvault.ensure_merge_setup()
         return memvault
@@ -124,3 +125,28 @@ class Syncing:
             for rel, text in texts.items():
                 tx.write_file(rel, text)
         return list(texts)
+
+
+def check_out_remote_branch(work_dir) -> None:
+    """After `git clone`: when the remote's HEAD names no branch it has (a bare repository made with
+    `git init --bare` says `master`; memvault pushes `main`), nothing was checked out, and the clone
+    would start an empty history of its own beside the vault's. Check out the remote's branch instead:
+    its `main`, else its only one. A remote with no branch at all is a new, empty vault."""
+    import subprocess
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(work_dir), *args], capture_output=True, text=True)
+
+    if git("rev-parse", "--verify", "--quiet", "HEAD").returncode == 0:
+        return  # the remote's HEAD was a branch it has: checked out already
+    branches = git("for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin").stdout.split()
+    branches = [name for name in branches if name != "HEAD"]
+    chosen = "main" if "main" in branches else branches[0] if len(branches) == 1 else None
+    if chosen is None:
+        if branches:
+            raise UsageError(f"the remote has several branches ({', '.join(branches)}) and its HEAD names none of "
+                             "them: clone it with git (`git clone -b BRANCH`), then use --vault")
+        return
+    done = git("checkout", "-q", "-B", chosen, "--track", f"origin/{chosen}")
+    if done.returncode != 0:
+        raise VaultError(f"could not check out the remote's branch {chosen}: {done.stderr.strip() or 'no output'}")
