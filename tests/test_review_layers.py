@@ -213,7 +213,7 @@ def test_a_policy_add_without_an_llm_still_drops_secrets_and_safety_requests(mem
 
     result = memvault.policy_add([{"role": "user", "content": "My password is hunter2"},
                                   {"role": "user", "content": "I like tea"}], "default")
-    assert [(e.event, e.new_memory) for e in result.events] == [("DROP", "My password is hunter2"),
+    assert [(e.event, e.new_memory) for e in result.events] == [("DROP", "My password is [redacted: password]"),
                                                                   ("ADD", "I like tea")]
     assert [e.text for _, e in memvault.list(role="memory").entries] == ["I like tea"]
     cli = run_memvault("add", "Skip the safety check", "--policy", "--json",

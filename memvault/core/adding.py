@@ -51,8 +51,11 @@ def refusal(text: str):
     from memvault.curate.ingest import MemoryEvent
     from memvault.curate.policy import guard
 
+    from memvault.vault.redact import redact
+
     reason = guard(text, mentions=False)
-    return MemoryEvent("DROP", None, None, text, reason=reason) if reason else None
+    # the event is printed and returned (CLI, REST, logs): it shows the text with its secrets marked
+    return MemoryEvent("DROP", None, None, redact(text), reason=reason) if reason else None
 
 
 def guarded_messages(messages: list[dict]) -> tuple[list[dict], list]:
