@@ -50,7 +50,6 @@ def refusal(text: str):
     a fact a model extracts that names one is refused later (curate.ingest.grounded)."""
     from memvault.curate.ingest import MemoryEvent
     from memvault.curate.policy import guard
-
     from memvault.vault.redact import redact
 
     reason = guard(text, mentions=False)
