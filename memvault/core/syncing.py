@@ -32,14 +32,17 @@ class Syncing:
         and the index, for the files that changed only."""
         from memvault.vault.devicesync import DeviceSync
 
-        device = DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules)
+        device = DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules,
+                            on_adopted=self.forget_adopted)
         report = device.run()
         if report.changed:
             self.resync_paths([PurePosixPath(path) for path in report.changed])
-        if device.adopted:  # another device's erase arrived: the index and state files forget it too
-            self.forget_erased_elsewhere({i for a in device.adopted for i in a.ids},
-                                         {t for a in device.adopted for t in a.texts})
         return report
+
+    def forget_adopted(self, adoptions) -> None:
+        """Another device's erase arrived (before the sync prunes the stale history): the index and
+        state files forget it too."""
+        self.forget_erased_elsewhere({i for a in adoptions for i in a.ids}, {t for a in adoptions for t in a.texts})
 
     @classmethod
     def clone(cls, url: str, settings) -> Memvault:
