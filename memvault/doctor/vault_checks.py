@@ -58,9 +58,12 @@ def check_interrupted_write(vault) -> Check:
 def check_sync(vault) -> Check:
     """What `memvault sync` left for a person: core files where two devices changed the same lines
     (both versions kept under a heading), and a sync a crash cut short (the next sync finishes it)."""
-    from memvault.vault.devicesync import INTENT
     from memvault.vault.merge import KEPT_BOTH
+    from memvault.vault.sync_recovery import ADOPTING, INTENT
 
+    if (vault.state_dir / ADOPTING).exists():
+        return Check("sync", WARN, "a sync adopting the history an erase rewrote was cut short by a crash (what "
+                     "was erased may still be in this clone's git objects)", fix="run `memvault sync`: it finishes it")
     kept = [f"{layout.CORE_DIR}/{path.name}" for path in sorted((vault.root / layout.CORE_DIR).glob("*.md"))
             if path.is_file() and not path.is_symlink()
             and KEPT_BOTH in path.read_text(encoding="utf-8", errors="replace")]

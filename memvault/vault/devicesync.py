@@ -329,6 +329,7 @@ class DeviceSync:
         the stale history is reachable from nothing now that the remote-tracking ref names the pushed
         head; reflogs, ORIG_HEAD and its objects go (under the write lock: a prune must not race a
         writer's fresh objects). The adoption's record goes last: a kill in here is finished too."""
+        sync_adopt.pause(self.vault, "purge")
         if self.on_adopted:
             self.on_adopted(self.adopted)
         with self.vault.lock():
