@@ -1,0 +1,147 @@
+"""A sync killed mid-way through adopting the history an erase rewrote (memvault/vault/sync_adopt.py,
+sync_recovery.py) is finished by the next one: real clones of a bare remote on disk, a real
+`python -m memvault sync` process stopped at a step of the adoption (it waits there when
+MEMVAULT_TEST_SYNC_PAUSE names the step) and killed with its process group (SIGKILL, SIGTERM,
+SIGINT). Then `memvault sync` again, and the invariants: the vault on the rewritten history, the
+stale side's own memories committed exactly once, no erased byte anywhere (work tree, index, objects,
+reflogs), a person's uncommitted edit kept, no record left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memvault.vault.sync_adopt import PAUSE, REPLAYED
+from tests.support.cli import Cli
+from tests.test_erase import leftovers
+from tests.test_erase_sync import SECRET, add, remote_log, texts
+from tests.test_sync_devices import devices, git, live_fact_ids, tree
+
+pytestmark = pytest.mark.timeout(600)
+
+OWN = ("The desktop's owner plants tulips in October", "The desktop's owner swims on Fridays",
+       "The desktop's owner keeps bees")
+STATE = ".memvault"
+
+
+def killed_at(cli: Cli, step: str, sig: int = signal.SIGKILL) -> None:
+    """A `memvault sync` process, stopped at `step` of its adoption and killed there with its process group."""
+    proc = subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--json", "--vault", str(cli.vault)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, PAUSE: step})
+    marker = cli.vault / STATE / f"paused-{step}"
+    deadline = time.monotonic() + 180
+    while not marker.exists():
+        assert proc.poll() is None, f"the sync ended before {step}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"the sync never reached {step}"
+        time.sleep(0.02)
+    os.killpg(proc.pid, sig)
+    _, err = proc.communicate(timeout=120)
+    marker.unlink()
+    assert proc.returncode != 0, err
+
+
+def replay_commits(cli: Cli) -> int:
+    return sum(subject.endswith(REPLAYED) for subject in git(cli.vault, "log", "--format=%s").splitlines())
+
+
+def records_left(cli: Cli) -> list[str]:
+    return sorted(p.name for p in (cli.vault / STATE).glob("sync*.json"))
+
+
+def stale_desktop(tmp_path: Path) -> tuple[Cli, Cli, list[str], Path]:
+    """The laptop erased and synced; the desktop, on the old history, holds its own unpushed memories
+    and a person's uncommitted edit of a file the adoption does not write."""
+    _, (laptop, desktop) = devices(tmp_path)
+    add(laptop, f"The spare key code is {SECRET}")
+    boiler = add(laptop, "The boiler service is due in March")
+    laptop.ok("sync")
+    desktop.ok("sync")
+    assert SECRET in desktop.ok("search", "spare key code", "--json").stdout  # the desktop's index holds it
+    own = [add(desktop, text) for text in OWN]
+    laptop.ok("erase", "--matching", SECRET, "-y")
+    laptop.ok("sync")
+    [edited] = (desktop.vault / "entries").rglob(f"*{boiler}.md")
+    edited.write_text(edited.read_text().replace("March", "April"))  # a person's edit, not committed
+    return laptop, desktop, own, edited
+
+
+def assert_finished(cli: Cli, own: list[str], edited: Path | None = None) -> None:
+    assert leftovers(cli.vault, SECRET) == []  # work tree, index and WAL, objects, packs, reflogs
+    assert SECRET not in cli.ok("search", "spare key code", "--json").stdout
+    ids = live_fact_ids(cli.vault)
+    assert [ids.get(memory_id) for memory_id in own] == [1] * len(own)
+    assert replay_commits(cli) == 1  # the stale side's changes committed exactly once
+    assert records_left(cli) == []
+    assert not (cli.vault / ".git" / "MERGE_HEAD").exists()
+    dirty = git(cli.vault, "status", "--porcelain").splitlines()
+    if edited is None:
+        assert dirty == []
+    else:  # the person's uncommitted edit is kept, and it is the only change left
+        assert "April" in edited.read_text()
+        assert [line[3:] for line in dirty] == [str(edited.relative_to(cli.vault))]
+    git(cli.vault, "fsck", "--full")  # raises when git finds the repository broken
+
+
+def converge(laptop: Cli, desktop: Cli, edited: Path) -> None:
+    git(desktop.vault, "commit", "-qam", "the person's edit")
+    for cli in (desktop, laptop, desktop):
+        cli.ok("sync")
+    assert tree(laptop.vault) == tree(desktop.vault)
+    assert texts(laptop) == texts(desktop) == sorted([*OWN, "The boiler service is due in April"])
+    for cli in (laptop, desktop):
+        assert leftovers(cli.vault, SECRET) == []
+
+
+@pytest.mark.parametrize(("step", "sig"), [
+    ("reset", signal.SIGKILL),  # HEAD moved to the rewritten history, nothing replayed yet
+    ("replay", signal.SIGKILL),  # one file replayed, not committed
+    ("replay", signal.SIGINT),  # Ctrl-C: Python's own cleanup runs, the record stays
+    ("commit", signal.SIGTERM),  # replayed and committed, not pushed, not purged
+    ("purge", signal.SIGKILL),  # pushed; the index still holds the erased memory
+    ("pruning", signal.SIGKILL),  # purged; the stale history's objects still in this clone
+])
+def test_the_stale_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp_path, step, sig):
+    laptop, desktop, own, edited = stale_desktop(tmp_path)
+    killed_at(desktop, step, sig)
+    assert records_left(desktop)  # the adoption's record is left for the next sync
+    doctor = desktop("doctor", "--json")
+    assert "adopting the history an erase rewrote was cut short" in doctor.stdout
+    if step in ("purge", "pruning"):
+        assert leftovers(desktop.vault, SECRET)  # what the next sync must still take away
+
+    report = desktop.ok("sync", "--json").json()
+    assert report["recovered"] and report["outcome"] == "erasure adopted"
+    assert_finished(desktop, own, edited)
+    assert "adopting" not in desktop("doctor", "--json").stdout
+    converge(laptop, desktop, edited)
+
+
+@pytest.mark.parametrize("step", ["replay", "commit", "purge"])
+def test_the_erasing_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp_path, step):
+    """The desktop pushed on the old history after the laptop's erase: the laptop's sync replays the
+    desktop's memories, replaces the remote with a lease and prunes; killed anywhere in there, the
+    next sync does what was left."""
+    remote, (laptop, desktop) = devices(tmp_path)
+    secret = add(laptop, f"The spare key code is {SECRET}")
+    laptop.ok("sync")
+    desktop.ok("sync")
+    laptop.ok("erase", secret, "-y")
+    own = [add(desktop, text) for text in OWN]
+    desktop.ok("sync")  # the remote's old history moves on, with what was erased
+
+    killed_at(laptop, step)
+    report = laptop.ok("sync", "--json").json()
+    assert report["recovered"] and report["pushed"] or step == "purge"
+    assert SECRET not in remote_log(remote)
+    assert_finished(laptop, own)
+    desktop.ok("sync")
+    laptop.ok("sync")
+    assert tree(laptop.vault) == tree(desktop.vault)
+    assert leftovers(desktop.vault, SECRET) == []
