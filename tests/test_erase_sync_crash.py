@@ -9,6 +9,7 @@ reflogs), a person's uncommitted edit kept, no record left."""
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from memvault.vault.sync_adopt import PAUSE, REPLAYED
+from memvault.vault.sync_recovery import ADOPTING
 from tests.support.cli import Cli
 from tests.test_erase import leftovers
 from tests.test_erase_sync import SECRET, add, remote_log, texts
@@ -145,3 +147,28 @@ def test_the_erasing_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp
     laptop.ok("sync")
     assert tree(laptop.vault) == tree(desktop.vault)
     assert leftovers(desktop.vault, SECRET) == []
+
+
+def test_kill_9_at_random_instants_of_an_adoption_is_finished_by_the_next_sync(tmp_path):
+    """No pause point: the sync is killed a random time after its adoption record is written (in the
+    reset, the replay, the commit, the push, the purge or the prune, wherever that lands)."""
+    rng = random.Random(25)
+    killed = cut_short = 0
+    for round_ in range(3):
+        laptop, desktop, own, edited = stale_desktop(tmp_path / f"round{round_}")
+        record = desktop.vault / STATE / ADOPTING
+        proc = subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--json", "--vault", str(desktop.vault)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 180
+        while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(rng.uniform(0, 0.6))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            killed += 1
+        proc.communicate(timeout=120)
+        cut_short += record.exists()
+        assert desktop.ok("sync", "--json").json()["outcome"] in ("erasure adopted", "up-to-date", "pushed")
+        assert_finished(desktop, own, edited)
+        converge(laptop, desktop, edited)
+    assert killed >= 2 and cut_short >= 1  # some kills landed mid-adoption, and the next sync finished them
