@@ -172,3 +172,19 @@ def test_kill_9_at_random_instants_of_an_adoption_is_finished_by_the_next_sync(t
         assert_finished(desktop, own, edited)
         converge(laptop, desktop, edited)
     assert killed >= 2 and cut_short >= 1  # some kills landed mid-adoption, and the next sync finished them
+
+
+@pytest.mark.parametrize("step", ["reset", "replay"])
+def test_a_memory_added_between_the_kill_and_the_next_sync_is_kept(tmp_path, step):
+    """The person goes on using memvault after the kill (a commit over whatever HEAD the kill left):
+    the adoption is finished over it, and nothing of either is lost."""
+    laptop, desktop, own, edited = stale_desktop(tmp_path)
+    killed_at(desktop, step)
+    later = add(desktop, "The desktop's owner repaints the shed in May")
+    desktop.ok("sync")
+    assert_finished(desktop, [*own, later], edited)
+    git(desktop.vault, "commit", "-qam", "the person's edit")
+    for cli in (desktop, laptop, desktop):
+        cli.ok("sync")
+    assert tree(laptop.vault) == tree(desktop.vault)
+    assert "The desktop's owner repaints the shed in May" in texts(laptop)

@@ -102,7 +102,8 @@ def adoption_done(vault: Vault) -> None:
 def resume_adoption(vault: Vault) -> tuple[sync_adopt.Adoption, str] | None:
     """Finish the adoption a killed sync left (with the vault's write lock held), up to its commit:
     returns it and the HEAD from before it (what the index catches up from), or None when there is
-    none or it cannot go on (its commits gone, HEAD moved by a person since: the sync plans anew).
+    none or it cannot go on (its commits gone, HEAD on neither history: the sync plans anew). A
+    person's commits since the kill stay: the adoption lands over them.
     GitFailed when a person's edit stands in the way (the record stays: the next sync tries again)."""
     git = vault.git
     record = read_json(vault.state_dir / ADOPTING)
@@ -118,16 +119,22 @@ def resume_adoption(vault: Vault) -> tuple[sync_adopt.Adoption, str] | None:
     if not all(is_commit(git, sha) for sha in (rewritten, stale, head, base) if sha != sync_adopt.EMPTY_TREE):
         adoption_done(vault)
         return None
+    now = git.head_sha()
+    committed = now != rewritten and replay_committed(git, rewritten, now)
+    if not committed:  # a person's commits since the kill (`memvault add`) are kept: the adoption lands over them
+        if is_ancestor(git, rewritten, now):
+            rewritten = now
+        elif is_ancestor(git, head, now):
+            stale = now
+        else:
+            adoption_done(vault)
+            return None
     listed = erased(vault.root, f"{stale}..{rewritten}")
     adoption = sync_adopt.Adoption(rewritten, stale, base, listed, lease=record.get("lease"))
     adoption.ids, adoption.texts = sync_adopt.erased_memories(vault.root, stale, listed)
-    now = git.head_sha()
-    if now != rewritten and replay_committed(git, rewritten, now):
+    if committed:
         adoption.dropped += sync_adopt.listed_files(git, listed, stale)
         return adoption, head
-    if now not in (rewritten, head):
-        adoption_done(vault)
-        return None
     # A replay half-written (or a reset half-done): back to HEAD's files, then the whole adoption again.
     restore(git, now, stale if now == rewritten else rewritten, set(record.get("dirty", [])))
     sync_adopt.adopt(vault, adoption)
@@ -138,9 +145,13 @@ def is_commit(git: VaultGit, sha) -> bool:
     return isinstance(sha, str) and git.run_once(("cat-file", "-e", f"{sha}^{{commit}}"), None).returncode == 0
 
 
+def is_ancestor(git: VaultGit, older: str, newer: str | None) -> bool:
+    return newer is not None and git.run_once(("merge-base", "--is-ancestor", older, newer), None).returncode == 0
+
+
 def replay_committed(git: VaultGit, rewritten: str, now: str | None) -> bool:
     """The adoption's replay commit is already made over the rewritten head."""
-    if now is None or git.run_once(("merge-base", "--is-ancestor", rewritten, now), None).returncode != 0:
+    if not is_ancestor(git, rewritten, now):
         return False
     subjects = git.run("log", "--format=%s", "--first-parent", f"{rewritten}..{now}").splitlines()
     return any(subject.endswith(sync_adopt.REPLAYED) for subject in subjects)
