@@ -74,6 +74,18 @@ def stale_desktop(tmp_path: Path) -> tuple[Cli, Cli, list[str], Path]:
     return laptop, desktop, own, edited
 
 
+def stale_remote(tmp_path: Path) -> tuple[Path, Cli, Cli, list[str]]:
+    """The laptop erased, not synced yet; the desktop pushed its own memories on the old history."""
+    remote, (laptop, desktop) = devices(tmp_path)
+    secret = add(laptop, f"The spare key code is {SECRET}")
+    laptop.ok("sync")
+    desktop.ok("sync")
+    laptop.ok("erase", secret, "-y")
+    own = [add(desktop, text) for text in OWN]
+    desktop.ok("sync")  # the remote's old history moves on, with what was erased
+    return remote, laptop, desktop, own
+
+
 def assert_finished(cli: Cli, own: list[str], edited: Path | None = None) -> None:
     assert leftovers(cli.vault, SECRET) == []  # work tree, index and WAL, objects, packs, reflogs
     assert SECRET not in cli.ok("search", "spare key code", "--json").stdout
@@ -92,7 +104,7 @@ def assert_finished(cli: Cli, own: list[str], edited: Path | None = None) -> Non
 
 
 def converge(laptop: Cli, desktop: Cli, edited: Path) -> None:
-    git(desktop.vault, "commit", "-qam", "the person's edit")
+    git(desktop.vault, "commit", "-qam", "the person's edit", check=False)  # unless doctor --fix committed it
     for cli in (desktop, laptop, desktop):
         cli.ok("sync")
     assert tree(laptop.vault) == tree(desktop.vault)
@@ -130,13 +142,7 @@ def test_the_erasing_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp
     """The desktop pushed on the old history after the laptop's erase: the laptop's sync replays the
     desktop's memories, replaces the remote with a lease and prunes; killed anywhere in there, the
     next sync does what was left."""
-    remote, (laptop, desktop) = devices(tmp_path)
-    secret = add(laptop, f"The spare key code is {SECRET}")
-    laptop.ok("sync")
-    desktop.ok("sync")
-    laptop.ok("erase", secret, "-y")
-    own = [add(desktop, text) for text in OWN]
-    desktop.ok("sync")  # the remote's old history moves on, with what was erased
+    remote, laptop, desktop, own = stale_remote(tmp_path)
 
     killed_at(laptop, step)
     report = laptop.ok("sync", "--json").json()
@@ -183,8 +189,33 @@ def test_a_memory_added_between_the_kill_and_the_next_sync_is_kept(tmp_path, ste
     later = add(desktop, "The desktop's owner repaints the shed in May")
     desktop.ok("sync")
     assert_finished(desktop, [*own, later], edited)
-    git(desktop.vault, "commit", "-qam", "the person's edit")
+    git(desktop.vault, "commit", "-qam", "the person's edit", check=False)  # unless doctor --fix committed it
     for cli in (desktop, laptop, desktop):
         cli.ok("sync")
     assert tree(laptop.vault) == tree(desktop.vault)
     assert "The desktop's owner repaints the shed in May" in texts(laptop)
+
+
+@pytest.mark.parametrize("step", ["replay", "purge"])
+def test_doctor_fix_finishes_a_killed_adoption_without_the_network(tmp_path, step):
+    laptop, desktop, own, edited = stale_desktop(tmp_path)
+    killed_at(desktop, step)
+    git(desktop.vault, "remote", "set-url", "origin", str(tmp_path / "gone.git"))  # offline: no fetch, no push
+    fixed = desktop.ok("doctor", "--fix", "--json").json()["fixed"]
+    assert "finished the adoption of an erased history a killed sync left" in fixed
+    assert "April" in edited.read_text()  # the person's edit, kept (and committed by --fix, as doctor does)
+    assert_finished(desktop, own)
+    git(desktop.vault, "remote", "set-url", "origin", str(tmp_path / "remote.git"))
+    converge(laptop, desktop, edited)
+
+
+def test_doctor_fix_on_the_erasing_device_replays_and_leaves_the_push_to_the_next_sync(tmp_path):
+    remote, laptop, desktop, own = stale_remote(tmp_path)
+    killed_at(laptop, "replay")
+
+    fixed = laptop.ok("doctor", "--fix", "--json").json()["fixed"]
+    assert any("`memvault sync` pushes it and prunes" in line for line in fixed)
+    assert records_left(laptop) == ["sync-adopt.json"] and replay_commits(laptop) == 1
+    assert laptop.ok("sync", "--json").json()["pushed"]
+    assert SECRET not in remote_log(remote)
+    assert_finished(laptop, own)

@@ -30,11 +30,24 @@ class Syncing:
     def sync(self, remote: str | None = None) -> SyncReport:
         """Fetch, merge by kind, push (again when another device pushed first); then the rule cap
         and the index, for the files that changed only."""
+        return self.caught_up(self.device_sync(remote).run())
+
+    def finish_adoption(self) -> bool:
+        """`doctor --fix`: the adoption of an erased history a killed sync left, finished as far as it
+        can be without the network (vault/devicesync.DeviceSync.finish); False when a push is left."""
+        from memvault.vault.sync_recovery import ADOPTING
+
+        self.caught_up(self.device_sync(None).finish())
+        return not (self.vault.state_dir / ADOPTING).exists()
+
+    def device_sync(self, remote: str | None):
         from memvault.vault.devicesync import DeviceSync
 
-        device = DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules,
-                            on_adopted=self.forget_adopted)
-        report = device.run()
+        return DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules,
+                          on_adopted=self.forget_adopted)
+
+    def caught_up(self, report: SyncReport) -> SyncReport:
+        """The index follows the files the sync changed."""
         if report.changed:
             self.resync_paths([PurePosixPath(path) for path in report.changed])
         return report

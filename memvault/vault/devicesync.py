@@ -160,14 +160,32 @@ class DeviceSync:
             else:
                 raise PushRaceLost(f"other devices pushed to {self.remote} first {MAX_ATTEMPTS} times; "
                                    "what arrived is merged here, run `memvault sync` again")
-            report.after = self.git.head_sha()
-            if report.before != report.after and report.before:
-                report.changed = self.changed_between(report.before, report.after)
-            elif report.after and not report.before:
-                report.changed = self.changed_between(None, report.after)
+            self.note_changes(report)
             if self.adopted:  # after the diff above: `before` may be a commit of the stale history
                 self.forget_stale_history()
         return report
+
+    def finish(self) -> SyncReport:
+        """`doctor --fix`, without the network: an adoption a killed sync left is replayed and committed,
+        derived stores purged and the stale history pruned; on the erasing device, whose remote still
+        holds the stale history, the leased push and the prune wait for the next sync."""
+        report = SyncReport(self.remote, self.branch, before=self.git.head_sha())
+        with self.sync_lock():
+            with self.vault.lock():
+                report.recovered |= recover(self.vault)
+                self.resume(report)
+            self.note_changes(report)
+            theirs = self.remote_sha()
+            if self.adopted and (theirs is None or self.is_ancestor(theirs, report.after)):
+                self.forget_stale_history()
+        return report
+
+    def note_changes(self, report: SyncReport) -> None:
+        report.after = self.git.head_sha()
+        if report.before != report.after and report.before:
+            report.changed = self.changed_between(report.before, report.after)
+        elif report.after and not report.before:
+            report.changed = self.changed_between(None, report.after)
 
     def resume(self, report: SyncReport) -> None:
         """An adoption a killed sync left is finished up to its commit; its push, purge and prune follow."""
