@@ -219,3 +219,20 @@ def test_doctor_fix_on_the_erasing_device_replays_and_leaves_the_push_to_the_nex
     assert laptop.ok("sync", "--json").json()["pushed"]
     assert SECRET not in remote_log(remote)
     assert_finished(laptop, own)
+
+
+def test_a_replayed_file_a_person_edits_after_the_kill_is_not_put_back(tmp_path):
+    laptop, desktop, own, edited = stale_desktop(tmp_path)
+    killed_at(desktop, "replay")
+    [replayed] = [desktop.vault / line[3:] for line in git(desktop.vault, "status", "--porcelain", "-uall").splitlines()
+                  if "facts" in line and desktop.vault / line[3:] != edited]
+    replayed.write_text(replayed.read_text().replace("The desktop's owner", "The desktop's own person"))
+
+    stopped = desktop("sync")
+    assert stopped.exit_code == 6 and "was edited after a sync" in stopped.stderr, stopped.stderr
+    assert "desktop's own person" in replayed.read_text() and records_left(desktop) == ["sync-adopt.json"]
+    git(desktop.vault, "add", "-A", "entries")
+    git(desktop.vault, "commit", "-qm", "the person's edits")
+    assert desktop.ok("sync", "--json").json()["outcome"] == "erasure adopted"
+    assert_finished(desktop, own)
+    assert sum("desktop's own person" in text for text in texts(desktop)) == 1

@@ -136,33 +136,47 @@ def refuse_dirty(git: VaultGit, adoption: Adoption) -> list[str]:
     return changed
 
 
-def replay(git: VaultGit, repo_path: str, adoption: Adoption) -> bool:
-    """Carry the stale side's change of one file over to the work tree (not committed); False when
-    it is erased and stays out."""
-    base, stale, mine = (blob_at(git, rev, repo_path) for rev in (adoption.base, adoption.stale, "HEAD"))
+UNCHANGED = False  # `replayed`: nothing of the stale side's to carry for this file (or it is erased)
+
+
+def replayed(git: VaultGit, repo_path: str, adoption: Adoption, onto: str = "HEAD") -> str | None | bool:
+    """What the replay makes of one file the stale side changed, over `onto`: its text, None (deleted)
+    or UNCHANGED. Reads blobs only, never the work tree: the same every time it runs."""
+    base, stale, mine = (blob_at(git, rev, repo_path) for rev in (adoption.base, adoption.stale, onto))
     rel = git.vault_path(repo_path)
     if rel in adoption.erased.paths or {base, stale} & adoption.erased.blobs:
-        return False
+        return UNCHANGED
     if stale == mine:
-        return False  # nothing of the stale side's to carry
+        return UNCHANGED  # nothing of the stale side's to carry
     kind = kind_of(rel)
-    full = git.work_dir / repo_path
-    if stale is None:  # deleted on the stale side
-        if mine == base:
-            full.unlink(missing_ok=True)
-            return True
-        return False  # changed on the rewritten side since: that change stays
+    if stale is None:  # deleted on the stale side; changed on the rewritten side since, that change stays
+        return None if mine == base else UNCHANGED
     if mine is None and base is not None and kind == "entry" and has_tombstone(git, rel):
-        return False  # deleted on the rewritten side, edited on the stale one: the delete wins, as in a merge
+        return UNCHANGED  # deleted on the rewritten side, edited on the stale one: the delete wins, as in a merge
     if mine is None or mine == base or kind is None:
-        text = blob(git, stale)
-    else:
-        from memvault.vault.merge import merge
+        return blob(git, stale)
+    from memvault.vault.merge import merge
 
-        text, _ = merge(kind, blob(git, base) if base else None, blob(git, mine), blob(git, stale), rel)
-    full.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(full, text.encode("utf-8", "surrogateescape"))
+    return merge(kind, blob(git, base) if base else None, blob(git, mine), blob(git, stale), rel)[0]
+
+
+def replay(git: VaultGit, repo_path: str, adoption: Adoption) -> bool:
+    """Carry the stale side's change of one file over to the work tree (not committed); False when
+    there is nothing to carry or it is erased and stays out."""
+    text = replayed(git, repo_path, adoption)
+    if text is UNCHANGED:
+        return False
+    full = git.work_dir / repo_path
+    if text is None:
+        full.unlink(missing_ok=True)
+    else:
+        full.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(full, encoded(text))
     return True
+
+
+def encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def blob_at(git: VaultGit, rev: str, repo_path: str) -> str | None:

@@ -21,6 +21,7 @@ from memvault.vault.git import VaultGit
 from memvault.vault.git_errors import GitFailed
 from memvault.vault.git_process import pathspec_file
 from memvault.vault.store import Vault
+from memvault.vault.sync_settle import blob
 
 INTENT = "sync.json"
 ADOPTING = "sync-adopt.json"
@@ -136,9 +137,31 @@ def resume_adoption(vault: Vault) -> tuple[sync_adopt.Adoption, str] | None:
         adoption.dropped += sync_adopt.listed_files(git, listed, stale)
         return adoption, head
     # A replay half-written (or a reset half-done): back to HEAD's files, then the whole adoption again.
-    restore(git, now, stale if now == rewritten else rewritten, set(record.get("dirty", [])))
+    known = set(record.get("dirty", []))
+    if edited := edited_since(git, adoption, known):
+        raise sync_adopt.Unsafe(f"{edited} was edited after a sync adopting an erased history was killed", "")
+    restore(git, now, stale if now == rewritten else rewritten, known)
     sync_adopt.adopt(vault, adoption)
     return adoption, head
+
+
+def edited_since(git: VaultGit, adoption: sync_adopt.Adoption, known: set[str]) -> str | None:
+    """A file a person edited after the kill (one not in `known`, the record's): on disk neither a
+    version either side holds nor what the replay writes there. Putting HEAD's back would lose it."""
+    for _, rel in git.status():
+        if rel in known:
+            continue
+        repo_path = git.repo_path(rel)
+        full = git.work_dir / repo_path
+        on_disk = full.read_bytes() if full.is_file() else None
+        sides = {sync_adopt.blob_at(git, rev, repo_path) for rev in ("HEAD", adoption.rewritten, adoption.stale)}
+        allowed = {None if sha is None else sync_adopt.encoded(blob(git, sha)) for sha in sides}
+        text = sync_adopt.replayed(git, repo_path, adoption, onto=adoption.rewritten)
+        if text is not sync_adopt.UNCHANGED:
+            allowed.add(None if text is None else sync_adopt.encoded(text))
+        if on_disk not in allowed:
+            return rel
+    return None
 
 
 def is_commit(git: VaultGit, sha) -> bool:
