@@ -30,16 +30,32 @@ class Syncing:
     def sync(self, remote: str | None = None) -> SyncReport:
         """Fetch, merge by kind, push (again when another device pushed first); then the rule cap
         and the index, for the files that changed only."""
+        return self.caught_up(self.device_sync(remote).run())
+
+    def finish_adoption(self) -> bool:
+        """`doctor --fix`: the adoption of an erased history a killed sync left, finished as far as it
+        can be without the network (vault/devicesync.DeviceSync.finish); False when a push is left."""
+        from memvault.vault.sync_recovery import ADOPTING
+
+        self.caught_up(self.device_sync(None).finish())
+        return not (self.vault.state_dir / ADOPTING).exists()
+
+    def device_sync(self, remote: str | None):
         from memvault.vault.devicesync import DeviceSync
 
-        device = DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules)
-        report = device.run()
+        return DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules,
+                          on_adopted=self.forget_adopted)
+
+    def caught_up(self, report: SyncReport) -> SyncReport:
+        """The index follows the files the sync changed."""
         if report.changed:
             self.resync_paths([PurePosixPath(path) for path in report.changed])
-        if device.adopted:  # another device's erase arrived: the index and state files forget it too
-            self.forget_erased_elsewhere({i for a in device.adopted for i in a.ids},
-                                         {t for a in device.adopted for t in a.texts})
         return report
+
+    def forget_adopted(self, adoptions) -> None:
+        """Another device's erase arrived (before the sync prunes the stale history): the index and
+        state files forget it too."""
+        self.forget_erased_elsewhere({i for a in adoptions for i in a.ids}, {t for a in adoptions for t in a.texts})
 
     @classmethod
     def clone(cls, url: str, settings) -> Memvault:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memvault.doctor.report import (
+    ADOPT,
     CLEAN,
     COMMIT,
     REBUILD,
@@ -45,6 +46,15 @@ def commit(memvault, paths: list[str]) -> str | None:
     return f"committed {len(chosen)} entry file(s): {listed(chosen)}" if chosen else None
 
 
+def adopt(memvault, _paths: list[str]) -> str:
+    try:
+        done = memvault.finish_adoption()
+    except MemvaultError as exc:
+        return f"did not finish the sync's adoption of an erased history: {exc}"
+    return ("finished the adoption of an erased history a killed sync left" if done else
+            "replayed the adoption of an erased history a killed sync left; `memvault sync` pushes it and prunes")
+
+
 def requeue(memvault, turns: list[str]) -> str:
     memvault.requeue_curations(turns)
     return f"queued {len(turns)} turn(s) for curation again (the next `memvault serve` curates them)"
@@ -68,7 +78,7 @@ def rebuild(memvault, paths: list[str]) -> str:
 
 
 FIXES: dict[str, Callable[..., str | None]] = {
-    UNLOCK: unlock, RECOVER: recover, CLEAN: clean, COMMIT: commit, REQUEUE: requeue, TRIPLES: triples,
+    UNLOCK: unlock, RECOVER: recover, CLEAN: clean, ADOPT: adopt, COMMIT: commit, REQUEUE: requeue, TRIPLES: triples,
     REBUILD: rebuild, REINDEX: reindex,
 }
 

@@ -6,7 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from memvault.core.repairing import uncommitted_entry_files, wrong_triples
-from memvault.doctor.report import CLEAN, COMMIT, FAIL, OK, RECOVER, REQUEUE, TRIPLES, UNLOCK, WARN, Check, listed
+from memvault.doctor.report import (
+    ADOPT,
+    CLEAN,
+    COMMIT,
+    FAIL,
+    OK,
+    RECOVER,
+    REQUEUE,
+    TRIPLES,
+    UNLOCK,
+    WARN,
+    Check,
+    listed,
+)
 from memvault.errors import EntryFormatError, MemvaultError, VaultError
 from memvault.settings import Settings
 from memvault.vault import layout
@@ -58,9 +71,13 @@ def check_interrupted_write(vault) -> Check:
 def check_sync(vault) -> Check:
     """What `memvault sync` left for a person: core files where two devices changed the same lines
     (both versions kept under a heading), and a sync a crash cut short (the next sync finishes it)."""
-    from memvault.vault.devicesync import INTENT
     from memvault.vault.merge import KEPT_BOTH
+    from memvault.vault.sync_recovery import ADOPTING, INTENT
 
+    if (vault.state_dir / ADOPTING).exists():
+        return Check("sync", WARN, "a sync adopting the history an erase rewrote was cut short by a crash (what "
+                     "was erased may still be in this clone's git objects)", repair=ADOPT,
+                     fix="--fix finishes it here (a push it owes waits for `memvault sync`), as `memvault sync` does")
     kept = [f"{layout.CORE_DIR}/{path.name}" for path in sorted((vault.root / layout.CORE_DIR).glob("*.md"))
             if path.is_file() and not path.is_symlink()
             and KEPT_BOTH in path.read_text(encoding="utf-8", errors="replace")]

@@ -39,7 +39,16 @@ from memvault.vault.git_log import format_message
 from memvault.vault.merge import NOTES_VARIABLE
 from memvault.vault.store import Vault
 from memvault.vault.sync_drivers import ensure_merge_setup
-from memvault.vault.sync_recovery import INTENT, abort, note_intent, recover
+from memvault.vault.sync_recovery import (
+    INTENT,
+    PRUNING,
+    abort,
+    adoption_done,
+    note_adoption,
+    note_intent,
+    recover,
+    resume_adoption,
+)
 from memvault.vault.sync_settle import drop_listed, resolve_unmerged
 
 MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote other devices keep pushing to
@@ -103,10 +112,12 @@ class SyncReport:
 class DeviceSync:
     """Sync one vault with one remote."""
 
-    def __init__(self, vault: Vault, remote: str | None = None, on_merged=None) -> None:
+    def __init__(self, vault: Vault, remote: str | None = None, on_merged=None, on_adopted=None) -> None:
         self.vault = vault
         # callable(paths) run after a merge, without the lock, before the push: its commits go out too
         self.on_merged = on_merged
+        # callable(adoptions) run without the lock before the stale history is pruned: derived stores forget it
+        self.on_adopted = on_adopted
         self.git = vault.git
         self.remote = self.git.remote_name(remote)
         try:
@@ -136,6 +147,8 @@ class DeviceSync:
                 self.fetch()
                 with self.vault.lock():
                     report.recovered |= recover(self.vault)
+                    if attempt == 1:
+                        self.resume(report)
                     ensure_merge_setup(self.vault)
                     moved_from = self.git.head_sha()
                     self.merge(report)
@@ -147,14 +160,46 @@ class DeviceSync:
             else:
                 raise PushRaceLost(f"other devices pushed to {self.remote} first {MAX_ATTEMPTS} times; "
                                    "what arrived is merged here, run `memvault sync` again")
-            report.after = self.git.head_sha()
-            if report.before != report.after and report.before:
-                report.changed = self.changed_between(report.before, report.after)
-            elif report.after and not report.before:
-                report.changed = self.changed_between(None, report.after)
+            self.note_changes(report)
             if self.adopted:  # after the diff above: `before` may be a commit of the stale history
                 self.forget_stale_history()
         return report
+
+    def finish(self) -> SyncReport:
+        """`doctor --fix`, without the network: an adoption a killed sync left is replayed and committed,
+        derived stores purged and the stale history pruned; on the erasing device, whose remote still
+        holds the stale history, the leased push and the prune wait for the next sync."""
+        report = SyncReport(self.remote, self.branch, before=self.git.head_sha())
+        with self.sync_lock():
+            with self.vault.lock():
+                report.recovered |= recover(self.vault)
+                self.resume(report)
+            self.note_changes(report)
+            theirs = self.remote_sha()
+            if self.adopted and (theirs is None or self.is_ancestor(theirs, report.after)):
+                self.forget_stale_history()
+        return report
+
+    def note_changes(self, report: SyncReport) -> None:
+        report.after = self.git.head_sha()
+        if report.before != report.after and report.before:
+            report.changed = self.changed_between(report.before, report.after)
+        elif report.after and not report.before:
+            report.changed = self.changed_between(None, report.after)
+
+    def resume(self, report: SyncReport) -> None:
+        """An adoption a killed sync left is finished up to its commit; its push, purge and prune follow."""
+        try:
+            resumed = resume_adoption(self.vault)
+        except GitFailed as exc:
+            raise blocked(exc) from None
+        if resumed is None:
+            return
+        adoption, report.before = resumed
+        report.recovered = True
+        self.adopted.append(adoption)
+        report.outcome = "erasure adopted"
+        report.erased = sorted({*report.erased, *adoption.dropped})
 
     @contextmanager
     def sync_lock(self) -> Iterator[None]:
@@ -225,8 +270,12 @@ class DeviceSync:
         note_intent(self.vault, ours, theirs)
         try:
             if self.adoption:
+                note_adoption(self.vault, self.adoption, ours)  # kept until the prune: a kill is finished
                 try:
                     sync_adopt.adopt(self.vault, self.adoption)
+                except sync_adopt.Unsafe as exc:  # refused before anything moved
+                    adoption_done(self.vault)
+                    raise blocked(exc) from None
                 except GitFailed as exc:
                     raise blocked(exc) from None
                 self.adopted.append(self.adoption)
@@ -294,12 +343,19 @@ class DeviceSync:
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def forget_stale_history(self) -> None:
-        """After an adoption and its push: the stale history (what the erase removed) is reachable from
-        nothing now that the remote-tracking ref names the pushed head; reflogs, ORIG_HEAD and its
-        objects go (under the write lock: a prune must not race a writer's fresh objects)."""
+        """After an adoption and its push: derived stores forget what the erase took (`on_adopted`);
+        the stale history is reachable from nothing now that the remote-tracking ref names the pushed
+        head; reflogs, ORIG_HEAD and its objects go (under the write lock: a prune must not race a
+        writer's fresh objects). The adoption's record goes last: a kill in here is finished too."""
+        sync_adopt.pause(self.vault, "purge")
+        if self.on_adopted:
+            self.on_adopted(self.adopted)
         with self.vault.lock():
+            note_adoption(self.vault, self.adopted[-1], self.adopted[-1].stale, PRUNING)
+            sync_adopt.pause(self.vault, PRUNING)
             rewrites.leased(self.vault.state_dir, self.remote, self.branch)
             erase.clean_git(self.git.work_dir)
+            adoption_done(self.vault)
 
     def changed_between(self, before: str | None, after: str) -> list[str]:
         args = ("diff", "--name-only", "-z", "--no-renames", before, after) if before else \

@@ -14,10 +14,15 @@ still holds *adopts* the rewritten side instead:
 
 On the erasing device the remote is the stale side: the sync replaces it with `--force-with-lease`
 on the head it fetched (another device's later push makes the push fail and the round start again).
+
+Every step can be run again: `replay` reads only blobs (HEAD, base, stale), never the work tree, so a
+sync killed mid-adoption is finished by the next one from its record (vault/sync_recovery.py).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 
 from memvault.vault import erase, rewrites
@@ -30,6 +35,12 @@ from memvault.vault.store import Vault
 from memvault.vault.sync_settle import blob, has_tombstone, kind_of, listed_files
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+PAUSE = "MEMVAULT_TEST_SYNC_PAUSE"  # read by tests only: an adoption waits at this step, to be killed there
+REPLAYED = "replayed onto the history an erase rewrote"  # the replay commit's subject ends so (found again by recovery)
+
+
+class Unsafe(GitFailed):
+    """A person's uncommitted edit stands where the adoption must write (raised before anything moved)."""
 
 
 @dataclass
@@ -89,51 +100,83 @@ def adopt(vault: Vault, adoption: Adoption) -> str:
     """HEAD on the rewritten side, the stale side's own changes replayed over it as one commit;
     returns the new HEAD. Call with the vault's write lock held."""
     git = vault.git
-    changed = git.run("diff", "--name-only", "-z", "--no-renames", adoption.base, adoption.stale).split("\0")
-    dirty = {path for _, path in git.status()} & {git.vault_path(p) for p in changed if p}
-    if dirty:  # replaying writes these files: a person's uncommitted edit would be lost
-        raise GitFailed(f"an erase rewrote the history and {sorted(dirty)[0]} has an uncommitted edit", "")
+    changed = refuse_dirty(git, adoption)
     adoption.dropped += listed_files(git, adoption.erased, adoption.stale)
     if git.head_sha() != adoption.rewritten:
         git.run("reset", "-q", "--keep", adoption.rewritten)  # a person's other uncommitted edits stay (or it refuses)
+        pause(vault, "reset")
     touched = []
-    for repo_path in filter(None, changed):
+    for repo_path in changed:
         if replay(git, repo_path, adoption):
             touched.append(repo_path)
             adoption.replayed.append(git.vault_path(repo_path))
+            pause(vault, "replay")
     if touched:
-        subject = f"memvault sync: {len(touched)} change(s) replayed onto the history an erase rewrote"
+        subject = f"memvault sync: {len(touched)} change(s) {REPLAYED}"
         git.commit([git.vault_path(p) for p in touched], format_message(subject, "sync", None, []))
+        pause(vault, "commit")
     return git.head_sha()
+
+
+def pause(vault: Vault, step: str) -> None:
+    """Where a test kills a sync mid-adoption: it waits here (a marker file says it is there)."""
+    if os.environ.get(PAUSE) == step:
+        (vault.state_dir / f"paused-{step}").touch()
+        time.sleep(300)
+
+
+def refuse_dirty(git: VaultGit, adoption: Adoption) -> list[str]:
+    """The repository paths the stale side changed; Unsafe when a person has an uncommitted edit in one
+    (replaying writes these files: the edit would be lost)."""
+    changed = [p for p in git.run("diff", "--name-only", "-z", "--no-renames", adoption.base,
+                                  adoption.stale).split("\0") if p]
+    dirty = {path for _, path in git.status()} & {git.vault_path(p) for p in changed}
+    if dirty:
+        raise Unsafe(f"an erase rewrote the history and {sorted(dirty)[0]} has an uncommitted edit", "")
+    return changed
+
+
+UNCHANGED = False  # `replayed`: nothing of the stale side's to carry for this file (or it is erased)
+
+
+def replayed(git: VaultGit, repo_path: str, adoption: Adoption, onto: str = "HEAD") -> str | None | bool:
+    """What the replay makes of one file the stale side changed, over `onto`: its text, None (deleted)
+    or UNCHANGED. Reads blobs only, never the work tree: the same every time it runs."""
+    base, stale, mine = (blob_at(git, rev, repo_path) for rev in (adoption.base, adoption.stale, onto))
+    rel = git.vault_path(repo_path)
+    if rel in adoption.erased.paths or {base, stale} & adoption.erased.blobs:
+        return UNCHANGED
+    if stale == mine:
+        return UNCHANGED  # nothing of the stale side's to carry
+    kind = kind_of(rel)
+    if stale is None:  # deleted on the stale side; changed on the rewritten side since, that change stays
+        return None if mine == base else UNCHANGED
+    if mine is None and base is not None and kind == "entry" and has_tombstone(git, rel):
+        return UNCHANGED  # deleted on the rewritten side, edited on the stale one: the delete wins, as in a merge
+    if mine is None or mine == base or kind is None:
+        return blob(git, stale)
+    from memvault.vault.merge import merge
+
+    return merge(kind, blob(git, base) if base else None, blob(git, mine), blob(git, stale), rel)[0]
 
 
 def replay(git: VaultGit, repo_path: str, adoption: Adoption) -> bool:
     """Carry the stale side's change of one file over to the work tree (not committed); False when
-    it is erased and stays out."""
-    base, stale, mine = (blob_at(git, rev, repo_path) for rev in (adoption.base, adoption.stale, "HEAD"))
-    rel = git.vault_path(repo_path)
-    if rel in adoption.erased.paths or {base, stale} & adoption.erased.blobs:
+    there is nothing to carry or it is erased and stays out."""
+    text = replayed(git, repo_path, adoption)
+    if text is UNCHANGED:
         return False
-    if stale == mine:
-        return False  # nothing of the stale side's to carry
-    kind = kind_of(rel)
     full = git.work_dir / repo_path
-    if stale is None:  # deleted on the stale side
-        if mine == base:
-            full.unlink(missing_ok=True)
-            return True
-        return False  # changed on the rewritten side since: that change stays
-    if mine is None and base is not None and kind == "entry" and has_tombstone(git, rel):
-        return False  # deleted on the rewritten side, edited on the stale one: the delete wins, as in a merge
-    if mine is None or mine == base or kind is None:
-        text = blob(git, stale)
+    if text is None:
+        full.unlink(missing_ok=True)
     else:
-        from memvault.vault.merge import merge
-
-        text, _ = merge(kind, blob(git, base) if base else None, blob(git, mine), blob(git, stale), rel)
-    full.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(full, text.encode("utf-8", "surrogateescape"))
+        full.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(full, encoded(text))
     return True
+
+
+def encoded(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def blob_at(git: VaultGit, rev: str, repo_path: str) -> str | None:
