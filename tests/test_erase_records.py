@@ -42,3 +42,30 @@ def test_three_erases_keep_all_three_records(tmp_path):
         assert [e.text for _, e in m.list().entries if e.role == "memory"] == []
     finally:
         m.close()
+
+
+def test_erase_commits_show_in_memvault_log_and_the_log_page(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from memvault.ui.app import create_app
+    from tests.support.cli import Cli
+    from tests.support.server import isolated_env
+    from tests.support.ui import settings_for
+
+    root = tmp_path / "vault"
+    cli = Cli(root)
+    cli.ok("init")
+    cli.ok("add", "Kestrel Marsh-7719 nests on the tower")
+    cli.ok("add", "Heron fishes at dawn")
+    cli.ok("erase", "--matching", "Kestrel", "-y")
+    cli.ok("erase", "--matching", "Heron", "-y")
+    erased = cli.ok("log", "-o", "erase", "--json").json()
+    assert [c["operation"] for c in erased] == ["erase", "erase"]
+    assert all(c["subject"].startswith("memvault erase: 1 memories by matching") for c in erased)
+    assert [c["operation"] for c in cli.ok("log", "--json").json()][:2] == ["erase", "erase"]
+    with isolated_env(tmp_path / "home"), TestClient(create_app(settings_for(root)),
+                                                     base_url="http://127.0.0.1") as client:
+        page = client.get("/ui/log?operation=erase").text
+    assert page.count("memvault erase: 1 memories by matching") == 2
+    assert "Kestrel" not in page and "Marsh-7719" not in page  # kind and count, never the content
+
