@@ -11,6 +11,7 @@ import pytest
 from memvault import settings as settings_module
 from memvault.core import Memvault
 from memvault.vault import erasure_record
+from memvault.vault.entry import Entry
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -69,3 +70,34 @@ def test_erase_commits_show_in_memvault_log_and_the_log_page(tmp_path):
     assert page.count("memvault erase: 1 memories by matching") == 2
     assert "Kestrel" not in page and "Marsh-7719" not in page  # kind and count, never the content
 
+
+def test_erase_by_ids_resolves_them_as_rm_does(tmp_path):
+    """An unknown id, a plain text, an ambiguous prefix: rm's one-line error, exit 1, nothing touched.
+    A memory only history holds is still found by its prefix."""
+    from tests.support.cli import Cli
+
+    root = tmp_path / "vault"
+    m = Memvault.open(settings_module.load(None, {"vault.path": str(root)}), create=True)
+    try:
+        m.add_entries([Entry(id="6a000000-0000-4000-8000-000000000001", text="From A number 1"),
+                       Entry(id="6b000000-0000-4000-8000-000000000002", text="From B number 1")])
+        gone = m.add_verbatim("Only history holds this one now")
+    finally:
+        m.close()
+    path = next(root.rglob(f"*__{gone.id}.md"))
+    subprocess.run(["git", "-C", str(root), "rm", "-q", str(path)], check=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "by hand"],
+                   check=True)
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    cli = Cli(root)
+    for args, message in [(("zz",), "no memory with id zz"), (("From B number 1",), "no memory with id From B"),
+                          (("7",), "no memory with id 7"), (("6",), "id prefix 6 is ambiguous: 2 memories"),
+                          (("6a", "zz"), "no memory with id zz")]:
+        result = cli("erase", *args, "-y")
+        assert (result.exit_code, result.stderr.count("\n")) == (1, 1), (args, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr
+    assert cli("rm", "zz").stderr == cli("erase", "zz", "-y").stderr
+    assert subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout == head
+    assert cli.ok("erase", gone.id[:6], "-y", "--json").json()["ids"] == [gone.id]
+    assert cli.ok("erase", "6b", "-y", "--json").json()["ids"] == ["6b000000-0000-4000-8000-000000000002"]
