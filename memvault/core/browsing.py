@@ -241,7 +241,7 @@ class Browsing:
             return vault_log(self.vault.git, limit, operation or None, conversation or None)
         git = self.vault.git
         # The commits since then, left out: as many more are asked for, so a page is still whole.
-        later = set(git.run("rev-list", f"{past.sha}..HEAD", "--", git.repo_path(".")).split())
+        later = set(git.run("rev-list", f"{past.sha}..HEAD", *git.vault_scope()).split())
         found = vault_log(git, limit + len(later) if limit else 0, operation or None, conversation or None)
         kept = [commit for commit in found if commit.sha not in later]
         return kept[:limit] if limit else kept

@@ -113,15 +113,17 @@ class Erasing:
         return result
 
     def resolve_ids(self, ids) -> list[str]:
-        """Full ids for ids or prefixes: from the work tree, or taken as given (a memory only history holds)."""
+        """Full ids for ids or prefixes, as `rm` resolves them (the same errors: no such memory, an
+        ambiguous prefix), before anything is touched; a memory only history holds still counts."""
         from memvault.errors import NotFoundError
 
-        found = []
+        found, past = [], None
         for prefix in ids:
             try:
                 found.append(self.vault.resolve(prefix)[1].id)
             except NotFoundError:
-                found.append(layout.check_id_text(prefix))
+                past = erase.history_ids(self.vault.root) if past is None else past
+                found.append(erase.resolve_in(past, layout.check_id_text(prefix)))
         return found
 
     @staticmethod

@@ -114,6 +114,26 @@ def history_files(root: Path, revision: str = "--all",
     return found
 
 
+def history_ids(root: Path) -> set[str]:
+    """The ids of the memories any commit of any ref holds (by their '<stamp>__<id>.md' names)."""
+    listed = git_bytes(root, "rev-list", "--all", "--objects").decode("utf-8", "surrogateescape")
+    names = (PurePosixPath(line.partition(" ")[2]).name for line in listed.splitlines())
+    return {memory_id for name in names if (memory_id := layout.id_from_filename(name))}
+
+
+def resolve_in(ids: set[str], prefix: str) -> str:
+    """The one id of `ids` that is `prefix` or starts with it; the errors `vault.resolve` gives."""
+    from memvault.errors import AmbiguousIdError, NotFoundError
+
+    matches = sorted({prefix} & ids or (i for i in ids if layout.ID_CHARS.match(prefix) and i.startswith(prefix)))
+    if not matches:
+        raise NotFoundError(f"no memory with id {prefix}")
+    if len(matches) > 1:
+        raise AmbiguousIdError(f"id prefix {prefix} is ambiguous: {len(matches)} memories match "
+                               f"({', '.join(i[:12] for i in matches[:5])}...)")
+    return matches[0]
+
+
 def read_entry(path: str, data: bytes) -> Entry | None:
     rel = PurePosixPath(path)
     if not layout.is_entry_path(rel):

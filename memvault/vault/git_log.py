@@ -53,15 +53,17 @@ class GitLog:
         # --full-history: a sync's merge keeps one side's file; the other side's commits (an edit kept
         # in history; docs/architecture.md, Sync) and the merge itself are still listed.
         args.append("--full-history")
-        if pathspecs:
-            args += ["--", *pathspecs]
-        else:
-            args += ["--", self.repo_path(".")]
+        args += ["--", *pathspecs] if pathspecs else self.vault_scope()
         try:
             out = self.repo.git.log(*args)
         except git.GitCommandError as exc:
             raise VaultError(f"git log failed: {(exc.stderr or str(exc)).strip().splitlines()[-1]}") from None
         return [self._parse_record(rec) for rec in out.split(RECORD_SEP) if rec.strip()]
+
+    def vault_scope(self) -> list[str]:
+        """What limits `git log`/`rev-list` to the vault's commits: its folder in an enclosing repository;
+        nothing in its own (a pathspec would hide the empty commits: erasure records)."""
+        return ["--", self.repo_path(".")] if self.enclosing else []
 
     def _parse_record(self, record: str) -> Commit:
         sha, when, subject, body, rest = record.split(FIELD_SEP, 4)

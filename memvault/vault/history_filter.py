@@ -9,7 +9,9 @@ stdin (never in a file: it holds what is being erased):
 In every commit: files at `paths` and blobs in `drop_blobs` are dropped, blobs in `replace_blobs`
 become their scrubbed versions (written beforehand by `erase.scrub_blobs`); commit messages lose the
 sentences quoting `texts` or matching `patterns` (`scrub.Scrubber`), and a commit whose trailers name
-an erased id gets a neutral subject (memvault's subjects quote the memory). No blob passes through
+an erased id gets a neutral subject (memvault's subjects quote the memory). A commit the rewrite leaves
+empty is pruned, except an earlier erasure record (empty by birth, and filter-repo would prune it with
+the emptied commit before it): the audit trail and the blob list sync reads. No blob passes through
 Python: filter-repo then runs fast-export with --no-data (a 5,000-commit vault in seconds).
 """
 
@@ -22,7 +24,14 @@ import sys
 def main() -> int:
     import git_filter_repo as fr
 
+    from memvault.vault.git_log import TRAILER_PREFIX
     from memvault.vault.scrub import Scrubber
+
+    record_mark = f"\n{TRAILER_PREFIX}Erased-".encode()  # as erasure_record.erased() finds the records
+
+    class KeepingRecords(fr.RepoFilter):
+        def _prunable(self, commit, *args) -> bool:  # filter-repo's own test, but never for a record
+            return record_mark not in commit.message and super()._prunable(commit, *args)
 
     plan = json.loads(sys.stdin.read())
     paths = {p.encode() for p in plan["paths"]}
@@ -49,7 +58,7 @@ def main() -> int:
     # --sensitive-data-removal --no-fetch: keeps the origin remote (a plain run removes it), fetches nothing.
     args = fr.FilteringOptions.parse_args(["--force", "--quiet", "--no-gc", "--replace-refs", "delete-no-add",
                                            "--sensitive-data-removal", "--no-fetch"])
-    fr.RepoFilter(args, commit_callback=commit_callback).run()
+    KeepingRecords(args, commit_callback=commit_callback).run()
     return 0
 
 
