@@ -308,7 +308,8 @@ def convert(key: str, value: Any, source: str) -> Any:
             raise ValueError
         return kind(value)
     except (TypeError, ValueError):
-        expected = f"{kind.__name__} or {AUTO!r}" if optional else kind.__name__
+        name = "a list of texts" if kind is list else kind.__name__
+        expected = f"{name} or {AUTO!r}" if optional else name
         raise ConfigError(f"{source}: {key} must be {expected}, got {value!r}") from None
 
 

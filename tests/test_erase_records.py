@@ -62,12 +62,12 @@ def test_erase_commits_show_in_memvault_log_and_the_log_page(tmp_path):
     cli.ok("erase", "--matching", "Heron", "-y")
     erased = cli.ok("log", "-o", "erase", "--json").json()
     assert [c["operation"] for c in erased] == ["erase", "erase"]
-    assert all(c["subject"].startswith("memvault erase: 1 memories by matching") for c in erased)
+    assert all(c["subject"].startswith("memvault erase: 1 memory by matching") for c in erased)
     assert [c["operation"] for c in cli.ok("log", "--json").json()][:2] == ["erase", "erase"]
     with isolated_env(tmp_path / "home"), TestClient(create_app(settings_for(root)),
                                                      base_url="http://127.0.0.1") as client:
         page = client.get("/ui/log?operation=erase").text
-    assert page.count("memvault erase: 1 memories by matching") == 2
+    assert page.count("memvault erase: 1 memory by matching") == 2
     assert "Kestrel" not in page and "Marsh-7719" not in page  # kind and count, never the content
 
 

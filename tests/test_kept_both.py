@@ -110,3 +110,12 @@ def test_doctor_fix_kept_both_settles_every_file_and_plain_fix_leaves_them(tmp_p
     assert [c["status"] for c in result["checks"] if c["name"] == "sync"] == ["ok"]
     assert user_md(desktop) in ("Name: Ann\nLikes: coffee\nLikes: green tea\nLives: Oslo\n",
                                 "Name: Ann\nLikes: green tea\nLikes: coffee\nLives: Oslo\n")
+
+
+def test_a_bad_choice_is_refused_even_when_nothing_is_left_to_settle(tmp_path):
+    """`resolve --keep 3` on a vault with no kept-both block said "No core file holds..." and exited 0."""
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    refused = cli("resolve", "--keep", "3")
+    assert refused.exit_code == 2 and "choose one of ours, theirs, both, 1, 2" in refused.stderr
+    assert "Traceback" not in refused.stderr

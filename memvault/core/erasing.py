@@ -175,11 +175,16 @@ class Erasing:
         self.keeper.compact()
 
 
+def memories(count: int) -> str:
+    """"1 memory", "2 memories": the words an erase reports its count in."""
+    return f"{count} memory" if count == 1 else f"{count} memories"
+
+
 def record_message(result: Erasure, blobs: set[str], reason: str, who: str | None) -> str:
     """The erasure record: what kind, how many, when, by whom, why; the erased blobs' ids (so a clone's
     pull can drop them); never the content."""
-    counts = ", ".join(f"{n} {role}" for role, n in sorted(result.roles.items())) or "quotes only"
-    lines = [f"memvault erase: {sum(result.roles.values())} memories by {result.kind} ({counts})", "",
+    counts = ", ".join(f"{role}: {n}" for role, n in sorted(result.roles.items())) or "quotes only"
+    lines = [f"memvault erase: {memories(sum(result.roles.values()))} by {result.kind} ({counts})", "",
              f"Memvault-Erased-Kind: {result.kind}",
              f"Memvault-Erased-Count: {sum(result.roles.values())}",
              f"Memvault-Erased-Files: {len(result.files)}",

@@ -121,8 +121,10 @@ class Syncing:
     def resolve_kept_both(self, names: list[str] | None, keep: str) -> list[PurePosixPath]:
         """Settle what a sync kept both versions of in these core files (None: every such file), as
         chosen (memvault.vault.keptboth: ours, theirs, both, 1, 2): one commit; the paths changed."""
-        from memvault.vault.keptboth import device_sides, ours_finder, settled
+        from memvault.vault.keptboth import CHOICES, device_sides, ours_finder, settled
 
+        if keep not in CHOICES:  # refused before anything is read, even with no such block left
+            raise UsageError(f"keep {keep!r}? choose one of {', '.join(CHOICES)}")
         wanted = (self.kept_both_files() if names is None
                   else [layout.core_path(PurePosixPath(name).name) for name in names])
         texts = {}

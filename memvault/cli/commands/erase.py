@@ -28,11 +28,13 @@ def erase(
 ) -> None:
     """Erase memories from the work tree, every commit, every pack and every derived store, leaving an
     erasure record (no content). Irreversible; rewrites history (push with --force-with-lease after)."""
+    from memvault.core.erasing import memories
+
     memvault = open_memvault(vault, config)
     criteria = dict(ids=tuple(ids or ()), conversation=conversation, user=user, matching=matching, regex=regex)
     plan = memvault.erase(**criteria, dry_run=True)
     if not dry_run and not yes and plan.files:
-        typer.confirm(f"Erase {len(plan.ids)} memories from {plan.commits} commits for good?", abort=True)
+        typer.confirm(f"Erase {memories(len(plan.ids))} from {plan.commits} commit(s) for good?", abort=True)
     result = plan if dry_run else memvault.erase(**criteria, reason=reason)
     if json:
         print_json(result.to_dict())
@@ -43,9 +45,9 @@ def erase(
               + [["scrub", p] for p in result.scrubbed] + [["rewrite", c[:12]] for c in result.commit_ids]
               + [["state", f".memvault/{p}"] for p in result.state_files],
               title="would touch" if dry_run else None)
-    counts = ", ".join(f"{n} {role}" for role, n in sorted(result.roles.items())) or "none"
-    say(("Dry run: " if dry_run else "Erased: ") + f"{len(result.ids)} memories ({counts}) in {result.commits} "
-        f"commits; {len(result.scrubbed)} files scrubbed; index rows {result.index_rows}; past indexes "
+    counts = ", ".join(f"{role}: {n}" for role, n in sorted(result.roles.items())) or "none"
+    say(("Dry run: " if dry_run else "Erased: ") + f"{memories(len(result.ids))} ({counts}) in {result.commits} "
+        f"commit(s); {len(result.scrubbed)} files scrubbed; index rows {result.index_rows}; past indexes "
         f"{result.past_indexes}; state files {len(result.state_files)}"
         + ("" if dry_run else f"; record {(result.record or '')[:10]} in {result.seconds:.1f} s."))
     if result.resummarised or result.kept_scrubbed:  # an LLM was configured: it re-wrote them, or was refused
