@@ -9,6 +9,7 @@ from collections.abc import Callable
 from memvault.doctor.report import (
     CLEAN,
     COMMIT,
+    ERASE,
     REBUILD,
     RECOVER,
     REINDEX,
@@ -30,6 +31,11 @@ def unlock(memvault, _paths: list[str]) -> str | None:
 def recover(memvault, _paths: list[str]) -> str:
     touched = memvault.finish_interrupted_write()
     return f"finished the write a crash cut short ({len(touched)} file(s))"
+
+
+def erase(memvault, _paths: list[str]) -> str:
+    count = memvault.finish_interrupted_erase()
+    return f"finished the erase a crash cut short ({count} memories; git, the index and past indexes purged)"
 
 
 def clean(memvault, _paths: list[str]) -> str | None:
@@ -69,7 +75,7 @@ def rebuild(memvault, paths: list[str]) -> str:
 
 FIXES: dict[str, Callable[..., str | None]] = {
     UNLOCK: unlock, RECOVER: recover, CLEAN: clean, COMMIT: commit, REQUEUE: requeue, TRIPLES: triples,
-    REBUILD: rebuild, REINDEX: reindex,
+    REBUILD: rebuild, REINDEX: reindex, ERASE: erase,
 }
 
 

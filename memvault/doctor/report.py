@@ -11,8 +11,9 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 # --fix actions, in the order they are applied.
 UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "recover", "clean", "commit", "rebuild", "reindex"
 REQUEUE = "requeue"
+ERASE = "erase"  # finish an erase a kill cut short
 TRIPLES = "triples"
-ACTIONS = (UNLOCK, RECOVER, CLEAN, COMMIT, TRIPLES, REBUILD, REINDEX, REQUEUE)
+ACTIONS = (UNLOCK, RECOVER, ERASE, CLEAN, COMMIT, TRIPLES, REBUILD, REINDEX, REQUEUE)
 SHOWN_PATHS = 5
 
 
