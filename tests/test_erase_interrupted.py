@@ -92,3 +92,19 @@ def test_an_erase_killed_midway_is_finished_by_the_next_erase_or_doctor_fix(tmp_
         assert [h.id for h in m.search("tomatoes balcony")][:1] == [kept]
     finally:
         m.close()
+
+
+def test_an_erase_killed_before_its_rewrite_landed_records_nothing_and_can_run_again(tmp_path):
+    root = tmp_path / "vault"
+    planted_vault(root)
+    killed = run_memvault("erase", "--vault", str(root), "--matching", SECRET, "-y", timeout=300,
+                          env={erase_intent.TEST_KILL: "rewriting"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    fixed = run_memvault("doctor", "--vault", str(root), "--fix", timeout=300)
+    assert b"killed before its rewrite" in fixed.stdout + fixed.stderr, fixed.stdout
+    log = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert "memvault erase:" not in log  # no record claims an erase history does not show
+    assert not (root / ".memvault" / erase_intent.FILE_NAME).exists()
+    again = run_memvault("erase", "--vault", str(root), "--matching", SECRET, "-y", "--json", timeout=300)
+    assert again.returncode == 0 and json.loads(again.stdout)["roles"] == {"memory": 10}, again.stderr
+    assert leftovers(root, SECRET) == []

@@ -97,7 +97,8 @@ class Erasing:
             result.blobs = len(blobs)
             # The state is purged first: it needs the erased texts, which the intent never holds.
             self.purge_state(hit)
-            erase_intent.start(self.vault.state_dir, selection.ids, record_message(result, blobs, reason, who))
+            erase_intent.start(self.vault.state_dir, selection.ids, blobs, record_message(result, blobs, reason, who))
+            erase_intent.reached("rewriting")
             mapping = erase.rewrite(self.vault.root, selection)
             rewrites.save_commit_map(self.vault.state_dir, mapping)  # before clean_git drops filter-repo's
             result.rewritten = len(mapping)
@@ -120,18 +121,21 @@ class Erasing:
         if intent is None:
             return 0
         with self.vault.lock():
-            self.finish_erase()
-        return len(intent["ids"])
+            return len(intent["ids"]) if self.finish_erase() else 0
 
     def finish_erase(self) -> str | None:
         """The steps after the rewrite, each safe to run again: the erasure record committed (once),
         git's reflogs, packs and loose objects cleaned, the index and past indexes purged; then the
-        intent is removed. Returns the record's commit."""
+        intent is removed. Returns the record's commit (None: no erase to finish, or its rewrite never
+        landed)."""
         state_dir = self.vault.state_dir
         intent = erase_intent.pending(state_dir)
         if intent is None:
             return None
         with self.vault.lock():
+            if erase.reachable_objects(self.vault.root, "--all") & set(intent["blobs"]):
+                erase_intent.done(state_dir)  # killed before the rewrite landed: history is as it was
+                return None
             last = self.vault.git.run("log", "-1", "--format=%B") if self.vault.git.head_sha() else ""
             if last.strip() != intent["message"].strip():
                 self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=intent["message"])

@@ -35,6 +35,8 @@ def recover(memvault, _paths: list[str]) -> str:
 
 def erase(memvault, _paths: list[str]) -> str:
     count = memvault.finish_interrupted_erase()
+    if not count:
+        return "dropped the intent of an erase killed before its rewrite (history as it was: erase again)"
     return f"finished the erase a crash cut short ({count} memories; git, the index and past indexes purged)"
 
 
