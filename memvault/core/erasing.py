@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memvault.errors import UsageError
-from memvault.vault import erase, erasure_record, layout, rewrites, state_purge
+from memvault.vault import erase, erase_intent, erasure_record, layout, rewrites, state_purge
 from memvault.vault.entry import format_time, now
 
 
@@ -37,6 +37,7 @@ class Erasure:
     resummarised: list[str] = field(default_factory=list)  # summaries the LLM wrote again from what remains
     kept_scrubbed: list[str] = field(default_factory=list)  # "path: why" the LLM's new summary was refused
     record: str | None = None  # the erasure record's commit
+    finished: int = 0  # memories of an earlier erase a kill cut short, finished first
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,6 +75,7 @@ class Erasing:
         with self.vault.lock():
             self.vault.git.check_state()
             self.vault.recover_interrupted()
+            finished = 0 if dry_run else self.finish_interrupted_erase()
             pending = self.vault.git.status()
             if pending and not dry_run:
                 raise UsageError(f"the vault has uncommitted changes ({pending[0][1]}...): commit or remove them, "
@@ -83,7 +85,7 @@ class Erasing:
             hit = self.erased_hit(selection, user)
             result = Erasure(criteria.kind, dry_run, sorted(selection.ids), dict(selection.roles),
                              sorted(selection.about), sorted(selection.paths), sorted(selection.scrubbed),
-                             selection.commits, selection.commit_ids)
+                             selection.commits, selection.commit_ids, finished=finished)
             result.state_files = [str(p.relative_to(self.vault.state_dir)) for p in self.state_hits(hit)]
             result.index_rows = self.index_rows(selection.ids)
             past = self.vault.state_dir / state_purge.PAST_INDEXES
@@ -93,24 +95,56 @@ class Erasing:
                 return result
             blobs = selection.blobs
             result.blobs = len(blobs)
+            # The state is purged first: it needs the erased texts, which the intent never holds.
+            self.purge_state(hit)
+            erase_intent.start(self.vault.state_dir, selection.ids, blobs, record_message(result, blobs, reason, who))
+            erase_intent.reached("rewriting")
             mapping = erase.rewrite(self.vault.root, selection)
+            rewrites.save_commit_map(self.vault.state_dir, mapping)  # before clean_git drops filter-repo's
             result.rewritten = len(mapping)
             self.vault.forget_paths()
-            self.purge_state(hit)
             llm = self.llm()
             if llm is not None and selection.scrubbed:
                 from memvault.core.erased_summaries import resummarise
 
                 result.resummarised, result.kept_scrubbed = resummarise(self.vault, llm, sorted(selection.scrubbed),
                                                                         selection.scrubber())
-            message = record_message(result, blobs, reason, who)
-            self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=message)
-            result.record = self.vault.git.head_sha()
-            erase.clean_git(self.vault.root)
-            rewrites.save_commit_map(self.vault.state_dir, mapping)
-        self.purge_index(selection.ids)
+            erase_intent.reached("rewritten")
+            result.record = self.finish_erase()
         result.seconds = round(time.monotonic() - started, 3)
         return result
+
+    def finish_interrupted_erase(self) -> int:
+        """Finish an erase a kill cut short after its history rewrite (`doctor --fix`, the next erase);
+        how many memories it erased (0: none was pending)."""
+        intent = erase_intent.pending(self.vault.state_dir)
+        if intent is None:
+            return 0
+        with self.vault.lock():
+            return len(intent["ids"]) if self.finish_erase() else 0
+
+    def finish_erase(self) -> str | None:
+        """The steps after the rewrite, each safe to run again: the erasure record committed (once),
+        git's reflogs, packs and loose objects cleaned, the index and past indexes purged; then the
+        intent is removed. Returns the record's commit (None: no erase to finish, or its rewrite never
+        landed)."""
+        state_dir = self.vault.state_dir
+        intent = erase_intent.pending(state_dir)
+        if intent is None:
+            return None
+        with self.vault.lock():
+            if erase.reachable_objects(self.vault.root, "--all") & set(intent["blobs"]):
+                erase_intent.done(state_dir)  # killed before the rewrite landed: history is as it was
+                return None
+            last = self.vault.git.run("log", "-1", "--format=%B") if self.vault.git.head_sha() else ""
+            if last.strip() != intent["message"].strip():
+                self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=intent["message"])
+            erase_intent.reached("recorded")
+            erase.clean_git(self.vault.root)
+            shutil.rmtree(state_dir / state_purge.PAST_INDEXES, ignore_errors=True)  # one built meanwhile
+            self.purge_index(set(intent["ids"]))
+            erase_intent.done(state_dir)
+            return self.vault.git.head_sha()
 
     def resolve_ids(self, ids) -> list[str]:
         """Full ids for ids or prefixes, as `rm` resolves them (the same errors: no such memory, an

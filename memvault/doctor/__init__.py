@@ -29,6 +29,7 @@ from memvault.doctor.vault_checks import (
     check_entry_files,
     check_git_locks,
     check_git_state,
+    check_interrupted_erase,
     check_interrupted_write,
     check_stray_files,
     check_sync,
@@ -61,7 +62,8 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
         return [opened]
     files, tombstones = check_entry_files(vault)
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
-            check_uncommitted(vault), check_temp_files(vault), check_curation_queue(vault), check_sync(vault),
+            check_interrupted_erase(vault), check_uncommitted(vault), check_temp_files(vault),
+            check_curation_queue(vault), check_sync(vault),
             files, tombstones, check_triples(vault), check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 

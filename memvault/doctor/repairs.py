@@ -10,6 +10,7 @@ from memvault.doctor.report import (
     ADOPT,
     CLEAN,
     COMMIT,
+    ERASE,
     REBUILD,
     RECOVER,
     REINDEX,
@@ -31,6 +32,13 @@ def unlock(memvault, _paths: list[str]) -> str | None:
 def recover(memvault, _paths: list[str]) -> str:
     touched = memvault.finish_interrupted_write()
     return f"finished the write a crash cut short ({len(touched)} file(s))"
+
+
+def erase(memvault, _paths: list[str]) -> str:
+    count = memvault.finish_interrupted_erase()
+    if not count:
+        return "dropped the intent of an erase killed before its rewrite (history as it was: erase again)"
+    return f"finished the erase a crash cut short ({count} memories; git, the index and past indexes purged)"
 
 
 def clean(memvault, _paths: list[str]) -> str | None:
@@ -78,8 +86,8 @@ def rebuild(memvault, paths: list[str]) -> str:
 
 
 FIXES: dict[str, Callable[..., str | None]] = {
-    UNLOCK: unlock, RECOVER: recover, CLEAN: clean, ADOPT: adopt, COMMIT: commit, REQUEUE: requeue, TRIPLES: triples,
-    REBUILD: rebuild, REINDEX: reindex,
+    UNLOCK: unlock, RECOVER: recover, ERASE: erase, CLEAN: clean, ADOPT: adopt, COMMIT: commit, REQUEUE: requeue,
+    TRIPLES: triples, REBUILD: rebuild, REINDEX: reindex,
 }
 
 

@@ -12,8 +12,9 @@ OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 UNLOCK, RECOVER, CLEAN, COMMIT, REBUILD, REINDEX = "unlock", "recover", "clean", "commit", "rebuild", "reindex"
 REQUEUE = "requeue"
 ADOPT = "adopt"  # finish a sync's adoption of an erased history (before COMMIT: its replayed files are its own)
+ERASE = "erase"  # finish an erase a kill cut short
 TRIPLES = "triples"
-ACTIONS = (UNLOCK, RECOVER, CLEAN, ADOPT, COMMIT, TRIPLES, REBUILD, REINDEX, REQUEUE)
+ACTIONS = (UNLOCK, RECOVER, ERASE, CLEAN, ADOPT, COMMIT, TRIPLES, REBUILD, REINDEX, REQUEUE)
 SHOWN_PATHS = 5
 
 

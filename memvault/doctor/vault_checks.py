@@ -10,6 +10,7 @@ from memvault.doctor.report import (
     ADOPT,
     CLEAN,
     COMMIT,
+    ERASE,
     FAIL,
     OK,
     RECOVER,
@@ -66,6 +67,17 @@ def check_interrupted_write(vault) -> Check:
         return Check("interrupted write", OK, "no write was cut short")
     return Check("interrupted write", WARN, f"a write was cut short by a crash ({vault.intent_path}): the next "
                  "write undoes what it left uncommitted", fix="--fix does it now", repair=RECOVER)
+
+
+def check_interrupted_erase(vault) -> Check:
+    """An erase a kill cut short after its history rewrite: what it erased may still be in git's
+    objects and the index until it is finished."""
+    from memvault.vault import erase_intent
+
+    if erase_intent.pending(vault.state_dir) is None:
+        return Check("interrupted erase", OK, "no erase was cut short")
+    return Check("interrupted erase", WARN, "an erase was cut short by a crash: what it erased may still be in git's "
+                 "objects and the index", fix="--fix finishes it (so does the next `memvault erase`)", repair=ERASE)
 
 
 def check_sync(vault) -> Check:

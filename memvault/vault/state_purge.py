@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from memvault.vault.erase_intent import FILE_NAME as ERASE_INTENT
 from memvault.vault.rewrites import COMMIT_MAP, REMOTE_HEADS
 
 # Not records of memories: the index (purged by its keeper), locks, the rewrite's own traces, imports' marks.
-KEPT_STATE = ("index.sqlite", "write.lock", ".gitignore", COMMIT_MAP, REMOTE_HEADS, "imports")
+KEPT_STATE = ("index.sqlite", "write.lock", ".gitignore", COMMIT_MAP, REMOTE_HEADS, "imports", ERASE_INTENT)
 PAST_INDEXES = "asof"
 
 

@@ -13,6 +13,7 @@ vault.transaction's, atomic writes vault.atomic's.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -36,6 +37,9 @@ GITIGNORE_LINE = f"{layout.STATE_DIR}/"
 # folder, a `git add .` (agent-cli commits that way) never commits the index.
 STATE_GITIGNORE = "# memvault's derived data (index, locks, queues): never committed\n*\n"
 LOCK_TIMEOUT = 120.0
+# The write locks this thread holds (by lock file): taken again (an erase's index flush), it is
+# already ours; a second flock on the same file would wait for ourselves.
+_HELD = threading.local()
 
 
 class LockBusyError(VaultError):
@@ -116,14 +120,21 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
         from filelock import FileLock, Timeout
 
         self.ensure_state_dir()
-        lock = FileLock(str(self.state_dir / "write.lock"), timeout=wait)
+        path = str((self.state_dir / "write.lock").resolve())
+        held = _HELD.__dict__.setdefault("paths", set())
+        if path in held:  # re-entered by this thread: other threads and processes still wait
+            yield
+            return
+        lock = FileLock(path, timeout=wait)
         try:
             lock.acquire()
         except Timeout:
             raise LockBusyError(f"another memvault process has held the vault lock for {wait:.0f} s") from None
+        held.add(path)
         try:
             yield
         finally:
+            held.discard(path)
             lock.release()
 
     @contextmanager

@@ -1,0 +1,110 @@
+"""`memvault erase` against what a real trial did to it: writes journalled while it runs (it must not
+wait on its own lock) and a kill in the middle (the next erase or `doctor --fix` finishes it)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import threading
+
+import pytest
+
+from memvault.index import journal
+from memvault.vault import erase_intent
+from tests.support.cli import run_memvault
+from tests.test_erase import leftovers, open_vault
+
+pytestmark = pytest.mark.timeout(600)
+
+SECRET = "Kestrel-Marmalade-4419"
+
+
+def test_erase_with_a_journalled_write_never_waits_on_its_own_lock(tmp_path):
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    m.add_verbatim(f"My gate code is {SECRET}.", conversation="c", role="user")
+    m.add_verbatim("Gina keeps bees on the roof.", conversation="c")
+    assert m.search("gate code")  # the index exists
+    m.close()
+    writer = open_vault(root)  # another process's add: its index closed, so the write is journalled
+    late = writer.add_verbatim("Hugo repairs clocks.", conversation="d")
+    writer.close()
+    assert (root / ".memvault" / journal.FILE_NAME).exists()
+    m = open_vault(root)
+    # The add landed after erase caught the index up and before it took the lock (the trial's race).
+    m.keeper.caught_up = contextlib.nullcontext
+    outcome: dict = {}
+    worker = threading.Thread(target=lambda: outcome.update(result=m.erase(matching=SECRET)), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "erase waited on the vault lock it holds itself"
+    assert outcome["result"].roles == {"user": 1} and outcome["result"].index_rows == 1
+    del m.keeper.caught_up
+    assert leftovers(root, SECRET) == []
+    assert [h.id for h in m.search("clocks")][:1] == [late.id]
+    m.close()
+
+
+def planted_vault(root):
+    """Ten memories holding the secret (each in its own commit), one without, an index that holds them."""
+    m = open_vault(root)
+    for i in range(10):
+        m.add_verbatim(f"Note {i}: the vault word is {SECRET}.", conversation="c")
+    kept = m.add_verbatim("Ivy grows tomatoes on the balcony.", conversation="c")
+    assert m.search(SECRET)  # the index holds it
+    m.scratchpad("c").write("word", SECRET)
+    m.close()
+    return kept.id
+
+
+@pytest.mark.parametrize("step,finisher", [("rewritten", "erase"), ("recorded", "erase"),
+                                           ("rewritten", "doctor"), ("recorded", "doctor")])
+def test_an_erase_killed_midway_is_finished_by_the_next_erase_or_doctor_fix(tmp_path, step, finisher):
+    root = tmp_path / "vault"
+    kept = planted_vault(root)
+    killed = run_memvault("erase", "--vault", str(root), "--matching", SECRET, "-y", timeout=300,
+                          env={erase_intent.TEST_KILL: step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    intent = (root / ".memvault" / erase_intent.FILE_NAME).read_text()
+    assert SECRET not in intent and '"ids"' in intent  # what it erases, never the secret in clear
+    assert leftovers(root, SECRET)  # the kill left it in git's objects and the index
+    if finisher == "erase":
+        done = run_memvault("erase", "--vault", str(root), "--matching", "nothing-like-this-anywhere", "-y",
+                            "--json", timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["finished"] == 10
+    else:
+        warned = run_memvault("doctor", "--vault", str(root), "--json", timeout=300)
+        check = next(c for c in json.loads(warned.stdout)["checks"] if c["name"] == "interrupted erase")
+        assert check["status"] == "warn" and check["repair"] == "erase"
+        fixed = run_memvault("doctor", "--vault", str(root), "--fix", timeout=300)
+        assert b"finished the erase a crash cut short (10 memories" in fixed.stdout + fixed.stderr, fixed.stdout
+    assert leftovers(root, SECRET) == []  # every git object, index.sqlite (+WAL), .memvault/, the work tree
+    assert not (root / ".memvault" / erase_intent.FILE_NAME).exists()
+    records = subprocess.run(["git", "-C", str(root), "log", "--format=%s", "--grep", "memvault erase:"],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(records) == 1 and "10 memories" in records[0]  # the record, once
+    m = open_vault(root)
+    try:
+        assert m.search(SECRET) == [] or all(SECRET not in h.text for h in m.search(SECRET))
+        assert [h.id for h in m.search("tomatoes balcony")][:1] == [kept]
+    finally:
+        m.close()
+
+
+def test_an_erase_killed_before_its_rewrite_landed_records_nothing_and_can_run_again(tmp_path):
+    root = tmp_path / "vault"
+    planted_vault(root)
+    killed = run_memvault("erase", "--vault", str(root), "--matching", SECRET, "-y", timeout=300,
+                          env={erase_intent.TEST_KILL: "rewriting"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    fixed = run_memvault("doctor", "--vault", str(root), "--fix", timeout=300)
+    assert b"killed before its rewrite" in fixed.stdout + fixed.stderr, fixed.stdout
+    log = subprocess.run(["git", "-C", str(root), "log", "--format=%s"], capture_output=True, text=True).stdout
+    assert "memvault erase:" not in log  # no record claims an erase history does not show
+    assert not (root / ".memvault" / erase_intent.FILE_NAME).exists()
+    again = run_memvault("erase", "--vault", str(root), "--matching", SECRET, "-y", "--json", timeout=300)
+    assert again.returncode == 0 and json.loads(again.stdout)["roles"] == {"memory": 10}, again.stderr
+    assert leftovers(root, SECRET) == []
