@@ -38,7 +38,9 @@ def erase(memvault, _paths: list[str]) -> str:
     count = memvault.finish_interrupted_erase()
     if not count:
         return "dropped the intent of an erase killed before its rewrite (history as it was: erase again)"
-    return f"finished the erase a crash cut short ({count} memories; git, the index and past indexes purged)"
+    from memvault.core.erasing import memories
+
+    return f"finished the erase a crash cut short ({memories(count)}; git, the index and past indexes purged)"
 
 
 def clean(memvault, _paths: list[str]) -> str | None:
