@@ -1,7 +1,7 @@
 """The layering of memvault, frozen: every `memvault` import (lazy ones in functions included) is read
 with `ast` and checked against the graph below.
 
-    errors, settings                  base
+    errors, settings, extras          base
     vault                             files and git
     models                            embedder, reranker
     index          <- vault, models   the derived SQLite index
@@ -28,11 +28,12 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memvault"
-BASE = {"errors", "settings"}
+BASE = {"errors", "settings", "extras"}
 # Which parts of memvault each part may import (a part: memvault.<part>..., "memvault" is the package
 # itself: its __version__, and the mem0 names it loads lazily from api).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "extras": {"errors"},
     "settings": {"errors"},
     "vault": BASE,
     "models": BASE,

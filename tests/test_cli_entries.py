@@ -99,6 +99,41 @@ def test_edit_with_text_option(cli):
     assert cli.ok("show", memory_id, "--json").json()["text"] == "v2"
 
 
+def test_edit_with_the_same_text_makes_no_commit_and_says_so(cli):
+    memory_id = cli.ok("add", "Ana's birthday is on May 3.", "--json").json()["results"][0]["id"]
+    head = git_log(cli, "-1", "--format=%H")
+    same = cli.ok("edit", memory_id, "--text", "Ana's birthday is on May 3.")
+    assert same.stdout == "" and "No change." in same.stderr
+    assert cli.ok("edit", memory_id, "--text", "Ana's birthday is on May 3.", "--json").json() == {"results": []}
+    assert git_log(cli, "-1", "--format=%H") == head
+
+
+def test_restore_brings_a_deleted_memory_back_into_search_in_one_commit(cli):
+    memory_id = cli.ok("add", "Ana's birthday is on May 3.", "--json").json()["results"][0]["id"]
+    cli.ok("search", "when is Ana's birthday")  # the index is built before the delete, as a person would have
+    cli.ok("rm", memory_id)
+    assert "May 3" not in cli.ok("search", "when is Ana's birthday").stdout
+    commits = len(git_log(cli, "--format=%H").split())
+    restored = cli.ok("restore", memory_id[:8])
+    assert restored.stdout.split("\t")[:2] == ["RESTORE", memory_id]
+    assert len(git_log(cli, "--format=%H").split()) == commits + 1
+    assert git_log(cli, "-1", "--format=%s").startswith("memvault restore: Ana's birthday")
+    assert "May 3" in cli.ok("search", "when is Ana's birthday").stdout  # no reindex needed
+    assert "not indexed" not in cli("doctor").stdout
+    assert cli.ok("list", "--json").json()[0]["id"] == memory_id
+    assert [e["event"] for e in cli.ok("history", memory_id, "--json").json()] == ["ADD", "DELETE", "RESTORE"]
+
+
+def test_restore_json_and_its_refusals(cli):
+    memory_id = cli.ok("add", "Bo keeps bees.", "--json").json()["results"][0]["id"]
+    live = cli("restore", memory_id)
+    assert live.exit_code == 2 and "is not deleted: nothing to restore" in live.stderr
+    assert cli("restore", "ffffffff").exit_code == 1
+    cli.ok("rm", memory_id)
+    assert cli.ok("restore", memory_id, "--json").json() == {
+        "results": [{"event": "RESTORE", "id": memory_id, "memory": "Bo keeps bees."}]}
+
+
 def test_rm_soft_deletes_and_history_shows_every_event(cli):
     cli.ok("add", "first version")
     memory_id = only_id(cli)

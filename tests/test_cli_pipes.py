@@ -61,3 +61,16 @@ def test_mcp_help_lists_every_tool_the_server_offers():
     offered = [tool.name for tool in build_server(Settings(), warm=False)._tool_manager.list_tools()]
     assert len(offered) == 14
     assert [name for name in offered if name not in words] == []
+
+
+def test_erase_in_a_pipe_without_yes_says_that_yes_is_needed(vault):
+    added = run_memvault("--vault", str(vault), "add", "-q", "Quentin's PIN is not stored here")
+    memory_id = added.stdout.decode().strip()
+    refused = run_memvault("--vault", str(vault), "erase", memory_id, input=b"")  # stdin: a pipe
+    assert refused.returncode == 2 and refused.stdout == b""
+    said = refused.stderr.decode()
+    assert said.count("\n") == 1 and "-y (--yes)" in said and "not a terminal" in said, said
+    assert run_memvault("--vault", str(vault), "show", memory_id).returncode == 0  # nothing erased
+    done = run_memvault("--vault", str(vault), "erase", "-y", memory_id, input=b"")
+    assert done.returncode == 0, done.stderr
+    assert run_memvault("--vault", str(vault), "show", memory_id).returncode != 0

@@ -11,7 +11,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.support.server import isolated_env
-from tests.support.ui import CAT_FACT, CAT_TURN, TEA_BEFORE, TEA_NOW, YESTERDAY, build_vault, serving, settings_for
+from tests.support.ui import (
+    BEFORE,
+    CAT_FACT,
+    CAT_TURN,
+    TEA_BEFORE,
+    TEA_NOW,
+    YESTERDAY,
+    build_vault,
+    serving,
+    settings_for,
+)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -194,3 +204,102 @@ def test_the_graph_and_the_timeline_at_yesterday_show_yesterdays_state(page):
     tab.click(".banner >> text=Back to now")
     tab.wait_for_url("**/ui/c/trip")
     assert CAT_TURN in tab.inner_text("ol.timeline") and CAT_FACT in tab.inner_text("ol.timeline")
+
+
+# -- a newcomer's rough edges (issue 37) ------------------------------------------------------------
+@pytest.fixture()
+def accepting(site):
+    """A tab that answers the page's confirmations with OK (a person who meant to click)."""
+    base, built, browser = site
+    context = browser.new_context(viewport={"width": 1100, "height": 800})
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    tab.on("dialog", lambda dialog: dialog.accept())
+    yield tab, base, built
+    context.close()
+
+
+def search_hits(tab, base, query: str) -> str:
+    tab.goto(f"{base}/ui/search?q={query.replace(' ', '+')}")
+    return tab.locator("main").inner_text()
+
+
+def test_a_memory_restored_on_the_page_is_searched_again_at_once(accepting):
+    from tests.support.cli import Cli
+
+    tab, base, built = accepting
+    assert TEA_NOW in search_hits(tab, base, "what tea does Alice drink")
+    tab.goto(f"{base}/ui/m/{built.tea}")
+    tab.click("button:has-text('Delete')")
+    tab.wait_for_url("**saved=deleted")
+    assert TEA_NOW not in search_hits(tab, base, "what tea does Alice drink")
+    tab.goto(f"{base}/ui/m/{built.tea}")
+    tab.click("button:has-text('Restore')")
+    tab.wait_for_url("**saved=restored")
+    assert TEA_NOW in search_hits(tab, base, "what tea does Alice drink")  # no reindex, no watcher
+    cli = Cli(built.root)
+    assert TEA_NOW in cli.ok("search", "what tea does Alice drink").stdout
+    assert "not indexed" not in cli("doctor").stdout
+
+
+def test_a_memory_as_of_yesterday_lists_its_history_up_to_then(page):
+    tab, base, built, _, _ = page
+    tab.goto(f"{base}/ui/m/{built.tea}")
+    assert "UPDATE" in tab.inner_text("ol.history")  # made today
+    tab.goto(f"{base}/ui/m/{built.tea}?at={YESTERDAY}")
+    history = tab.inner_text("ol.history")
+    assert "ADD" in history and TEA_BEFORE in history
+    assert not any(later in history for later in ("UPDATE", "DELETE", "RESTORE", TEA_NOW))
+
+
+def test_a_moment_before_the_vault_says_so_and_offers_its_first_commit(page):
+    from datetime import date, timedelta
+
+    tab, base, _, _, _ = page
+    earlier = (date.fromisoformat(BEFORE) - timedelta(days=1)).isoformat()
+    tab.goto(base + "/ui/graph?entity=Alice")
+    tab.fill("#at", earlier)
+    tab.click(".timepicker button")
+    tab.wait_for_url(f"**at={earlier}**")
+    said = tab.inner_text("main")
+    assert f"The vault did not exist yet on {earlier}: its first commit" in said and BEFORE in said
+    assert "search" not in said.lower()
+    tab.click("text=See the vault at its first commit")
+    tab.wait_for_url("**entity=Alice**")
+    assert "As of" in tab.inner_text(".banner") and tab.locator("svg.graph circle").count() == 0
+
+
+def test_the_changes_page_opens_on_the_last_week(page):
+    tab, base, _, _, _ = page
+    tab.goto(base + "/ui/")
+    tab.click("header nav >> text=Changes")
+    tab.wait_for_url("**/ui/changes")
+    shown = tab.inner_text("main")
+    assert "The last 7 days" in shown
+    assert tab.locator("ol.changes li .op").count() >= 6 and "Alice lives in Lisbon." in shown
+
+
+def test_saving_an_unchanged_text_makes_no_commit_and_says_so(page):
+    tab, base, built, _, _ = page
+    before = commits(built.root)
+    tab.goto(f"{base}/ui/m/{built.fact}")
+    tab.click("text=Save text")  # the text as it is
+    tab.wait_for_url("**saved=unchanged")
+    assert tab.inner_text("p.ok") == "Nothing changed: no commit was made."
+    assert commits(built.root) == before
+
+
+def test_every_page_finds_all_it_asks_for_and_has_an_icon(page):
+    tab, base, built, _, _ = page
+    failed, icons = [], []
+    tab.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    tab.on("response", lambda r: icons.append((r.status, r.headers.get("content-type")))
+           if "favicon" in r.url else None)
+    for path in ("/ui/", f"/ui/m/{built.tea}", "/ui/memories", "/ui/log", "/ui/changes", "/ui/graph?entity=Alice"):
+        tab.goto(base + path)
+        tab.wait_for_load_state("networkidle")
+    assert failed == []
+    icon = tab.locator("link[rel=icon]").get_attribute("href")
+    fetched = tab.request.get(base + icon)
+    assert fetched.status == 200 and fetched.headers["content-type"].startswith("image/svg+xml")
+    assert all(status == 200 for status, _ in icons)

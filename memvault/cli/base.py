@@ -9,10 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Optional
 
+import click
 import typer
 
 from memvault import __version__
 from memvault.errors import MemvaultError
+from memvault.extras import MissingExtraError
 
 app = typer.Typer(
     name="memvault",
@@ -80,6 +82,9 @@ def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Call
 
             try:
                 return fn(*a, **kw)
+            except MissingExtraError as exc:  # "memvault serve needs the server extra: pip install ..."
+                error(exc.said_by(click.get_current_context().command_path))
+                raise typer.Exit(exc.exit_code) from None
             except MemvaultError as exc:
                 error(str(exc))
                 raise typer.Exit(exc.exit_code) from None

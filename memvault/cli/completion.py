@@ -16,6 +16,7 @@ from memvault.vault import layout
 # they keep bash's common-prefix insertion correct and never flood the terminal.
 MAX_CANDIDATES = 100
 KIND_LABEL = {"facts": "fact", "turns/user": "user turn", "turns/assistant": "assistant turn", "summaries": "summary"}
+DELETED_NOTE = ", deleted"  # how a soft-deleted memory is described beside its id
 
 
 def vault_root(ctx) -> str | None:
@@ -60,7 +61,7 @@ def memory_files(root: str, include_deleted: bool) -> dict[str, tuple[str, str, 
     for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
         homes = [(conversation.path, "")]
         if include_deleted:
-            homes.append((os.path.join(conversation.path, "deleted"), ", deleted"))
+            homes.append((os.path.join(conversation.path, "deleted"), DELETED_NOTE))
         for home, note in homes:
             for kind in layout.KIND_DIRS.values():
                 for name in _names(os.path.join(home, kind)):
@@ -95,11 +96,14 @@ def narrow(values: list[str], incomplete: str) -> list[str]:
         width, groups = width + 1, wider
 
 
-def complete_ids(ctx, incomplete: str, include_deleted: bool) -> list[tuple[str, str] | str]:
+def complete_ids(ctx, incomplete: str, include_deleted: bool,
+                 only_deleted: bool = False) -> list[tuple[str, str] | str]:
     root = vault_root(ctx)
     if root is None:
         return []
     files = memory_files(root, include_deleted)
+    if only_deleted:  # a memory live again is listed as live (memory_files prefers its live file)
+        files = {memory_id: found for memory_id, found in files.items() if found[1].endswith(DELETED_NOTE)}
     shown = narrow(list(files), (incomplete or "").lower())
     return [(value, describe(*files[value])) if value in files else value for value in shown]
 
@@ -112,6 +116,11 @@ def complete_memory_id(ctx, incomplete: str) -> list[tuple[str, str] | str]:
 def complete_live_memory_id(ctx, incomplete: str) -> list[tuple[str, str] | str]:
     """Ids of live memories only (edit, rm)."""
     return complete_ids(ctx, incomplete, include_deleted=False)
+
+
+def complete_deleted_memory_id(ctx, incomplete: str) -> list[tuple[str, str] | str]:
+    """Ids of soft-deleted memories only (restore)."""
+    return complete_ids(ctx, incomplete, include_deleted=True, only_deleted=True)
 
 
 def complete_conversation(ctx, incomplete: str) -> list[str]:

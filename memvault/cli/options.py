@@ -6,7 +6,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.completion import complete_conversation, complete_live_memory_id, complete_memory_id
+from memvault.cli.completion import (
+    complete_conversation,
+    complete_deleted_memory_id,
+    complete_live_memory_id,
+    complete_memory_id,
+)
 
 VaultOpt = Annotated[Optional[Path], typer.Option(
     "--vault", help="Vault folder [env: MEMVAULT_VAULT; default: ~/.local/share/memvault/vault].",
@@ -26,6 +31,8 @@ IdArg = Annotated[str, typer.Argument(help="Memory id, or a unique prefix of one
                                       autocompletion=complete_memory_id)]
 LiveIdArg = Annotated[str, typer.Argument(help="Memory id, or a unique prefix of one.", show_default=False,
                                           autocompletion=complete_live_memory_id)]
+DeletedIdArg = Annotated[str, typer.Argument(help="Id of a deleted memory, or a unique prefix of one.",
+                                             show_default=False, autocompletion=complete_deleted_memory_id)]
 LiveIdsArg = Annotated[list[str], typer.Argument(help="Memory ids or unique prefixes.", show_default=False,
                                                  autocompletion=complete_live_memory_id)]
 HistoryIdArg = Annotated[Optional[str], typer.Argument(

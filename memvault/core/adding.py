@@ -220,7 +220,8 @@ class Adding:
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                replacement: Entry | None = None) -> Entry:
         """Rewrite a live memory in place (same id): git keeps the old text. A new text passes the
-        guards every add runs: one they refuse is a UsageError, and nothing changes."""
+        guards every add runs: one they refuse is a UsageError, and nothing changes. When nothing
+        would change, no commit is made and the entry comes back as it was (equal to `get`'s)."""
         _, entry = self.get_live(memory_id)
         if replacement is not None:
             if replacement.id != entry.id:
@@ -237,6 +238,8 @@ class Adding:
             stale = {key: None for key in TRIPLE_KEYS} if new_text != entry.text else {}
             updated = entry.replace(text=new_text, metadata={**entry.metadata, **(metadata or {})}, updated_at=now(),
                                     **stale)
+        if updated.replace(updated_at=entry.updated_at) == entry:
+            return entry  # nothing but the time would change: no commit for nothing
         refused = refusal(updated.text) if updated.text != entry.text else None
         if refused:
             raise UsageError(f"not stored: {refused.reason}")

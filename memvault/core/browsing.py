@@ -239,12 +239,16 @@ class Browsing:
         past = self.resolve_as_of(as_of)
         if past is None:
             return vault_log(self.vault.git, limit, operation or None, conversation or None)
-        git = self.vault.git
         # The commits since then, left out: as many more are asked for, so a page is still whole.
-        later = set(git.run("rev-list", f"{past.sha}..HEAD", *git.vault_scope()).split())
-        found = vault_log(git, limit + len(later) if limit else 0, operation or None, conversation or None)
+        later = self.commits_after(past)
+        found = vault_log(self.vault.git, limit + len(later) if limit else 0, operation or None, conversation or None)
         kept = [commit for commit in found if commit.sha not in later]
         return kept[:limit] if limit else kept
+
+    def commits_after(self, past: PastCommit) -> set[str]:
+        """The shas of the vault's commits since `past` (a log or a history as it read then leaves them out)."""
+        git = self.vault.git
+        return set(git.run("rev-list", f"{past.sha}..HEAD", *git.vault_scope()).split())
 
     def journal_days(self, limit: int = 60, as_of: str | PastCommit | None = None) -> list[str]:
         """The days the daily log has a file for (at `as_of`: had then), newest first."""

@@ -108,9 +108,15 @@ class Reading:
         """The fields a file at `rel` that leaves them out would be read with (its place and time)."""
         return self.vault.defaults_for(rel, self.vault.root / rel)
 
-    def history(self, memory_id: str) -> list[Event]:
+    def history(self, memory_id: str, as_of: Any = None) -> list[Event]:
+        """A memory's events; with `as_of` (a date, time, commit or PastCommit), those up to then."""
         rel, entry = self.get(memory_id)
-        return memory_events(self.vault.git, entry.id, rel)
+        events = memory_events(self.vault.git, entry.id, rel)
+        past = self.resolve_as_of(as_of)
+        if past is None:
+            return events
+        later = self.commits_after(past)
+        return [event for event in events if event.commit not in later]
 
     def log(self, limit: int = 20) -> list:
         return self.vault.git.log(limit=limit)

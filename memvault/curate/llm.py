@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from memvault.errors import LLMError
+from memvault.extras import require
 from memvault.settings import LLMSettings
 
 HOW_TO_CONFIGURE = "set llm.model / MEMVAULT_LLM_MODEL, see `memvault config`"
@@ -48,6 +49,7 @@ def upstream_api_key(model: str, api_base: str, key: str | None) -> str:
 def import_litellm():
     # Without this litellm fetches its price list from GitHub at import: slow, and no network here.
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    require("llm")  # a core install has no litellm: name the extra that brings it
     import litellm
 
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners on stderr

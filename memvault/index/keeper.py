@@ -144,7 +144,7 @@ class IndexKeeper:
                 items.append((entry.id, None))
             else:
                 gone_id = layout.indexed_id(change.rel)
-                if gone_id:
+                if gone_id and not moved_here(gone_id, changes):
                     items.append((gone_id, None))
         if self.store is None:
             journal.record(self.vault.state_dir, items)  # the next command that searches embeds them
@@ -253,3 +253,9 @@ def journal_items(root, paths: frozenset[PurePosixPath]) -> list[Item] | None:
         else:
             gone.append((memory_id, None))
     return gone + live
+
+
+def moved_here(memory_id: str, changes: list[Change]) -> bool:
+    """Whether a change puts `memory_id` live at another path (a restore moves its tombstone back): the
+    file that left is a move, not the memory's removal from the index."""
+    return any(c.entry is not None and not c.entry.deleted and c.entry.id == memory_id for c in changes)

@@ -279,6 +279,9 @@ class LiteLLMEmbedder(BatchedEmbedder):
 
         # Without this litellm fetches its price list from the network at import.
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        from memvault.extras import require
+
+        require("llm")
         import litellm
 
         try:

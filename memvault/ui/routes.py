@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter, Form, Request
@@ -23,13 +24,21 @@ from memvault.ui import PREFIX
 from memvault.ui.render import page, paging, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
 from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance, workspace_links
+from memvault.vault.timetravel import BeforeTheVault
 
 STILL = ("/changes",)  # the pages that do not show the vault as of one moment
+CHANGES_DAYS = 7  # what the Changes page shows when no start is given: the last week
+UNCHANGED = "unchanged"  # `saved=` after a save that changed nothing (no commit was made)
 ROLES = ("memory", "user", "assistant", "session", "rule", "summary", "core", "journal")
 
 
 class Forbidden(MemvaultError):
     exit_code = 1
+
+
+def saved(updated: Any, before: Any) -> str:
+    """What the page says after an edit: one commit, or nothing changed (the facade made none)."""
+    return UNCHANGED if updated == before else "1"
 
 
 def scopes_of(request: Request) -> dict[str, Any]:
@@ -61,6 +70,12 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
             started = time.perf_counter()
             try:
                 response = handler(request, *args, **kwargs)
+            except BeforeTheVault as exc:  # "as of" a day before the vault: not an error of the page
+                shown = common(request)
+                earliest = url(shown["path"], **dict(shown["kept"]),
+                               at=exc.first.sha[:12]) if exc.first else ""
+                response = page("before.html", 404, **shown, title="Before the vault", asked=exc.when,
+                                first=exc.first, earliest=earliest)
             except Forbidden as exc:
                 response = failed(request, 403, str(exc))
             except MemvaultError as exc:
@@ -162,13 +177,13 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
             rel, entry, content = core.entry_file(memory_id)
         core.require_scopes(entry, scopes_of(request))
         try:
-            events = core.history(entry.id)
+            events = core.history(entry.id, moment)  # as of a past moment: its history up to then
         except NotFoundError:  # purged since the moment shown: its past file is all there is
             events = []
         return page("memory.html", **common(request, moment), title=f"Memory {entry.id[:8]}", entry=entry, rel=rel,
                     content=content, saved=saved, events=events,
                     diffs=[diff_words(e.old_memory, e.new_memory) for e in events],
-                    provenance=provenance(entry, events), can_erase=hasattr(core, "erase"))
+                    provenance=provenance(entry, events))
 
     # -- search -------------------------------------------------------------------------------------
     @router.get("/search")
@@ -202,9 +217,16 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @view
     def changes(request: Request, start: str = "", end: str = ""):
         whole_vault(request)
-        found = get_core().changes_between(start, end or None) if start else None
+        core = get_core()
+        since = start.strip() or (datetime.now(UTC).date() - timedelta(days=CHANGES_DAYS)).isoformat()
+        try:
+            first = core.resolve_as_of(since)
+        except BeforeTheVault as exc:  # the vault is younger: all of it
+            first = exc.first
+        found = core.changes_between(first, end or None)
         return page("changes.html", **common(request), title="Changes", start=start, end=end, found=found,
-                    diffs=[diff_words(c.old, c.new) for c in found.changes] if found else [])
+                    default=not start.strip(), days=CHANGES_DAYS,
+                    diffs=[diff_words(c.old, c.new) for c in found.changes])
 
     # -- the graph ----------------------------------------------------------------------------------
     @router.get("/graph")
@@ -243,8 +265,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @view
     def edit_text(request: Request, memory_id: str, text: str = Form(""), csrf_token: str = Form("")):
         core, entry = written(request, csrf_token, memory_id)
-        core.update(entry.id, text=text)
-        return moved(f"/m/{entry.id}", saved="1")
+        return moved(f"/m/{entry.id}", saved=saved(core.update(entry.id, text=text), entry))
 
     @router.post("/m/{memory_id}/file")
     @view
@@ -254,10 +275,10 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
         core, entry = written(request, csrf_token, memory_id)
         try:  # validated as `memvault edit` validates the file a person saved
             replacement = core.require_scopes(parse(content, "the edited file"), scopes_of(request))
-            core.update(entry.id, replacement=replacement)
+            updated = core.update(entry.id, replacement=replacement)
         except (EntryFormatError, UsageError) as exc:
             raise UsageError(f"{exc}; nothing changed") from None
-        return moved(f"/m/{entry.id}", saved="1")
+        return moved(f"/m/{entry.id}", saved=saved(updated, entry))
 
     @router.post("/m/{memory_id}/delete")
     @view
@@ -288,8 +309,8 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     def save_core(request: Request, name: str, text: str = Form(""), csrf_token: str = Form("")):
         checked_write(request, csrf_token)
         whole_vault(request)
-        rel, _ = get_core().update_core(name, text.replace("\r\n", "\n"))
-        return moved(f"/core/{rel.stem}", saved="1")
+        rel, changed = get_core().update_core(name, text.replace("\r\n", "\n"))
+        return moved(f"/core/{rel.stem}", saved="1" if changed else UNCHANGED)
 
     @router.post("/c/{conversation}/rules")
     @view

@@ -36,6 +36,26 @@ class PastCommit:
     asked: str  # what the user wrote, for messages
 
 
+class BeforeTheVault(UsageError):
+    """A moment before the vault's first commit: the vault did not exist then. `first` is that
+    commit (None in a repository without commits), for a page that offers the earliest moment."""
+
+    def __init__(self, when: str, first: PastCommit | None) -> None:
+        self.when, self.first = when, first
+        since = f": its first commit is from {first.moment:%Y-%m-%d %H:%M} UTC" if first else ""
+        super().__init__(f"the vault has no commit at or before {when}, it did not exist yet{since}")
+
+
+def first_commit(git: VaultGit) -> PastCommit | None:
+    """The vault's earliest commit (its `init`), None when it has none."""
+    if not git.has_commits():
+        return None
+    # the root commits only (a sync may have joined two histories): not a walk of the whole log
+    roots = [line.split() for line in git.run("log", "--max-parents=0", "--format=%H %ct", "HEAD", "--").splitlines()]
+    sha, stamp = min(roots, key=lambda root: int(root[1]))
+    return PastCommit(sha, datetime.fromtimestamp(int(stamp), UTC), sha[:12])
+
+
 def resolve(git: VaultGit, when: str) -> PastCommit:
     """The commit that holds the vault as it was at `when` (a date, a time, or a commit name).
     UsageError when `when` names neither, or the vault has no commit that early."""
@@ -52,7 +72,7 @@ def resolve(git: VaultGit, when: str) -> PastCommit:
         sha = git.run("rev-list", "-1", f"--before=@{stamp} +0000", "HEAD", "--").strip() \
             if git.has_commits() and stamp >= 0 else ""
         if not sha:
-            raise UsageError(f"the vault has no commit at or before {when}: nothing to search as of then")
+            raise BeforeTheVault(when, first_commit(git))
         return PastCommit(sha, moment, when)
     if not COMMIT_NAME.match(when):
         raise UsageError(f"--as-of {when!r} is neither a date (YYYY-MM-DD), an ISO 8601 time nor a commit")

@@ -39,6 +39,9 @@ def chat(
     /help lists the chat's commands (/memories, /forget ID, /incognito, /session end, /exit); Ctrl-C
     stops an answer and keeps your message (the partial answer is not stored).
     """
+    from memvault.extras import require
+
+    require("chat")
     from memvault.converse import MemoryChat
 
     if is_incognito(incognito, memory_mode):

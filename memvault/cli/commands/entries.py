@@ -1,4 +1,4 @@
-"""`add`, `list`, `show`, `edit`, `rm`: one memory at a time, as files."""
+"""`add`, `list`, `show`, `edit`, `rm`, `restore`: one memory at a time, as files."""
 
 import functools
 import os
@@ -17,6 +17,7 @@ from memvault.cli.options import (
     AsOfOpt,
     ConfigOpt,
     ConversationOpt,
+    DeletedIdArg,
     IdArg,
     JsonOpt,
     LiveIdArg,
@@ -249,6 +250,9 @@ def edit(
         except (EntryFormatError, UsageError) as exc:
             raise UsageError(f"{exc}; nothing changed, your edit is kept in {draft}") from None
         draft.unlink()
+    if updated == entry:  # the facade made no commit
+        print_json({"results": []}) if json else say("No change.")
+        return
     if json:
         print_json({"results": [{"event": "UPDATE", "id": updated.id, "old_memory": entry.text,
                                  "memory": updated.text}]})
@@ -270,3 +274,13 @@ def rm(
     else:
         for entry in removed:
             result_line("DELETE", entry.id, entry.text)
+
+
+@command("restore")
+def restore(memory_id: DeletedIdArg, vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False) -> None:
+    """Bring back a memory deleted with `rm` (soft deleted): one commit, and it is searched again."""
+    restored = open_memvault(vault, config).restore(memory_id)
+    if json:
+        print_json({"results": [{"event": "RESTORE", "id": restored.id, "memory": restored.text}]})
+    else:
+        result_line("RESTORE", restored.id, restored.text)

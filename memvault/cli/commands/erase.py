@@ -1,5 +1,6 @@
 """`memvault erase`: remove memories from the present and every commit (irreversible)."""
 
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -7,6 +8,7 @@ import typer
 from memvault.cli.base import command, open_memvault
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, say, table
+from memvault.errors import UsageError
 
 
 @command("erase")
@@ -34,6 +36,9 @@ def erase(
     criteria = dict(ids=tuple(ids or ()), conversation=conversation, user=user, matching=matching, regex=regex)
     plan = memvault.erase(**criteria, dry_run=True)
     if not dry_run and not yes and plan.files:
+        if not sys.stdin.isatty():  # no one to ask: a pipe's "no answer" must not read as a silent abort
+            raise UsageError("erase asks for confirmation and standard input is not a terminal: add -y (--yes) "
+                             "to erase for good")
         typer.confirm(f"Erase {memories(len(plan.ids))} from {plan.commits} commit(s) for good?", abort=True)
     result = plan if dry_run else memvault.erase(**criteria, reason=reason)
     if json:

@@ -33,6 +33,9 @@ def mcp(
     must send it (Authorization: Bearer KEY).
     """
     from memvault import settings as settings_module
+    from memvault.extras import require
+
+    require("mcp")
     from memvault.mcp.transport import run_http, run_stdio
 
     if not http and (host is not None or port is not None):

@@ -27,6 +27,9 @@ def serve(
     The LLM key then comes from an X-Upstream-Authorization header, llm.api_key, or the provider's variable.
     """
     from memvault import settings as settings_module
+    from memvault.extras import require
+
+    require("server")
     from memvault.server.run import serve as run_server
 
     flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port,

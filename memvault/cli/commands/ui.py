@@ -20,6 +20,9 @@ def ui(
     With a key (server.api_key), the browser asks for it: any user name, the key as password.
     """
     from memvault import settings as settings_module
+    from memvault.extras import require
+
+    require("ui")
     from memvault.ui.run import serve
 
     flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port}
