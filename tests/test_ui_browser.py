@@ -61,12 +61,18 @@ def site(tmp_path_factory):
                 browser.close()
 
 
-@pytest.fixture()
-def page(site):
-    base, built, browser = site
+def new_tab(browser):
+    """(context, tab): a fresh browser context, as a person's window."""
     context = browser.new_context(viewport={"width": 1100, "height": 800})
     tab = context.new_page()
     tab.set_default_timeout(15_000)
+    return context, tab
+
+
+@pytest.fixture()
+def page(site):
+    base, built, browser = site
+    context, tab = new_tab(browser)
     dialogs, requests = [], []
     tab.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     tab.on("request", lambda request: requests.append(request.url))
@@ -211,9 +217,7 @@ def test_the_graph_and_the_timeline_at_yesterday_show_yesterdays_state(page):
 def accepting(site):
     """A tab that answers the page's confirmations with OK (a person who meant to click)."""
     base, built, browser = site
-    context = browser.new_context(viewport={"width": 1100, "height": 800})
-    tab = context.new_page()
-    tab.set_default_timeout(15_000)
+    context, tab = new_tab(browser)
     tab.on("dialog", lambda dialog: dialog.accept())
     yield tab, base, built
     context.close()

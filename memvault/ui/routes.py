@@ -74,8 +74,8 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
                 shown = common(request)
                 earliest = url(shown["path"], **dict(shown["kept"]),
                                at=exc.first.sha[:12]) if exc.first else ""
-                response = page("before.html", 404, **shown, title="Before the vault", asked=exc.when,
-                                first=exc.first, earliest=earliest)
+                response = page("before.html", status_of_memvault_error(exc), **shown, title="Before the vault",
+                                asked=exc.when, first=exc.first, earliest=earliest)
             except Forbidden as exc:
                 response = failed(request, 403, str(exc))
             except MemvaultError as exc:
