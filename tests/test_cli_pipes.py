@@ -53,12 +53,14 @@ def test_lines_said_into_a_pipe_are_not_wrapped_at_80_columns(capsys, monkeypatc
     assert captured.err == long_line.strip() + "\n" and captured.out == long_line.strip() + "\n"
 
 
-def test_mcp_help_lists_every_tool_the_server_offers():
+def test_mcp_help_lists_every_tool_the_server_offers(tmp_path):
     from memvault.mcp.server import build_server
     from memvault.settings import Settings
 
     words = set(re.findall(r"\w+", run_memvault("mcp", "--help").stdout.decode()))
-    offered = [tool.name for tool in build_server(Settings(), warm=False)._tool_manager.list_tools()]
+    settings = Settings()
+    settings.vault.path = str(tmp_path / "vault")  # the default would make a vault in the current folder
+    offered = [tool.name for tool in build_server(settings, warm=False)._tool_manager.list_tools()]
     assert len(offered) == 14
     assert [name for name in offered if name not in words] == []
 
