@@ -101,6 +101,7 @@ class Sessions:
                                                                  turn.id if turn else None), llm))
         self._note_learned(conversation, result.events)
         result.events.extend(policy_events)
+        self.note_refusals(result.events, conversation, scopes, turn, "policy")
         return result
 
     def _apply_labels(self, conversation: str, labelled: list[Candidate], turn: Entry | None,
@@ -228,6 +229,7 @@ class Sessions:
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
         self._commit_session_end(result, record, chosen, summary, llm)
         self.session_buffer.finish(folder)
+        self.note_refusals(result.events, conversation, record.scopes, operation="session end")
         return result
 
     def _session_turns(self, record: SessionRecord) -> list[str]:
