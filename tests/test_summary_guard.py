@@ -64,3 +64,15 @@ def test_the_check_names_what_is_wrong():
         "its words are not in what it summarises"
     assert summary_problem("", "x") == "an empty answer"
     assert summary_problem("The user lives in Galway.", "The user lives in Galway.") is None
+
+
+def test_a_wrecked_session_summary_is_replaced_by_the_turns_openings(memvault):
+    from memvault.curate.policy import SESSION_PROMPT
+
+    turns = ["I moved to Galway last spring.", "I work at the hospital as a pharmacist.", "My dog is called Biscuit."]
+    for text in turns:
+        memvault.policy_add(text, "chat", llm=ScriptedLLM(default="[]"))
+    llm = ScriptedLLM([(SESSION_PROMPT[:40], "The user's summary is incomplete.")], default="[]")
+    ended = memvault.end_session("chat", llm)
+    assert ended.summary is not None and ended.summary.text.startswith("A session of 3 user turns: I moved to Galway")
+    assert any("session summary the LLM wrote was refused" in note for note in ended.notes)

@@ -202,6 +202,7 @@ class Sessions:
         """end_session's work, with the conversation's ending claim held."""
         from memvault.curate.ingest import MemoryEvent
         from memvault.curate.policy import promoted, session_summary
+        from memvault.curate.summary import summary_problem
 
         taken = self.session_buffer.take(conversation)
         if taken is None:
@@ -227,6 +228,10 @@ class Sessions:
             else:
                 chosen.append(item)
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
+        if summary and llm is not None and (problem := summary_problem(summary, "\n".join(user_turns))):
+            result.notes.append(f"the session summary the LLM wrote was refused ({problem}): the turns' openings "
+                                "are kept instead")
+            summary = session_summary(None, user_turns)
         self._commit_session_end(result, record, chosen, summary, llm)
         self.session_buffer.finish(folder)
         self.note_refusals(result.events, conversation, record.scopes, operation="session end")
