@@ -23,7 +23,7 @@ LABEL = re.compile(r"^\s*(?:#+\s*)?(?:new |updated |rolling )?summary\s*:?\s*\n?
 
 MAX_GROWTH = 3  # a summary more than three times as long as what it summarises (plus a sentence) ran away
 SLACK_CHARS = 300
-MIN_SUPPORTED = 0.6  # of a summary's content words, the share that must come from its input
+MIN_SUPPORTED = 0.5  # of a summary's content words, at least half must come from its input (a paraphrase changes some)
 LOOP = 6  # a content word said this many times is a loop, not a summary
 
 
