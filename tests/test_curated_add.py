@@ -38,7 +38,7 @@ def live_texts(m):
 
 
 def test_first_add_stores_turn_facts_and_summary_in_one_commit(memvault):
-    llm = llm_for(["Alice loves green tea", "Alice lives in Lisbon"])
+    llm = llm_for(["Alice loves green tea", "Alice lives in Lisbon"], summary="Alice loves green tea, lives in Lisbon.")
     result = memvault.add("I'm Alice, I love green tea and I live in Lisbon", llm=llm)
     assert [(e.event, e.new_memory) for e in result.events] == [
         ("ADD", "Alice loves green tea"), ("ADD", "Alice lives in Lisbon")]
@@ -47,7 +47,7 @@ def test_first_add_stores_turn_facts_and_summary_in_one_commit(memvault):
     assert [e.text for _, e in turns] == ["I'm Alice, I love green tea and I live in Lisbon"]
     facts = [e for _, e in memvault.list(role="memory").entries]
     assert all(f.source == turns[0][1].id for f in facts)
-    assert memvault.vault.summary("default").text == "Alice is a user of memvault."
+    assert memvault.vault.summary("default").text == "Alice loves green tea, lives in Lisbon."
     last = commits(memvault)[0]
     assert last.trailers["Operation"] == ["add"]
     events = last.trailers["Event"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memvault.converse.knowledge import noise
 from memvault.core.messages import message_text
 from memvault.curate.extract import last_user_index
 from memvault.settings import PERSONAL_VAULT
@@ -91,20 +92,28 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
     latest = memvault.latest_session(conversation, scopes)  # always shown, however old
     context.latest_session = latest.text if latest else None
     if query.strip():
+        retrieval = dict(retrieval or {})
+        wanted = retrieval.pop("top_k", None) or memvault.settings.retrieval.top_k
         # Memory follows its owner: the same user's facts from every conversation, imported ones included.
         # Team vaults (vault.shared) are the owner's choice, like the core files: not for a scoped key.
+        # Twice as many are asked for as are shown: the noise left out below must not leave the prompt short.
         hits = memvault.search_together(query, conversation, scopes, shared=core, follow_owner=True,
-                                        **(retrieval or {}))
+                                        top_k=wanted * NOISE_MARGIN, **retrieval)
         # Rules and core files are shown above, in full; a journal day repeats the facts it lists, at
-        # length; an old session is left out unless it is recent enough (the latest is shown above).
-        context.memories = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()
-                            and not stale_session(hit, latest, memvault.settings.session)]
+        # length; an old session is left out unless it is recent enough (the latest is shown above);
+        # the user's questions and the model's non-answers are not memories (converse.knowledge).
+        kept = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()
+                and not stale_session(hit, latest, memvault.settings.session) and noise(hit.role, hit.text) is None]
+        context.memories = kept[:wanted]
         if memvault.settings.prompt.assistant_last:  # what the user said outranks what a model answered
             context.memories.sort(key=lambda hit: hit.role == "assistant")
     summary = memvault.summary(conversation)
     if summary is not None and owned_by(summary, scopes):  # another scope's summary is never shown
         context.summary = summary.text
     return context
+
+
+NOISE_MARGIN = 2
 
 
 def stale_session(hit, latest: Entry | None, session) -> bool:

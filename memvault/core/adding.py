@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,25 @@ def speaker_of(chat: list[dict]) -> str | None:
 class Adding:
     """Writes: verbatim adds, LLM-curated adds, in-place updates, soft deletes."""
 
+    @functools.cached_property
+    def refusal_log(self):
+        """The refusals noted under .memvault/ (memvault.curate.refusals): `memvault log`, doctor, the proxy."""
+        from memvault.curate.refusals import RefusalLog
+
+        return RefusalLog(self.state_dir)
+
+    def note_refusals(self, events: list, conversation: str | None, scopes: dict[str, Any] | None = None,
+                      turn: Entry | None = None, operation: str = "add") -> None:
+        """Note the DROP events among `events` in the refusal log: nothing refused is silent, even
+        where no one waits for the answer (the proxy's background curation, a session ended by cron)."""
+        if any(event.event == "DROP" for event in events):
+            self.refusal_log.record(events, conversation, scopes, turn.id if turn else None, operation)
+
+    def refusals(self, days: float | None = None, conversation: str | None = None) -> list:
+        """The refusals noted (memvault.curate.refusals.Refusal), oldest first: of the last `days`, of one
+        conversation."""
+        return self.refusal_log.read(days, conversation)
+
     def add_entries(self, entries: list[Entry], subject: str | None = None, operation: str = "add") -> list[Entry]:
         """Store new entries in one commit (`subject`: the commit's; default: the memory, or how many)."""
         subject = subject or add_subject(entries)
@@ -93,6 +113,9 @@ class Adding:
 
         refused = [refusal(entry.text) for entry in entries]
         kept = [entry for entry, event in zip(entries, refused, strict=True) if event is None]
+        for entry, event in zip(entries, refused, strict=True):
+            if event is not None:
+                self.note_refusals([event], entry.conversation_id, entry.scopes)
         if kept:
             self.add_entries(kept)
         return AddResult([event for event in refused if event] + [MemoryEvent("ADD", e.id, None, e.text) for e in kept],
@@ -140,6 +163,7 @@ class Adding:
             place = Placement(conversation, scopes, {**carried, **({"actor_id": speaker} if speaker else {})})
             result = self._curated_add(llm, chat, place, prompt, turn, whole=whole)
         result.events = dropped + result.events
+        self.note_refusals(result.events, conversation, scopes, result.turn)
         return result
 
     def _add_as_given(self, chat: list[dict], conversation: str, scopes: dict[str, str], carried: dict[str, Any],

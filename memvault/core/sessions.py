@@ -101,6 +101,7 @@ class Sessions:
                                                                  turn.id if turn else None), llm))
         self._note_learned(conversation, result.events)
         result.events.extend(policy_events)
+        self.note_refusals(result.events, conversation, scopes, turn, "policy")
         return result
 
     def _apply_labels(self, conversation: str, labelled: list[Candidate], turn: Entry | None,
@@ -201,6 +202,7 @@ class Sessions:
         """end_session's work, with the conversation's ending claim held."""
         from memvault.curate.ingest import MemoryEvent
         from memvault.curate.policy import promoted, session_summary
+        from memvault.curate.summary import summary_problem
 
         taken = self.session_buffer.take(conversation)
         if taken is None:
@@ -226,8 +228,13 @@ class Sessions:
             else:
                 chosen.append(item)
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
+        if summary and llm is not None and (problem := summary_problem(summary, "\n".join(user_turns))):
+            result.notes.append(f"the session summary the LLM wrote was refused ({problem}): the turns' openings "
+                                "are kept instead")
+            summary = session_summary(None, user_turns)
         self._commit_session_end(result, record, chosen, summary, llm)
         self.session_buffer.finish(folder)
+        self.note_refusals(result.events, conversation, record.scopes, operation="session end")
         return result
 
     def _session_turns(self, record: SessionRecord) -> list[str]:

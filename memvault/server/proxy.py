@@ -232,7 +232,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
 
         return StreamingResponse(relay(chat, first, chunks),
                                  media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                                          **dropped_header(refused_since(chat))})
     answered = time.perf_counter()
     data = response.model_dump()
     said = message_text(response)
@@ -243,12 +244,42 @@ async def chat_completions(body: ChatCompletionRequest, request: Request):
         data["memory_cut"] = note_cut(chat, cut)
     problem = await store_turn(chat, answer)
     data["memory_hits"] = [hit_dict(hit) for hit in turn.hits]
+    dropped = refused_since(chat)
+    data["memory_dropped"] = dropped
     if problem:
         data["memory_error"] = problem
     # Where the time went (the proxy's own cost is retrieve + store), for clients and benchmarks.
     timing = {"retrieve": retrieved - started, "llm": answered - retrieved, "store": time.perf_counter() - answered}
     server_timing = ", ".join(f"{name};dur={seconds * 1000:.1f}" for name, seconds in timing.items())
-    return JSONResponse(data, headers={"Server-Timing": server_timing})
+    return JSONResponse(data, headers={"Server-Timing": server_timing, **dropped_header(dropped)})
+
+
+DROPPED_HEADER = "X-Memvault-Dropped"
+MAX_HEADER_CHARS = 4000  # what every HTTP client and proxy accepts in one header
+HEADER_TEXT_CHARS = 120
+
+
+def refused_since(chat: ProxyTurn) -> list[dict[str, Any]]:
+    """The facts of this conversation memvault refused since its last answer, each with its reason
+    (memvault.curate.refusals). A turn is curated after its answer has gone out, so its refusals
+    come with the conversation's next answer; `memvault log -o refused` lists them all at once."""
+    committer = chat.state.turns
+    if committer is None or not chat.session.use_memory:
+        return []
+    return [refusal.to_dict() for refusal in committer.refusals.take(chat.session.conversation)]
+
+
+def dropped_header(dropped: list[dict[str, Any]]) -> dict[str, str]:
+    """`X-Memvault-Dropped`: the refusals as JSON (ASCII, texts shortened), for clients that read
+    headers only (a streaming answer's body has no field for them); none when nothing was refused."""
+    shown = [{"memory": item["memory"][:HEADER_TEXT_CHARS], "reason": item["reason"][:HEADER_TEXT_CHARS]}
+             for item in dropped]
+    while shown:
+        value = json.dumps({"count": len(dropped), "dropped": shown}, ensure_ascii=True)
+        if len(value) <= MAX_HEADER_CHARS:
+            return {DROPPED_HEADER: value}
+        shown.pop()
+    return {DROPPED_HEADER: json.dumps({"count": len(dropped), "dropped": []})} if dropped else {}
 
 
 def sse(data: str) -> bytes:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memvault.curate.queue import MAX_FAILURES, CurationQueue, retry_delay
+from memvault.curate.refusals import RefusalTail
 from memvault.errors import MemvaultError, first_line
 from memvault.vault import layout
 
@@ -49,6 +50,8 @@ class TurnCommitter:
     def __init__(self, core) -> None:
         self.core = core
         self.curations = CurationQueue(core.state_dir)
+        # What curation refuses after an answer went out, for the conversation's next answer (server.proxy).
+        self.refusals = RefusalTail(core.state_dir)
         self.queue: queue.Queue = queue.Queue()
         # Paths written and not yet indexed: the vault watcher leaves them to us (no second embedding).
         self.in_flight: set[str] = set()

@@ -49,6 +49,11 @@ def read(path: Path) -> list[dict]:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
+    return parse(data)
+
+
+def parse(data: bytes) -> list[dict]:
+    """The JSON objects in `data`, lines that are not one skipped (as `read`)."""
     records = []
     for line in data.split(b"\n"):
         try:

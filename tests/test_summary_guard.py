@@ -1,0 +1,78 @@
+"""A rolling summary the model wrecked is never committed (memvault.curate.summary.summary_problem): the
+previous summary is kept and the new facts are added to it as lines, and the add says why."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memvault import settings
+from memvault.core import Memvault
+from memvault.curate.summary import summary_problem, update_summary
+from tests.support.scripted_llm import ScriptedLLM
+
+EXTRACT = "Latest user message (extract from this only):"
+SUMMARY = "Previous summary:"
+FACTS = ["The user lives in Galway.", "The user works as a pharmacist."]
+
+
+@pytest.fixture
+def memvault(tmp_path):
+    m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    yield m
+    m.close()
+
+
+@pytest.mark.parametrize("answer", [
+    "The user's summary is incomplete.",  # the issue's, committed by SmolLM2
+    "Summary: ",
+    "<summary of the conversation>",
+    "The user lives in Galway. The user lives in Galway. The user lives in Galway lives Galway lives Galway.",
+    "What else does the user do?",
+    "I am a helpful assistant. I am here to help you with anything you need today.",
+])
+def test_a_wrecked_summary_is_refused_and_the_facts_are_kept_as_lines(answer):
+    notes: list[str] = []
+    got = update_summary(ScriptedLLM.always(answer), "The user has a dog.", FACTS, "default", notes)
+    assert got == "The user has a dog.\n- The user lives in Galway.\n- The user works as a pharmacist."
+    assert notes and notes[0].startswith("the summary the LLM wrote was refused (")
+
+
+@pytest.mark.parametrize("answer", [
+    "The user has a dog, lives in Galway and works as a pharmacist.",
+    "Has a dog; lives in Galway; pharmacist by trade.",
+    "- dog owner\n- lives in Galway\n- works as a pharmacist",
+])
+def test_a_summary_of_what_was_said_is_kept(answer):
+    notes: list[str] = []
+    assert update_summary(ScriptedLLM.always(answer), "The user has a dog.", FACTS, "default", notes) == answer
+    assert notes == []
+
+
+def test_the_issue_summary_is_not_committed_by_an_add(memvault):
+    llm = ScriptedLLM([(EXTRACT, json.dumps(["The user lives in Galway."])),
+                       (SUMMARY, "The user's summary is incomplete.")], default="[]")
+    result = memvault.add("I live in Galway.", llm=llm)
+    assert [e.event for e in result.events] == ["ADD"]
+    assert memvault.summary("default").text == "- The user lives in Galway."
+    assert any("summary the LLM wrote was refused" in note for note in result.notes)
+
+
+def test_the_check_names_what_is_wrong():
+    assert summary_problem("The user's summary is incomplete.", "The user lives in Galway.") == \
+        "its words are not in what it summarises"
+    assert summary_problem("", "x") == "an empty answer"
+    assert summary_problem("The user lives in Galway.", "The user lives in Galway.") is None
+
+
+def test_a_wrecked_session_summary_is_replaced_by_the_turns_openings(memvault):
+    from memvault.curate.policy import SESSION_PROMPT
+
+    turns = ["I moved to Galway last spring.", "I work at the hospital as a pharmacist.", "My dog is called Biscuit."]
+    for text in turns:
+        memvault.policy_add(text, "chat", llm=ScriptedLLM(default="[]"))
+    llm = ScriptedLLM([(SESSION_PROMPT[:40], "The user's summary is incomplete.")], default="[]")
+    ended = memvault.end_session("chat", llm)
+    assert ended.summary is not None and ended.summary.text.startswith("A session of 3 user turns: I moved to Galway")
+    assert any("session summary the LLM wrote was refused" in note for note in ended.notes)
