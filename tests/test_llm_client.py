@@ -156,7 +156,7 @@ def test_server_error_beyond_retries_is_one_line_llm_error(server):
     message = str(caught.value)
     assert len(server.requests) == 3  # the first try and two retries
     assert "\n" not in message
-    assert "openai/scripted" in message and server.api_base in message and "MEMVAULT_LLM_MODEL" in message
+    assert "openai/scripted" in message and server.api_base in message and "check llm.model, llm.api_base" in message
     assert "scripted status 500" in message
 
 
@@ -191,3 +191,18 @@ def test_no_model_configured():
         llm.complete(MESSAGES)
     with pytest.raises(LLMError, match="no LLM configured"):
         next(iter(llm.stream(MESSAGES)))
+
+
+def test_a_timeout_says_what_timed_out_and_which_setting_raises_it():
+    # A server that accepts the connection and never answers: what a busy local model looks like.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        api_base = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        settings = LLMSettings(model="openai/slow", api_base=api_base, timeout=0.5, max_retries=0)
+        with pytest.raises(LLMError) as caught:
+            LLMClient(settings).complete(MESSAGES)
+    message = str(caught.value)
+    assert "openai/slow" in message and api_base in message and "\n" not in message
+    assert "within llm.timeout (0.5 s)" in message and "config set llm.timeout" in message
+    assert "set llm.model" not in message  # it is set: that was the old, misleading advice

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from memvault.errors import LLMError
 from memvault.extras import require
-from memvault.settings import LLMSettings
+from memvault.settings import LOCAL_LLM, LLMSettings
 
 HOW_TO_CONFIGURE = "set llm.model / MEMVAULT_LLM_MODEL, see `memvault config`"
 # Failures worth another try: the provider is busy or the network blinked. Anything else (bad key,
@@ -73,6 +73,8 @@ class LLMClient:
 
     @property
     def address(self) -> str:
+        if self.settings.local_model:
+            return f"memvault's own server for {self.settings.local_model}"
         return self.settings.api_base or "the provider's default address"
 
     def complete(self, messages: list[dict], json_schema: dict | None = None) -> str:
@@ -119,6 +121,8 @@ class LLMClient:
     def request(self, messages: list[dict], json_schema: dict | None) -> dict[str, Any]:
         """litellm.completion keyword arguments for this model."""
         s = self.settings
+        if s.local_model:
+            s = served_locally(s)
         if not s.model:
             raise LLMError(f"no LLM configured: {HOW_TO_CONFIGURE}")
         kwargs: dict[str, Any] = {
@@ -152,19 +156,41 @@ class LLMClient:
             # Some servers refuse JSON schemas outright; the answer is parsed leniently anyway.
             return {k: v for k, v in kwargs.items() if k != "response_format"}, 0.0
         retryable = tuple(getattr(litellm, name) for name in RETRYABLE)
-        if not isinstance(exc, retryable) or attempt >= self.settings.max_retries:
+        # memvault's own server is never retried: it answers one request at a time, so a retry after a
+        # timeout would only queue behind the answer it gave up on.
+        retries = 0 if self.settings.local_model else self.settings.max_retries
+        if not isinstance(exc, retryable) or attempt >= retries:
             raise self.error(exc) from None
         delay = min(MAX_DELAY, self.retry_base_delay * 2**attempt)
         return kwargs, delay * random.uniform(0.5, 1.0)  # jitter: many clients don't retry in lockstep
 
     def error(self, exc: Exception) -> LLMError:
-        """One line: which model, where, what went wrong, how to configure another."""
+        """One line: which model, where, what went wrong, and the setting that changes it."""
         reason = " ".join(str(exc).split()) or type(exc).__name__
         # "litellm.RateLimitError: RateLimitError: OpenAIException - slow down" -> "RateLimitError: slow down"
         reason = LITELLM_PREFIX.sub(r"\1: ", reason, count=1)
         if len(reason) > 200:
             reason = reason[:197] + "..."
-        return LLMError(f"LLM {self.settings.model} at {self.address} failed: {reason} ({HOW_TO_CONFIGURE})")
+        where = f"LLM {self.settings.model} at {self.address}"
+        if "Timeout" in type(exc).__name__:
+            return LLMError(f"{where} did not answer within llm.timeout ({self.settings.timeout:g} s): a slow model "
+                            f"or a busy machine; raise llm.timeout (`memvault config set llm.timeout 300`)")
+        return LLMError(f"{where} failed: {reason} ({self.hint()})")
+
+    def hint(self) -> str:
+        if self.settings.local_model:
+            return "check llm.local_model, see `memvault config show`"
+        return "check llm.model, llm.api_base and the provider's key, see `memvault config show`"
+
+
+def served_locally(settings: LLMSettings) -> LLMSettings:
+    """The settings of a call to the model memvault serves itself (started on first use)."""
+    import dataclasses
+
+    from memvault.curate.local_llm import options_for, server_for
+
+    api_base = server_for(options_for(settings)).api_base
+    return dataclasses.replace(settings, model=LOCAL_LLM, api_base=api_base, api_key="none")
 
 
 def message_text(response: Any) -> str:

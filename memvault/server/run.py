@@ -60,6 +60,10 @@ def serve(settings: Settings, log_level: str = "info", on_listening=None) -> Non
     `on_listening(url)` is told the address once the socket listens (port 0: the port chosen)."""
     check_bind(settings.server.host, settings.server.api_key)
     sock = listen(settings.server.host, settings.server.port)
+    if settings.llm.local_model:  # the proxy forwards to memvault's own model server: up before the first client
+        from memvault.curate.llm import served_locally
+
+        settings.llm = served_locally(settings.llm)
     if on_listening:
         on_listening(base_url(sock))
     server = uvicorn_server(settings, sock, log_level)

@@ -12,6 +12,7 @@ from memvault.cli.commands import (  # noqa: F401
     history,
     index,
     init,
+    llm,
     log,
     maintenance,
     mcp,
