@@ -24,6 +24,7 @@ POINTS = "MEMVAULT_CRASH_POINTS"
 MARK = "crash_points"
 
 _seed: list[int] = []  # this process's, once known (a test's isolation drops MEMVAULT_* variables)
+EVERY = os.environ.get(POINTS, "").strip().lower() == "all"  # read at import, before any test's isolation
 
 
 def run_seed() -> int:
@@ -37,7 +38,13 @@ def run_seed() -> int:
 
 
 def every_point() -> bool:
-    return os.environ.get(POINTS, "").strip().lower() == "all"
+    return EVERY or os.environ.get(POINTS, "").strip().lower() == "all"
+
+
+def kills(every: int, few: int) -> int:
+    """How many random kills a torture round makes: `few` a run (at instants drawn from the run's seed),
+    `every` with MEMVAULT_CRASH_POINTS=all."""
+    return every if every_point() else few
 
 
 def choose(name: str, groups: dict[str, Sequence[Any]], kinds: Callable[[Any], Iterable[str]]) -> dict[str, list[Any]]:
