@@ -19,12 +19,17 @@ def pytest_configure(config):
     crash_points.run_seed()  # chosen once, before pytest-xdist starts its workers: they inherit it
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     crash_points.select(config, items)
-    scheduling.group(items)
+    scheduling.check(items)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         scheduling.order(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: how tests are shared among its workers
+def pytest_xdist_make_scheduler(config, log):
+    return scheduling.make_scheduler(config, log)
 
 
 def pytest_terminal_summary(terminalreporter):
