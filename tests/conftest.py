@@ -11,7 +11,29 @@ os.environ["MEM0_TELEMETRY"] = "False"
 # warm-up thread is still importing litellm restores it instead of removing it (a DNS lookup, seen).
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+from tests.support import crash_points, scheduling
 from tests.support.server import isolate
+
+
+def pytest_configure(config):
+    crash_points.run_seed()  # chosen once, before pytest-xdist starts its workers: they inherit it
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    crash_points.select(config, items)
+    scheduling.check(items)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        scheduling.order(items)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: how tests are shared among its workers
+def pytest_xdist_make_scheduler(config, log):
+    return scheduling.make_scheduler(config, log)
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(crash_points.summary())
 
 
 @pytest.fixture(autouse=True)

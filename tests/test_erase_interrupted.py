@@ -16,7 +16,7 @@ from memvault.vault import erase_intent
 from tests.support.cli import run_memvault
 from tests.test_erase import leftovers, open_vault
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.crash_points("step", "finisher")]  # tests/support/crash_points.py
 
 SECRET = "Kestrel-Marmalade-4419"
 

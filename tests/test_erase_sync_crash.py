@@ -26,7 +26,7 @@ from tests.test_erase import leftovers
 from tests.test_erase_sync import SECRET, add, remote_log, texts
 from tests.test_sync_devices import devices, git, live_fact_ids, tree
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.crash_points("step", "sig")]  # tests/support/crash_points.py
 
 OWN = ("The desktop's owner plants tulips in October", "The desktop's owner swims on Fridays",
        "The desktop's owner keeps bees")

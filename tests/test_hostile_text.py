@@ -28,7 +28,8 @@ def test_escape_osc_and_bidi_characters_never_reach_a_commit_subject_raw(cli):
 
 
 @pytest.mark.parametrize("when", ["9999-12-31", (datetime.now(UTC) + timedelta(days=2)).strftime("%Y-%m-%d"),
-                                  (datetime.now(UTC) + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%S")])
+                                  (datetime.now(UTC) + timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%S")],
+                         ids=["far", "in-two-days", "in-three-hours"])  # clock-free ids: alike in all workers
 def test_as_of_a_moment_in_the_future_is_refused_in_one_line(cli, when):
     cli.ok("add", "Ada keeps bees", "--no-llm")
     result = cli("search", "bees", "--as-of", when)
