@@ -225,7 +225,7 @@ def continued_secret(previous: str, text: str) -> int:
         joined = tail + joint + head
         border = len(tail) + len(joint)
         for finding in _active.find(joined):
-            if finding.start < border < finding.end:
+            if finding.start <= border < finding.end:
                 cut = max(cut, finding.end - border)
     if cut == 0 and MARKED.search(tail.rstrip()[-40:]) and tail.rstrip().endswith("]"):
         rest = re.match(r"[A-Za-z0-9_\-+/=.~]{6,}", head)
