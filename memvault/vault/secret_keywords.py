@@ -26,12 +26,14 @@ PASSWORD, PIN, TOKEN = "password", "pin", "token"
 # Latin ones only as whole words or as parts of an identifier (DB_PASSWORD, dbPassword).
 PASSWORD_WORDS = (
     "password", "passwd", "passwort", "kennwort", "passphrase", "passcode", "pwd", "pw",  # en, de
+    "backup code", "backup codes", "recovery code", "recovery codes",
     "mot de passe", "mdp",  # fr
     "contraseña", "contrasena", "contraseñas",  # es
     "senha", "palavra-passe", "palavra passe",  # pt
-    "parola d'ordine", "parola chiave",  # it ("password" itself is common in Italian)
-    "wachtwoord", "hasło", "haslo", "heslo", "jelszó", "parolă", "parola de acces", "lösenord", "losenord",
-    "passord", "adgangskode", "salasana", "şifre", "sifre", "parool", "geslo", "lozinka", "slaptažodis",
+    "parola d'ordine",  # it ("password" itself is common in Italian)
+    "wachtwoord", "hasło", "hasła", "haslo", "heslo", "jelszó", "parolă", "parola de acces", "lösenord",
+    "lösenordet", "losenord", "passord", "adgangskode", "salasana", "şifre",
+    "şifresi", "şifrem", "sifre", "parool", "geslo", "lozinka", "slaptažodis",
     "пароль", "пароля", "паролем", "κωδικός", "סיסמה", "كلمة المرور", "كلمة السر", "पासवर्ड",
     "密码", "密碼", "口令", "パスワード", "暗証番号", "비밀번호", "암호", "mật khẩu", "kata sandi", "รหัสผ่าน",
 )
@@ -42,16 +44,20 @@ TOKEN_WORDS = ("token", "tokens", "secret", "secrets", "api key", "api-key", "ap
                "signing key", "encryption key", "master key", "session key", "license key", "licence key",
                "webhook secret", "clé api", "clave api", "chave api", "schlüssel", "токен", "ключ",
                "令牌", "密钥", "トークン", "토큰", "api 키")
-# "pass" names a password only in a key-value shape ("pass: x", "login: alice / pass x"), never in
-# prose: "I'll pass", "a bus pass is ...".
-ASSIGN_ONLY = ("pass",)
+# Words that name a password only in a key-value shape ("pass: x", "login: alice / pass x") or before
+# a value that is no word ("my netflix pass is Kx9!2"): "I'll pass", "a bus pass is valid", "la clave
+# es la paciencia".
+WEAK_WORDS = ("pass", "clave")
 # Identifier parts that say a key holds something about a secret, not the secret (password_length: 12).
 NOT_A_VALUE = frozenset(
     "length len min max count size policy reset url uri path file field hint prompt label type types required "
     "enabled expires expiry expiration changed age format regex rule rules hash hashed id ids name names limit "
     "limits budget budgets usage used ttl strength mode strategy header endpoint store manager input form "
     "kind scope scopes valid validation confirm error errors prefix suffix salt method methods encoder "
-    "checker".split())
+    "checker confirmation repeat again old".split())
+# Endings of a name glued together in capitals (PGPASSWORD, SLACKAPIKEY): the kind of the word it ends in.
+GLUED = ((("password", "passwd", "passwort", "passphrase", "passcode"), "password"),
+         (("apikey", "authtoken", "accesstoken", "secretkey", "clientsecret"), "token"))
 # Everyday words that follow "my password is": not a value ("my password is strong").
 EVERYDAY = frozenset(
     "the a an my your his her our their its this that same not no never still now also too very so just easy "
@@ -65,11 +71,20 @@ EVERYDAY = frozenset(
     "é não um uma o a os minha meu muito "
     "è non il lo mia mio molto troppo "
     "is niet een de het mijn "
-    "jest nie to".split())
+    "jest nie to "
+    # words that say what a password is like or became, in the languages above
+    "abgelaufen falsch richtig sicher unsicher geändert vergessen gesperrt neu alt kurz lang "
+    "expiré oublié incorrect correct faux bloqué court "
+    "caducado caducada incorrecta correcta olvidada expirada bloqueada corta larga nueva nuevo "
+    "errada certa esquecida expirou bloqueada curta nova "
+    "scaduta sbagliata giusta corta lunga nuova vecchia verlopen fout juist kort lang nieuw "
+    "wygasło błędne stare nowe неверный истёк новый старый".split())
+# Endings of everyday words that follow "password is" in those languages (expired, changing, gesperrt...)
+EVERYDAY_ENDINGS = ("ed", "ing", "ly", "iert", "ado", "ada", "ido", "ida", "ée", "ito", "ita", "able", "ible")
 # What joins a word to its value. ASSIGN: code and config shapes. PROSE: a verb in some language.
 ASSIGN = re.compile(r"[\"'`]?[ \t]*(?::=|=>|->|[:=：])[ \t]*(?!=)")
 PROSE = re.compile(
-    r"(?:[ \t]+(?:is|was|are|were|has been|ist|war|lautet|heißt|est|était|c'est|es|era|son|é|era|è|"
+    r"(?:['’]s|[ \t]+(?:is|was|are|were|has been|ist|war|lautet|heißt|est|était|c'est|es|era|son|é|era|è|"
     r"is|was|jest|to|je|är|er|on|это|—|–|-|->)|[ \t]*[—–])"
     r"(?:[ \t]+(?:now|currently|still|actually|simply|just|jetzt|maintenant|ahora|agora|adesso|nu|teraz))?"
     r"(?:[ \t]+(?:set|changed|gesetzt|geändert)[ \t]+(?:to|auf))?"
@@ -78,7 +93,19 @@ PROSE = re.compile(
     r"|[ \t]*(?:是|为|為|は|が|는|은|이|:|：)[ \t]*", re.IGNORECASE)
 # "pass hunter2" straight after a login ("login: alice / pass hunter2"), or a flag ("--password x").
 LOGIN_BEFORE = re.compile(r"(?:login|user(?:name)?|usuario|benutzer|utilisateur|usuário|email|e-mail)\b"
-                          r"[^\n]{0,60}?[/,;|][ \t]*$", re.IGNORECASE)
+                          r"(?:[^\n]{0,60}?[/,;|]|[ \t]*[:=]?[ \t]*\S{1,60})[ \t]*$", re.IGNORECASE)
+# Words between a keyword and its verb: "the password for the router is", "Kennwort für den Server
+# lautet", "la contraseña del banco es", "Пароль от почты:". A preposition and at most two words.
+QUALIFIER = re.compile(r"[ \t]+(?:for|of|on|to|at|für|zum|zur|vom|von|du|de|des|pour|del|de la|do|da|dos|das|di|"
+                       r"della|van|voor|för|till|på|od|do|dla|от|для|к)(?:[ \t]+[^\s:=：]{1,24}){1,3}?(?=[ \t]*"
+                       r"(?:[:=：]|[ \t](?:is|was|ist|lautet|est|es|é|è|is|jest|är|er|to)[ \t]))", re.IGNORECASE)
+# A list of names and values: "- name: SECRET_KEY" then "value: ..." on the next line (Kubernetes,
+# CI), and XML's key="Password" value="...".
+NAME_VALUE = re.compile(r"[\"']?(?:[ \t]*\n[ \t]*-?[ \t]*|[ \t]+)value[ \t]*[:=][ \t]*")
+# "Minha senha nova:", "Neues Passwort" has it before: an adjective between the word and its value
+ADJECTIVE = re.compile(r"[ \t]+(?:nova|novo|nuevo|nueva|nouveau|nouvelle|neue|neues|nuova|nuovo|nieuwe|nowe|"
+                       r"новый|new|current|actual|temporary|temporal|temporaire|provisoire)(?=[ \t]*[:=：])",
+                       re.IGNORECASE)
 BARE = re.compile(r"[ \t]+")
 QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`|«[ \t]?([^»\n]{1,200}?)[ \t]?»|"
                     r"„([^“”\n]{1,200})[“”]|“([^”\n]{1,200})”|「([^」\n]{1,200})」")
@@ -86,6 +113,7 @@ QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`|�
 UNQUOTED = re.compile(r"[^\s\"'`<>，。、；！？」』（）()\[\]{}\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{1,200}")
 TRAILING = ".,;:!?)]}*_"
 PLACEHOLDER = re.compile(r"^(?:\*+|x{3,}|\.{3,}|…|<[^>]*>|\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%\(?\w*\)?s|"
+                         r"str|int|bytes|bool|float|any|object|secretstr|optional\[.*|list\[.*|dict\[.*|"
                          r"\[redacted.*|true|false|null|none|nil|undefined|required|optional|string|"
                          r"env\(.*|os\.environ.*|process\.env.*|getenv.*|secrets?\..*|vault:.*)$", re.IGNORECASE)
 # What may follow an everyday-looking value for it to be the value: the clause ends there.
@@ -98,7 +126,7 @@ def keyword_kinds() -> dict[str, str]:
     kinds = dict.fromkeys(TOKEN_WORDS, TOKEN)
     kinds.update(dict.fromkeys(PIN_WORDS, PIN))
     kinds.update(dict.fromkeys(PASSWORD_WORDS, PASSWORD))
-    kinds.update(dict.fromkeys(ASSIGN_ONLY, PASSWORD))
+    kinds.update(dict.fromkeys(WEAK_WORDS, PASSWORD))
     return kinds
 
 
@@ -147,6 +175,7 @@ def kind_of_identifier(identifier: str) -> str | None:
     joined = {a + b for a, b in zip(parts, parts[1:], strict=False)} | {f"{a} {b}" for a, b in zip(parts, parts[1:],
                                                                                                    strict=False)}
     found = [kinds[p] for p in (*parts, *joined) if p in kinds]
+    found += [kind for endings, kind in GLUED for part in parts if part.endswith(endings)]
     if "key" in parts and parts.index("key") > 0 and parts[parts.index("key") - 1] in (
             "api", "access", "secret", "private", "client", "auth", "signing", "encryption", "master", "license"):
         found.append(TOKEN)
@@ -166,6 +195,8 @@ def value_at(text: str, pos: int) -> tuple[int, int, bool] | None:
     if not match:
         return None
     end = match.end()
+    if text.startswith("(", end):  # password = input("Password: "): a call, not a value
+        return None
     while end > pos and text[end - 1] in TRAILING:  # the sentence's punctuation, not the value's
         end -= 1
     return (pos, end, False) if end > pos else None
@@ -179,11 +210,11 @@ def accepted(kind: str, value: str, quoted: bool, prose: bool, after: str) -> bo
         return value.isdigit() and 3 <= len(value) <= 12
     if kind == TOKEN:
         return looks_random(value, 12) and not value.startswith(("/", "~", "./", "../")) and "://" not in value
-    if len(value) < 3 or value.lower() in EVERYDAY:
+    if len(value) < 3 or value.lower() in EVERYDAY or value.lower() in keyword_kinds():
         return False
     if prose and not quoted and value.isalpha():
         # "my password is swordfish and ..." is a value; "my password is written on a card" is not
-        return CLAUSE_END.match(after) is not None and not value.lower().endswith(("ed", "ing", "ly"))
+        return CLAUSE_END.match(after) is not None and not value.lower().endswith(EVERYDAY_ENDINGS)
     return True
 
 
@@ -217,7 +248,9 @@ def find_keyword_values(view: str, lowered: str) -> list[tuple[str, int, int]]:
                 kind = kind_of_identifier(identifier)
                 if kind is None:
                     continue
-            whole_word = identifier.lower() == word or identifier.lower() == word + "s"
+            # the whole word, or a compound ending in it: "WLAN-Passwort", "wifi-password" (not DB_PASSWORD)
+            last = identifier.lower().rsplit("-", 1)[-1]
+            whole_word = identifier.lower() in (word, word + "s") or ("-" in identifier and last in (word, word + "s"))
             after_word = ident_end
         else:
             kind, whole_word, after_word, ident_start = kinds[word], True, end, start
@@ -230,20 +263,30 @@ def find_keyword_values(view: str, lowered: str) -> list[tuple[str, int, int]]:
 def judged(view: str, kind: str, word: str, whole_word: bool, word_start: int,
            after_word: int) -> tuple[str, int, int] | None:
     """The value after a keyword (at `after_word`) if it is one, as (kind, start, end)."""
-    shapes = [(ASSIGN, False)]
-    if whole_word and word not in ASSIGN_ONLY:
+    shapes = [(ASSIGN, False), (NAME_VALUE, False)]
+    if whole_word:
         shapes.append((PROSE, True))
     flag = view[max(0, word_start - 2):word_start] == "--" or view[max(0, word_start - 1):word_start] == "-"
-    if flag or (whole_word and LOGIN_BEFORE.search(view[max(0, word_start - 80):word_start])):
+    if flag or (whole_word and (kind == TOKEN or LOGIN_BEFORE.search(view[max(0, word_start - 80):word_start]))):
         shapes.append((BARE, False))
-    for joiner, prose in shapes:
-        link = joiner.match(view, after_word)
-        if not link:
-            continue
-        value = value_at(view, link.end())
-        if value is None:
-            continue
-        start, end, quoted = value
-        if accepted(kind, view[start:end], quoted, prose, view[end + quoted:end + quoted + 12]):
-            return (PASSWORD if kind == PASSWORD else kind, start, end)
+    elif whole_word and word not in WEAK_WORDS:  # "use passcode X7fk2m9q": only a value that is no word
+        shapes.append((BARE, None))
+    qualified = QUALIFIER.match(view, after_word) or ADJECTIVE.match(view, after_word)
+    starts = (after_word, qualified.end()) if qualified and whole_word else (after_word,)
+    for begin in starts:
+        for joiner, prose in shapes:
+            link = joiner.match(view, begin)
+            if not link:
+                continue
+            value = value_at(view, link.end())
+            if value is None:
+                continue
+            start, end, quoted = value
+            text = view[start:end]
+            if prose is None or (prose and word in WEAK_WORDS):  # bare, or "my netflix pass is ...": no word
+                if text.isalpha() or not (any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+                                          or kind == PIN):
+                    continue
+            if accepted(kind, text, quoted, bool(prose), view[end + quoted:end + quoted + 12]):
+                return (PASSWORD if kind == PASSWORD else kind, start, end)
     return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 # The secret is the whole match, but for these rules, whose patterns capture it in their last group
 # (the password of a URL, the key after "aws_secret_access_key ="); other groups are only prefixes.
-IN_GROUP = ("aws-access-key", "basic-auth-credentials")
+IN_GROUP = ("aws-access-key", "basic-auth-credentials", "docker-login-password", "http-auth-password")
 # detect-secrets 1.5.0's token plugins: (plugin, kind: its secret_type slugged, pattern[, flags]). Its
 # keyword and entropy scanners are not copied: secret_keywords.py does their job for prose as well.
 DETECT_SECRETS = [
@@ -106,6 +106,12 @@ MEMVAULT = [
     Shape("age-secret-key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     Shape("atlassian-api-token", r"ATATT3[A-Za-z0-9_=-]{30,}", word_start=True),
     Shape("grafana-token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", word_start=True),
+    # a URL's password with characters detect-secrets' rule leaves out ("redis://default:Tigger68!@cache")
+    Shape("basic-auth-credentials", r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@'\"]{1,64}:([^\s/@'\"]{3,128})@", needle="://"),
+    # a login's password as a command line gives it: "docker login -u bob -p X", "mysql -u root -pX"
+    Shape("docker-login-password", r"(?<!\S)-u[ \t]*\S+[ \t]+-p[ \t]*([^\s-]\S*)", needle="-u"),
+    # requests' and httpx's auth=("user", "password")
+    Shape("http-auth-password", r"auth\s*=\s*\(\s*['\"][^'\"\n]{1,64}['\"]\s*,\s*['\"]([^'\"\n]{3,128})['\"]"),
     Shape("hashicorp-vault-token", r"hv[sb]\.[A-Za-z0-9_-]{24,}", word_start=True, random=4),
 ]
 
