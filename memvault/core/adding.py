@@ -12,7 +12,7 @@ from memvault.core.messages import chat_of, last_user_text, redacted_chat
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import TRIPLE_KEYS, Entry, now
-from memvault.vault.fields import check_scopes
+from memvault.vault.fields import check_scopes, check_text
 
 if TYPE_CHECKING:
     from memvault.curate.ingest import Placement
@@ -36,15 +36,21 @@ class AddResult:
 REDACTED = "a secret's value was redacted before anything read or stored the text"
 
 
-def placed(messages: Any, conversation: str | None,
-           scopes: dict[str, Any] | None) -> tuple[str, dict[str, str], list[dict], list[str]]:
+def placed(messages: Any, conversation: str | None, scopes: dict[str, Any] | None,
+           max_chars: int | None = None) -> tuple[str, dict[str, str], list[dict], list[str]]:
     """(conversation, scopes, messages, notes) of an add: the conversation defaults to the scopes'
     folder; the messages are those that may become memories (memvault.core.messages), each secret's
     value redacted before any model sees them (a note says so); an add with nothing to say is a
-    UsageError, and so is an id that holds a secret (memvault.vault.fields)."""
+    UsageError, and so is an id that holds a secret (memvault.vault.fields), and a message longer than
+    `max_chars` (limits.max_text_chars): checked first, so a 20 MB text is refused before anything
+    reads it whole."""
     scopes = check_scopes(scopes)
     conversation = layout.check_conversation_id(conversation or layout.conversation_for_scopes(scopes))
-    chat, changed = redacted_chat(chat_of(messages))
+    chat = chat_of(messages)
+    for message in chat:
+        if max_chars is not None and len(message["content"]) > max_chars:
+            check_text(message["content"], max_chars=max_chars)  # the error every door words alike
+    chat, changed = redacted_chat(chat)
     return conversation, scopes, chat, [REDACTED] if changed else []
 
 
@@ -149,7 +155,7 @@ class Adding:
         `whole`: facts come from every user message given (mem0's `add(messages)`), not the latest."""
         from memvault.curate.ingest import Placement
 
-        conversation, scopes, chat, notes = placed(messages, conversation, scopes)
+        conversation, scopes, chat, notes = placed(messages, conversation, scopes, self.settings.limits.max_text_chars)
         chat, dropped = guarded_messages(chat)
         carried = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None}}
         infer = infer and not carried.get("memory_type")

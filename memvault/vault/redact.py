@@ -16,17 +16,12 @@ state files (`vault/jsonlines.py`, the scratchpad) call `redact`; `configure` ap
 
 from __future__ import annotations
 
-import bisect
 import re
-import unicodedata
-from dataclasses import dataclass
 
 from memvault.vault.fields import MAX_METADATA_DEPTH
-from memvault.vault.secret_keywords import find_keyword_values
-from memvault.vault.secret_tokens import find_tokens
+from memvault.vault.secret_finder import MARKED, Finding, find_secrets, holds_secret
 
 MARKER = "[redacted: {kind}]"
-MARKED = re.compile(r"\[redacted: [a-z0-9-]+\]")
 
 # The write policy's guard for model-extracted candidates (dropped, never stored, as a memory): one
 # that names a credential ("the user's bank PIN hint is ...") or holds a secret's value.
@@ -34,78 +29,6 @@ SECRET_WORDS = re.compile(
     r"\b(pass(?:word|wd|phrase|code)s?|pwd|pin(?: code)?|api[ _-]?keys?|secret(?: key)?s?|access[ _-]?tokens?|"
     r"auth(?:entication)?[ _-]?tokens?|bearer tokens?|private[ _-]?keys?|credentials?|seed phrase|"
     r"recovery (?:phrase|codes?)|2fa codes?|otp)\b", re.IGNORECASE)
-# Characters NFKC keeps but a secret never holds: a zero-width space pasted into a token hides it.
-INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
-NON_ASCII = re.compile(r"[^\x00-\x7f]+")
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    start: int
-    end: int
-
-
-class View:
-    """A text as it is matched (NFKC, no invisible characters) and the way back to the text's own
-    positions. Most texts are their own view; a changed one keeps a list of segments."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.starts: list[int] = []  # a segment's start in the view
-        self.origins: list[int] = []  # ... and in the text
-        self.same: list[bool] = []  # an unchanged run (True) or one changed character (False)
-        if text.isascii() or (unicodedata.is_normalized("NFKC", text) and not INVISIBLE.search(text)):
-            self.view = text
-            return
-        pieces, done, length = [], 0, 0
-        for run in NON_ASCII.finditer(text):
-            if run.start() > done:
-                self.add(length, done, True)
-                pieces.append(text[done:run.start()])
-                length += run.start() - done
-            for offset, char in enumerate(run.group()):
-                form = "" if INVISIBLE.match(char) else unicodedata.normalize("NFKC", char)
-                if form == char:
-                    if not self.same or not self.same[-1] or self.next_origin(length) != run.start() + offset:
-                        self.add(length, run.start() + offset, True)
-                elif form:
-                    self.add(length, run.start() + offset, False)
-                pieces.append(form)
-                length += len(form)
-            done = run.end()
-        if done < len(text):
-            self.add(length, done, True)
-            pieces.append(text[done:])
-        self.view = "".join(pieces)
-
-    def add(self, start: int, origin: int, same: bool) -> None:
-        self.starts.append(start)
-        self.origins.append(origin)
-        self.same.append(same)
-
-    def next_origin(self, length: int) -> int:
-        return self.origins[-1] + length - self.starts[-1]
-
-    def origin(self, pos: int) -> int:
-        """The text's position of the view's character at `pos`."""
-        if not self.starts:
-            return pos
-        i = max(0, bisect.bisect_right(self.starts, pos) - 1)
-        return self.origins[i] + (pos - self.starts[i] if self.same[i] else 0)
-
-    def span(self, start: int, end: int) -> tuple[int, int]:
-        return self.origin(start), self.origin(end - 1) + 1
-
-
-def lower_same_length(view: str) -> str:
-    lowered = view.lower()
-    if len(lowered) == len(view):
-        return lowered
-    return "".join(c.lower() if len(c.lower()) == 1 else c for c in view)  # "İ" lowers to two characters
-
-
-LONG_TEXT = 100_000  # a text this long has its findings kept for the next look (one text at a time)
 # How deep redact_value walks: twice the deepest metadata an entry may hold.
 MAX_DEPTH = 2 * MAX_METADATA_DEPTH
 
@@ -117,29 +40,12 @@ class Redactor:
     def __init__(self, enabled: bool = True, allow: str = "") -> None:
         self.enabled = enabled
         self.allow = re.compile(allow) if allow else None
-        self.last: tuple[str, list[Finding]] = ("", [])  # a long text's findings, for the next look at it
 
     def find(self, text: str) -> list[Finding]:
-        """The secrets in `text`, left to right, none overlapping (a token's shape wins over a keyword's
-        value; then the first found)."""
-        if not self.enabled or not text:
+        """The secrets in `text` these settings redact (secret_finder.find_secrets, less the allowed)."""
+        if not self.enabled:
             return []
-        if len(text) >= LONG_TEXT and text == self.last[0]:  # the guard, the transaction and the commit
-            return list(self.last[1])                        # subject each look at a 20 MB add
-        view = View(text)
-        lowered = lower_same_length(view.view)
-        found: list[Finding] = []
-        for kind, start, end in find_tokens(view.view, lowered) + find_keyword_values(view.view, lowered):
-            start, end = view.span(start, end)
-            if end <= start or self.allowed(text[start:end]) or MARKED.fullmatch(text[start:end]):
-                continue
-            if any(start < f.end and f.start < end for f in found):
-                continue
-            found.append(Finding(kind, start, end))
-        found.sort(key=lambda f: f.start)
-        if len(text) >= LONG_TEXT:
-            self.last = (text, list(found))
-        return found
+        return [f for f in find_secrets(text) if not self.allowed(text[f.start:f.end])]
 
     def allowed(self, secret: str) -> bool:
         return self.allow is not None and self.allow.fullmatch(secret) is not None
@@ -201,36 +107,37 @@ def looks_secret(text: str) -> bool:
     return bool(SECRET_WORDS.search(text) or holds_secret(text))
 
 
-def holds_secret(text: str) -> bool:
-    """Whether `text` holds a secret's value (a token, a key, "my password is ..."), not just names
-    one: a person's own "I keep my secrets in a notebook" is a memory like any other."""
-    return bool(_EVERY_RULE.find(text))
-
-
 # A token cut in two by a client: how much of each side is looked at together.
 SPLIT_WINDOW = 120
 
 
+# The start of a message that may be the rest of a token: one run of token characters, 6 or more.
+FRAGMENT = re.compile(r"[A-Za-z0-9_\-+/=.~]{6,}(?=\s|$)")
+
+
 def continued_secret(previous: str, text: str) -> int:
     """How many characters at the start of `text` finish a secret that `previous` (the conversation's
-    previous user message) began: a token pasted in two messages, "my password is" then "hunter2".
-    The two are joined as they were sent, and with a space; a secret that crosses the join is cut
-    in `text` up to where it ends. A previous message stored already redacted ends in its marker:
-    the token characters that follow it at the start of `text` are the rest of that secret."""
+    previous user message) began: "my password is" then "hunter2", or a token pasted in two. The
+    two are joined with a space (and a newline); a secret that starts at or crosses the join is cut
+    in `text` up to where it ends. Joined with nothing only when `text` starts with a token's
+    fragment that looks machine-made: "hunter22" then "I like tea" are two messages, not one word.
+    A previous message stored already redacted ends in its marker: such a fragment is its rest."""
+    from memvault.vault.secret_tokens import looks_random
+
     if not _active.enabled or not previous or not text:
         return 0
     tail, head = previous[-SPLIT_WINDOW:], text[:SPLIT_WINDOW]
+    fragment = FRAGMENT.match(head)
+    fragment = fragment if fragment and looks_random(fragment.group(), 6) else None
     cut = 0
-    for joint in ("", " ", "\n"):
+    for joint in (" ", "\n", *([""] if fragment else [])):
         joined = tail + joint + head
         border = len(tail) + len(joint)
         for finding in _active.find(joined):
             if finding.start <= border < finding.end:
                 cut = max(cut, finding.end - border)
-    if cut == 0 and MARKED.search(tail.rstrip()[-40:]) and tail.rstrip().endswith("]"):
-        rest = re.match(r"[A-Za-z0-9_\-+/=.~]{6,}", head)
-        if rest and tail == tail.rstrip():
-            cut = rest.end()
+    if cut == 0 and fragment and MARKED.search(tail[-40:]) and tail.endswith("]"):
+        cut = fragment.end()
     return cut
 
 
