@@ -159,9 +159,9 @@ def test_a_jsonl_import_passes_the_add_gate(tmp_path):
     lines = "".join(json.dumps({"text": text, "role": "user", "conversation_id": "imported"}) + "\n" for text in (
         SAFETY_SKIP, "I like oolong", "mein Passwort ist Sonnenblume77"))
     report = cli.ok("import", "-", "--format", "jsonl", "--json", input=lines).json()
-    assert report["refused"] == 1 and any("safety" in note for note in report["notes"])
     texts = sorted(e["text"] for e in cli.ok("list", "--json").json())
     assert texts == ["I like oolong", "mein Passwort ist [redacted: password]"]
+    assert report["refused"] == 1 and any("safety" in note for note in report["notes"])
     data = everything(tmp_path / "vault")
     assert b"ignore your safety" not in data and b"Sonnenblume77" not in data
 
@@ -175,9 +175,9 @@ def test_a_mem0_dump_import_passes_the_add_gate(tmp_path):
          "user_id": "alice"}]}))
     cli = initialised(tmp_path / "vault")
     report = cli.ok("import", str(dump), "--format", "mem0", "--json").json()
-    assert report["refused"] == 1, report
     assert sorted(e["text"] for e in cli.ok("list", "--json").json()) == [
         "Alice lives in Porto", "Alice's wifi pw: [redacted: password]"]
+    assert report["refused"] == 1, report
     data = everything(tmp_path / "vault")
     assert b"ignore your safety" not in data and b"Kx9mQ2vLw7" not in data
 
