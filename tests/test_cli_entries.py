@@ -1,6 +1,7 @@
 """Every foundation command through the real CLI, against a real vault and git repository."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -80,16 +81,21 @@ def test_edit_in_editor_validates_and_commits(cli, tmp_path, monkeypatch):
     assert git_log(cli, "-1", "--format=%s").startswith("memvault update: new text")
 
 
-def test_an_edit_that_breaks_the_front_matter_is_refused_and_kept(cli, tmp_path, monkeypatch):
+def test_an_edit_that_breaks_the_front_matter_is_refused_and_its_draft_removed(cli, tmp_path, monkeypatch):
+    """The draft in /tmp was kept after a refused edit: a text the vault refuses or redacts (a secret)
+    stayed on disk, in a folder every user reads (issue 33)."""
     cli.ok("add", "stays")
     memory_id = only_id(cli)
     script = tmp_path / "editor.sh"
-    script.write_text("#!/bin/sh\nprintf -- '---\\nid: [broken\\n---\\nx' > \"$1\"\n")
+    script.write_text("#!/bin/sh\necho \"$1\" > %s\nprintf -- '---\\nid: [broken\\n---\\nx' > \"$1\"\n"
+                      % (tmp_path / "draft-name"))
     script.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(script))
     result = cli("edit", memory_id)
-    assert result.exit_code == 2 and "broken front matter" in result.stderr and "your edit is kept in" in result.stderr
+    assert result.exit_code == 2 and "broken front matter" in result.stderr and "draft is removed" in result.stderr
     assert cli.ok("show", memory_id, "--json").json()["text"] == "stays"
+    draft = Path((tmp_path / "draft-name").read_text().strip())
+    assert draft.name.startswith("memvault-") and not draft.exists()
 
 
 def test_edit_with_text_option(cli):

@@ -80,8 +80,8 @@ def test_memory_incognito_keeps_everything_in_the_process(seeded):
     assert [r["memory"] for r in found] == ["I drink oolong tea every morning"]
     assert m.search("cat Biscuit", user_id="alice")["results"] == []  # the vault's memories are not read
     assert m.search("oolong", user_id="bob")["results"] == []  # scopes still separate
-    refused = m.add("my password is hunter22", user_id="alice", infer=False)["results"]
-    assert [r["event"] for r in refused] == ["DROP"]  # never kept, and said so, as in every mode
+    redacted = m.add("my password is hunter22", user_id="alice", infer=False)["results"]
+    assert [(r["event"], r["memory"]) for r in redacted] == [("ADD", "my password is [redacted: password]")]
     assert "hunter22" not in str(m.get_all(user_id="alice"))
     m.close()
     assert snapshot(seeded) == before

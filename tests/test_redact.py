@@ -17,6 +17,7 @@ from memvault.core import Memvault
 from memvault.errors import ConfigError
 from memvault.vault import redact
 from memvault.vault.entry import Entry
+from memvault.vault.secret_tokens import DETECT_SECRETS
 from tests.support.secret_samples import samples
 
 TOKEN = "ghp_" + "Zq7XkP2mN9vB4cR8tY1wL6sD3fG5hJ0aE7uI"  # a github-token shape, 36 characters after ghp_
@@ -85,7 +86,7 @@ def test_the_vendored_rules_are_detect_secrets_own():
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     by_name = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
-    for name, kind, pattern, *flags in redact.DETECT_SECRETS:
+    for name, kind, pattern, *flags in DETECT_SECRETS:
         theirs = {(r.pattern, bool(r.flags & re.IGNORECASE)) for r in by_name[name].denylist}
         assert (pattern, bool(flags)) in theirs, f"{name}: {pattern} is not detect-secrets' own"
         assert kind == re.sub(r"[^a-z0-9]+", "-", by_name[name].secret_type.lower()).strip("-")

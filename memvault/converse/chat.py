@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memvault.converse.prompt import gather, inject
-from memvault.core.messages import last_user_text, message_text
+from memvault.core.messages import last_user_text, message_text, previous_user_text
 from memvault.vault.entry import Entry
 from memvault.vault.fields import check_text
+from memvault.vault.redact import redact_turn
 
 
 @dataclass
@@ -84,7 +85,9 @@ class MemoryChat:
         """The entries for what was said (none without memory or user text), noted on `turn`."""
         if not self.use_memory or not user_text.strip():
             return []
-        entries = [Entry(text=user_text.strip(), role="user", conversation_id=self.conversation, **self.scopes)]
+        # the vault redacts every text; a secret begun in the previous message is only seen from here
+        text = redact_turn(previous_user_text(turn.messages), user_text.strip())
+        entries = [Entry(text=text, role="user", conversation_id=self.conversation, **self.scopes)]
         if assistant_text.strip():
             entries.append(Entry(text=assistant_text.strip(), role="assistant", conversation_id=self.conversation,
                                  source=entries[0].id, **self.scopes))

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import add_subject, short
-from memvault.core.messages import chat_of, last_user_text
+from memvault.core.messages import chat_of, last_user_text, redacted_chat
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import TRIPLE_KEYS, Entry, now
-from memvault.vault.fields import check_scopes
+from memvault.vault.fields import check_scopes, check_text
 
 if TYPE_CHECKING:
     from memvault.curate.ingest import Placement
@@ -34,21 +34,33 @@ class AddResult:
                 "turn_id": self.turn.id if self.turn else None, "curated": self.curated}
 
 
-def placed(messages: Any, conversation: str | None,
-           scopes: dict[str, Any] | None) -> tuple[str, dict[str, str], list[dict]]:
-    """(conversation, scopes, messages) of an add: the conversation defaults to the scopes' folder;
-    the messages are those that may become memories (memvault.core.messages); an add with nothing
-    to say is a UsageError."""
+REDACTED = "a secret's value was redacted before anything read or stored the text"
+
+
+def placed(messages: Any, conversation: str | None, scopes: dict[str, Any] | None,
+           max_chars: int | None = None) -> tuple[str, dict[str, str], list[dict], list[str]]:
+    """(conversation, scopes, messages, notes) of an add: the conversation defaults to the scopes'
+    folder; the messages are those that may become memories (memvault.core.messages), each secret's
+    value redacted before any model sees them (a note says so); an add with nothing to say is a
+    UsageError, and so is an id that holds a secret (memvault.vault.fields), and a message longer than
+    `max_chars` (limits.max_text_chars): checked first, so a 20 MB text is refused before anything
+    reads it whole."""
     scopes = check_scopes(scopes)
     conversation = layout.check_conversation_id(conversation or layout.conversation_for_scopes(scopes))
-    return conversation, scopes, chat_of(messages)
+    chat = chat_of(messages)
+    for message in chat:
+        if max_chars is not None and len(message["content"]) > max_chars:
+            check_text(message["content"], max_chars=max_chars)  # the error every door words alike
+    chat, changed = redacted_chat(chat)
+    return conversation, scopes, chat, [REDACTED] if changed else []
 
 
 def refusal(text: str):
     """A DROP event when the hard local guards refuse this text (memvault.curate.policy.guard: a
-    secret's value, a request to skip safety), else None. Every add runs them, whichever door it came
-    through, before any LLM sees the words. A text that only names a secret is the person's to keep;
-    a fact a model extracts that names one is refused later (curate.ingest.grounded)."""
+    request to skip safety), else None. Every add and import runs them, whichever door it came
+    through, before any LLM sees the words. A secret's value is not a reason to refuse a text: the
+    value is redacted and the rest kept (a fact a model extracts that names one is refused later,
+    curate.ingest)."""
     from memvault.curate.ingest import MemoryEvent
     from memvault.curate.policy import guard
     from memvault.vault.redact import redact
@@ -106,20 +118,37 @@ class Adding:
                 tx.write(entry, event="ADD")
         return entries
 
+    def gate(self, entries: list[Entry]) -> tuple[list[Entry], list]:
+        """Entries as every door may store them, in order: one the hard guards refuse left out, with a
+        DROP event saying why; the others with each secret's value redacted (text, triple, metadata;
+        a user turn that finishes a secret its previous user turn began, too). `add --jsonl` and every
+        import pass here; `add` does the same to messages (`placed`)."""
+        from memvault.vault.redact import redact_entry, redact_turn
+
+        kept, refused, previous = [], [], None
+        for entry in entries:
+            event = refusal(entry.text)
+            if event is not None:
+                refused.append(event)
+                self.note_refusals([event], entry.conversation_id, entry.scopes)
+                continue
+            if entry.role == "user":
+                text, previous = redact_turn(previous, entry.text), entry.text
+                entry = entry.replace(text=text) if text != entry.text else entry
+            kept.append(redact_entry(entry))
+        return kept, refused
+
     def add_as_given(self, entries: list[Entry]) -> AddResult:
         """Entries a caller built (the CLI's --jsonl, several texts at once), stored as given in one
-        commit after the guards every add runs: each one they refuse is a DROP event, not stored."""
+        commit after the gate every add passes: each one it refuses is a DROP event, not stored."""
         from memvault.curate.ingest import MemoryEvent
 
-        refused = [refusal(entry.text) for entry in entries]
-        kept = [entry for entry, event in zip(entries, refused, strict=True) if event is None]
-        for entry, event in zip(entries, refused, strict=True):
-            if event is not None:
-                self.note_refusals([event], entry.conversation_id, entry.scopes)
+        kept, refused = self.gate(entries)
         if kept:
             self.add_entries(kept)
-        return AddResult([event for event in refused if event] + [MemoryEvent("ADD", e.id, None, e.text) for e in kept],
-                         stored=kept)
+        given = {entry.id: entry.text for entry in entries}
+        notes = [REDACTED] if any(entry.text != given[entry.id] for entry in kept) else []
+        return AddResult(refused + [MemoryEvent("ADD", e.id, None, e.text) for e in kept], notes=notes, stored=kept)
 
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
@@ -147,7 +176,7 @@ class Adding:
         `whole`: facts come from every user message given (mem0's `add(messages)`), not the latest."""
         from memvault.curate.ingest import Placement
 
-        conversation, scopes, chat = placed(messages, conversation, scopes)
+        conversation, scopes, chat, notes = placed(messages, conversation, scopes, self.settings.limits.max_text_chars)
         chat, dropped = guarded_messages(chat)
         carried = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None}}
         infer = infer and not carried.get("memory_type")
@@ -164,6 +193,7 @@ class Adding:
             result = self._curated_add(llm, chat, place, prompt, turn, whole=whole)
         result.events = dropped + result.events
         self.note_refusals(result.events, conversation, scopes, result.turn)
+        result.notes = notes + result.notes
         return result
 
     def _add_as_given(self, chat: list[dict], conversation: str, scopes: dict[str, str], carried: dict[str, Any],

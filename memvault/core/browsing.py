@@ -134,6 +134,15 @@ class Browsing:
             return found.items[0] if found.items else None
         return self.vault.summary(layout.check_conversation_id(conversation))
 
+    def conversation_named(self, name: str) -> str:
+        """The conversation a page's link names: by its folder (layout.folder_for: "a/b" lives in a
+        hashed folder), else the name itself as an id."""
+        with self.index_as_of(None, ranking=False) as (index, _):
+            ids = {row[0] for row in index.conn.execute("SELECT DISTINCT conversation_id FROM entries")}
+        if name in ids:
+            return name
+        return next((found for found in sorted(ids) if layout.folder_for(found) == name), name)
+
     def conversations(self) -> list[str]:
         """The conversations' folder names, sorted."""
         return self.vault.conversations()

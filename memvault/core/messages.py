@@ -67,3 +67,28 @@ def chat_of(messages: Any) -> list[dict]:
     if not chat:
         raise UsageError(EMPTY)
     return chat
+
+
+def redacted_chat(chat: list[dict]) -> tuple[list[dict], int]:
+    """The messages with each secret's value redacted before anything reads them (the extracting
+    model never sees a secret; the message's other words are kept), and how many were changed. A user
+    message that finishes a secret its previous user message began (a token pasted in two) has that
+    head marked too (memvault.vault.redact.redact_turn)."""
+    from memvault.vault.redact import redact_turn
+
+    clean, changed, previous = [], 0, None
+    for message in chat:
+        text = message["content"]
+        safe = redact_turn(previous if message["role"] == "user" else None, text)
+        if message["role"] == "user":
+            previous = text
+        changed += safe != text
+        clean.append({**message, "content": safe} if safe != text else message)
+    return clean, changed
+
+
+def previous_user_text(messages: list[dict]) -> str | None:
+    """The text of the user message before the last one (None when there is none): where a secret the
+    last one finishes would have begun."""
+    users = [message for message in messages if isinstance(message, dict) and message.get("role") == "user"]
+    return message_text(users[-2]) if len(users) >= 2 else None

@@ -73,7 +73,7 @@ class Sessions:
         llm = llm or self.llm()
         if llm is None:  # nothing can label the text: stored as given (`add` holds the hard guards)
             return self.add(messages, conversation, scopes, metadata, fields=fields)
-        conversation, scopes, chat = placed(messages, conversation, scopes)
+        conversation, scopes, chat, notes = placed(messages, conversation, scopes, self.settings.limits.max_text_chars)
         speaker = speaker_of(chat)
         metadata = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None},
                     **({"actor_id": speaker} if speaker else {})}
@@ -102,6 +102,7 @@ class Sessions:
         self._note_learned(conversation, result.events)
         result.events.extend(policy_events)
         self.note_refusals(result.events, conversation, scopes, turn, "policy")
+        result.notes = notes + result.notes
         return result
 
     def _apply_labels(self, conversation: str, labelled: list[Candidate], turn: Entry | None,

@@ -20,7 +20,7 @@ from memvault.curate.extract import clip
 from memvault.curate.jsonish import as_list, parse_json, strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
-from memvault.vault.redact import holds_secret, looks_secret
+from memvault.vault.redact import looks_secret
 
 LABELS = ("now", "hold", "repeat", "drop")
 KINDS = ("fact", "rule")  # a rule: a durable instruction to the assistant ("answer in British English")
@@ -81,14 +81,14 @@ class Candidate:
 
 
 def guard(text: str, mentions: bool = True) -> str | None:
-    """Why a candidate must never be stored (hard, no LLM), or None. `mentions`: a text that only
-    names a secret is refused too (what a model extracted); without it only one that holds a secret's
-    value (what a person or a client gives as it is: the words of "the pin is in the drawer" are theirs)."""
+    """Why a candidate must never be stored (hard, no LLM), or None. `mentions`: a text that names or
+    holds a secret is refused (what a model extracted); without it, only a request to skip safety
+    (what a person or a client gives: a secret's value in it is redacted, the rest kept)."""
     from memvault.curate.rules import plain, safety_problem
 
     if safety_problem(text) or SAFETY_SKIP.search(plain(text)):  # the rule writer's guard, and more
         return "an instruction to skip safety is never stored"
-    if (looks_secret if mentions else holds_secret)(text):  # every secret pattern lives in vault/redact.py
+    if mentions and looks_secret(text):  # every secret pattern lives in vault/redact.py
         return "a secret (password, key or token) is never stored"
     return None
 

@@ -85,7 +85,10 @@ def conversation_name(prefix: str, title: str, source_id: str) -> str:
     import re
     import unicodedata
 
-    words = unicodedata.normalize("NFKC", title or "").lower()
+    from memvault.vault.redact import redact
+
+    # a title holding a secret names no folder: its value is redacted before the name is made
+    words = unicodedata.normalize("NFKC", redact(title or "")).lower()
     words = re.sub(r"[^\w]+", "-", words, flags=re.UNICODE).strip("-_")[:40].strip("-_")
     tail = re.sub(r"[^0-9a-zA-Z]+", "", source_id)[:8].lower() or hashlib.sha256(source_id.encode()).hexdigest()[:8]
     return layout.check_conversation("-".join(part for part in (prefix, words, tail) if part))

@@ -42,6 +42,7 @@ class ImportReport:
     turns: int = 0  # of them, turns
     facts: int = 0  # facts curated from the turns (--curate)
     present: int = 0  # entries left out because the vault holds them already
+    refused: int = 0  # entries the gate every add passes refused (each named in the notes)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -83,6 +84,7 @@ class Importer:
         self.prompt = prompt
         self.on_progress = on_progress
         self.report = ImportReport(fmt)
+        self.refused_ids: set[str] = set()
         self.state_path = memvault.state_dir / STATE_FOLDER / f"{source_key}.jsonl"
 
     def run(self, batches: Iterable[Batch], total: int) -> ImportReport:
@@ -105,10 +107,11 @@ class Importer:
             if repeated:
                 self.report.notes.append(f"{batch.title}: left out {repeated} entr{'y' if repeated == 1 else 'ies'} "
                                          "whose id the source gives twice (the first is kept)")
+            refused_before = self.report.refused
             written = self.write(batch, new) if new else 0
             held_ids.update(item.entry.id for item in new)
             held_paths.update(str(item.path) for item in new)
-            self.report.present += len(new) - written
+            self.report.present += len(new) - written - (self.report.refused - refused_before)
             if written:
                 self.report.imported += 1
             else:
@@ -124,9 +127,25 @@ class Importer:
         deleted, never comes back with the next import)."""
         return self.memvault.stored_ids_and_paths()
 
+    def gated(self, batch: Batch, new: list[Item]) -> list[Item]:
+        """The items the gate every add passes lets through (Memvault.gate: the hard guards, each
+        secret's value redacted); each one refused is counted and named in the report."""
+        kept, refused = self.memvault.gate([item.entry for item in new])
+        for event in refused:
+            self.report.notes.append(f"{batch.title}: not imported: {event.reason}: {event.new_memory[:80]!r}")
+        self.report.refused += len(refused)
+        by_id = {entry.id: entry for entry in kept}
+        self.refused_ids.update(item.entry.id for item in new if item.entry.id not in by_id)
+        # an item the gate changed is rendered anew: its exact bytes hold what was redacted
+        return [Item(by_id[item.entry.id], item.data if by_id[item.entry.id] is item.entry else None, item.rel)
+                for item in new if item.entry.id in by_id]
+
     def write(self, batch: Batch, new: list[Item]) -> int:
         """Write the batch's new items in one commit; returns how many were written (an import of the
         same source running beside this one may have written some since `held` looked)."""
+        new = self.gated(batch, new)
+        if not new:
+            return 0
         plans = self.curate(batch, new) if self.llm is not None and batch.curatable else []
         subject = f"memvault import: {len(new)} entr{'y' if len(new) == 1 else 'ies'} of {batch.title!r}"[:200]
         with self.memvault.write("import", subject, batch.conversation) as tx:
@@ -149,6 +168,7 @@ class Importer:
         """Ask the LLM what each new user turn teaches, in order, before the vault is locked; each
         turn sees the turns before it. Facts planned for an earlier turn count as stored, so a repeat
         later in the same conversation is not stored twice."""
+        from memvault.core.messages import redacted_chat
         from memvault.curate.ingest import StoredFacts, plan_curation
         from memvault.vault.entry import text_hash
 
@@ -158,9 +178,12 @@ class Importer:
         planned: set[str] = set()
         plans = []
         chat: list[dict] = []
-        for item in batch.items:
+        items = [item for item in batch.items if item.entry.id not in self.refused_ids]
+        # the model never sees a secret, nor a turn the gate refused
+        clean, _ = redacted_chat([{"role": item.entry.role, "content": item.entry.text} for item in items])
+        for item, message in zip(items, clean, strict=True):
             entry = item.entry
-            chat.append({"role": entry.role, "content": entry.text})
+            chat.append(message)
             if entry.role != "user" or entry.id not in new_ids:
                 continue
             stored = StoredFacts(lambda fact, entry=entry: self.neighbours(fact, entry), set(planned))

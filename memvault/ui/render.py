@@ -22,8 +22,16 @@ def environment():
     env = Environment(loader=PackageLoader("memvault.ui", "templates"), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.globals.update(url=pass_context(link), PREFIX=PREFIX)
-    env.filters.update(when=when, short_id=lambda value: (value or "")[:8])
+    env.filters.update(when=when, short_id=lambda value: (value or "")[:8], conversation_path=conversation_path)
     return env
+
+
+def conversation_path(conversation: str) -> str:
+    """A conversation page's path: by its folder (layout.folder_for), a name that is safe in a URL
+    whatever the conversation is called ("a/b", "..", "con."); the page reads the id back from it."""
+    from memvault.vault.layout import folder_for
+
+    return "/c/" + folder_for(conversation)
 
 
 def url(path: str, **params: Any) -> str:

@@ -21,7 +21,7 @@ from starlette.responses import RedirectResponse
 
 from memvault.errors import EntryFormatError, MemvaultError, NotFoundError, UsageError
 from memvault.ui import PREFIX
-from memvault.ui.render import page, paging, url
+from memvault.ui.render import conversation_path, page, paging, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
 from memvault.ui.views import diff_words, entry_row, explain_rows, operations, provenance, workspace_links
 from memvault.vault.timetravel import BeforeTheVault
@@ -156,6 +156,7 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @view
     def conversation_page(request: Request, conversation: str, offset: int = 0, limit: int = 0, at: str = ""):
         core, moment = get_core(), travelled(at)
+        conversation = core.conversation_named(conversation)
         scopes = scopes_of(request)
         offset, limit = paging(offset, limit)
         listed = functools.partial(core.rows_page, conversation, scopes=scopes, offset=0, as_of=moment)
@@ -316,14 +317,16 @@ def make_router(get_core: Callable[[], Any], csrf: Csrf) -> APIRouter:
     @view
     def add_rule(request: Request, conversation: str, text: str = Form(""), csrf_token: str = Form("")):
         checked_write(request, csrf_token)
-        get_core().add_rule(text, conversation, scopes_of(request))
-        return moved(f"/c/{conversation}")
+        core = get_core()
+        conversation = core.conversation_named(conversation)
+        core.add_rule(text, conversation, scopes_of(request))
+        return moved(conversation_path(conversation))
 
     @router.post("/rules/{rule_id}/remove")
     @view
     def remove_rule(request: Request, rule_id: str, csrf_token: str = Form("")):
         core, entry = written(request, csrf_token, rule_id)
         core.remove_rule(entry.id)
-        return moved(f"/c/{entry.conversation_id}")
+        return moved(conversation_path(entry.conversation_id))
 
     return router

@@ -30,12 +30,13 @@ def surrogate_problem(text: str) -> str | None:
 
 
 def check_text(text: str, what: str = "the memory text", max_chars: int | None = None) -> str:
-    """`text` if it can be stored as it is; a UsageError saying why not otherwise."""
+    """`text` if it can be stored as it is; a UsageError saying why not otherwise. The length first:
+    a 20 MB text is refused without being read."""
+    if max_chars is not None and len(text) > max_chars:
+        raise UsageError(f"{what} has {len(text):,} characters, more than limits.max_text_chars ({max_chars:,})")
     problem = surrogate_problem(text)
     if problem:
         raise UsageError(f"{what} {problem}")
-    if max_chars is not None and len(text) > max_chars:
-        raise UsageError(f"{what} has {len(text):,} characters, more than limits.max_text_chars ({max_chars:,})")
     return text
 
 
@@ -53,7 +54,18 @@ def check_conversation_id(conversation: str) -> str:
     if len(conversation) > MAX_CONVERSATION_ID or not conversation.isprintable() or surrogate_problem(conversation):
         raise UnsafePathError(f"invalid conversation id {conversation[:60]!r}: at most {MAX_CONVERSATION_ID} "
                               "printable characters")
+    refuse_secret(conversation, "conversation id")
     return conversation
+
+
+def refuse_secret(value: str, name: str) -> None:
+    """An id that holds a secret's value (a token, "pw=..."): refused, never redacted, for an id names
+    a folder and is compared as given. The message does not repeat the value."""
+    from memvault.vault.secret_finder import holds_secret
+
+    if holds_secret(value):
+        raise UsageError(f"invalid {name}: it holds what looks like a secret (a password, key or token); "
+                         "ids are written to folder names and front matter: choose another")
 
 
 MAX_SCOPE_CHARS = 200
@@ -73,6 +85,7 @@ def check_scopes(scopes: dict[str, Any] | None) -> dict[str, str]:
         if len(text) > MAX_SCOPE_CHARS or any(ord(c) < 32 for c in text):
             raise UsageError(f"invalid {key} {text[:40]!r}: at most {MAX_SCOPE_CHARS} printable characters")
         result[key] = check_text(text, f"scope {key}")
+        refuse_secret(text, key)
     return result
 
 

@@ -27,7 +27,7 @@ from memvault.cli.options import (
     UserOpt,
     VaultOpt,
 )
-from memvault.cli.output import age, print_json, print_text, result_line, say, table, warn
+from memvault.cli.output import age, for_terminal, print_json, result_line, say, table, warn
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault.layout import scopes_of
 
@@ -193,23 +193,26 @@ def show(memory_id: IdArg, as_of: AsOfOpt = None, vault: VaultOpt = None, config
         extra = {"vault": where} if holder is not memvault else {}
     if json:
         print_json({**entry.to_dict(), "path": str(rel), **extra})
-    else:
-        print_text(content)
+    else:  # a memory's text is anyone's: its escapes never reach the terminal, as with list and search
+        sys.stdout.write(for_terminal(content))
 
 
-def edit_in_editor(original: str, stem: str) -> tuple[Path, str]:
-    """The draft (a temporary file, kept until the edit is saved) and its text after $EDITOR."""
+def edit_in_editor(original: str, stem: str) -> str:
+    """The text after $EDITOR. Its draft (a temporary file) is removed whatever the outcome: it may
+    hold what the vault would never keep (a secret, which the vault redacts), and /tmp is shared."""
     handle, name = tempfile.mkstemp(prefix=f"memvault-{stem}-", suffix=".md")
     draft = Path(name)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(original)
-    run_editor(draft)
     try:
-        return draft, draft.read_text(encoding="utf-8")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(original)
+        run_editor(draft)
+        return draft.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"the editor removed the draft {draft}; nothing changed") from None
+        raise UsageError("the editor removed the draft; nothing changed") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read the edited draft {draft}: {exc}; nothing changed") from None
+        raise UsageError(f"cannot read the edited draft: {exc}; nothing changed") from None
+    finally:
+        draft.unlink(missing_ok=True)
 
 
 def run_editor(path: Path) -> None:
@@ -239,17 +242,14 @@ def edit(
         updated = memvault.update(entry.id, text=read_text_argument(text))
     else:
         _, _, original = memvault.entry_file(entry.id)
-        draft, edited = edit_in_editor(original, entry.id[:8])
+        edited = edit_in_editor(original, entry.id[:8])
         if edited == original:
-            draft.unlink()
             say("No change.")
             return
         try:
-            replacement = parse(edited, str(draft))
-            updated = memvault.update(entry.id, replacement=replacement)
+            updated = memvault.update(entry.id, replacement=parse(edited, f"the edit of {entry.id[:8]}"))
         except (EntryFormatError, UsageError) as exc:
-            raise UsageError(f"{exc}; nothing changed, your edit is kept in {draft}") from None
-        draft.unlink()
+            raise UsageError(f"{exc}; nothing changed (the draft is removed)") from None
     if updated == entry:  # the facade made no commit
         print_json({"results": []}) if json else say("No change.")
         return

@@ -58,18 +58,11 @@ def core_edit(
     """Edit a core file in $EDITOR (or set it with --text); committed on save."""
     memvault = open_memvault(vault, config)
     rel, original = memvault.read_core(name)
-    draft = None
-    if text is not None:
-        edited = read_text_argument(text)
-    else:
-        draft, edited = edit_in_editor(original, rel.stem)
+    edited = read_text_argument(text) if text is not None else edit_in_editor(original, rel.stem)
     try:
         rel, changed = memvault.update_core(rel.stem, edited)
     except UsageError as exc:
-        kept = f", your edit is kept in {draft}" if draft else ""
-        raise UsageError(f"{exc}; nothing changed{kept}") from None
-    if draft is not None:
-        draft.unlink(missing_ok=True)
+        raise UsageError(f"{exc}; nothing changed") from None
     if json:
         print_json({"path": str(rel), "changed": changed})
     elif changed:
