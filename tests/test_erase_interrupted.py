@@ -9,7 +9,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -17,7 +16,7 @@ import pytest
 
 from memvault.index import journal
 from memvault.vault import erase_intent
-from tests.support.cli import run_memvault
+from tests.support.cli import killed_after, run_memvault
 from tests.test_erase import leftovers, open_vault
 
 pytestmark = pytest.mark.timeout(600)
@@ -130,15 +129,7 @@ def test_an_erase_killed_at_a_random_instant_is_finished_by_doctor_fix(tmp_path)
     root = tmp_path / "vault"
     kept = planted_vault(root)
     intent = root / ".memvault" / erase_intent.FILE_NAME
-    proc = subprocess.Popen([sys.executable, "-m", "memvault", "erase", "--vault", str(root), "--matching", SECRET,
-                             "-y"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while not intent.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.002)
-    time.sleep(rng.uniform(0, 1.5))
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=120)
+    killed_after(["erase", "--vault", str(root), "--matching", SECRET, "-y"], intent, rng.uniform(0, 1.5))
     fixed = run_memvault("doctor", "--vault", str(root), "--fix", timeout=300)
     print("the kill cut the erase short" if b"finished the erase" in fixed.stderr else "the erase ended first")
     assert not intent.exists(), fixed.stdout + fixed.stderr

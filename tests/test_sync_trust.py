@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memvault.vault import sync_safety
 from tests.support.cli import Cli
 from tests.test_sync_devices import assert_clean, devices, git, live_fact_ids
 
@@ -133,3 +134,26 @@ def test_a_commit_no_checkout_can_hold_is_refused_by_name_and_every_device_goes_
         checks = cli("doctor", "--json", "--no-llm-check").json()["checks"]
         assert [c["name"] for c in checks if c["status"] not in ("ok", "skip")] == [], checks
     assert git(laptop.vault, "rev-parse", "HEAD") == git(desktop.vault, "rev-parse", "HEAD")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# Held out: none of these is in the tests above nor was the list the check was written from.
+HOSTILE = ["entries/.Git/config", ".GIT", ".git.", ".git ", ".git . .", "GIT~1/x", "entries/a/../../x.md",
+           "./x", "core/..", ".memvault/index.sqlite", ".memvault", "entries\\..\\x.md", "/etc/passwd"]
+ORDINARY = [".gitattributes", ".gitignore", ".github/workflows/ci.yml", "entries/chat/.memvault", "...", "..md",
+            "core/git~2.md", "journal/2026-11-29.md", "entries/My_Chat-3f2a_/facts/x.md", "entries/a.b/c..d.md"]
+
+
+def test_the_check_refuses_hostile_names_and_keeps_ordinary_trees():
+    """Both sides of the guard on data it was not written from: hostile names (refused) and every path
+    of this repository's own tree and of ordinary vault names (kept)."""
+    assert sync_safety.flagged(HOSTILE, "") == set(HOSTILE)
+    assert sync_safety.flagged(ORDINARY, "") == set()
+    own_tree = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "-t", "--name-only", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(own_tree) > 300 and sync_safety.flagged(own_tree, "") == set()
+    # A vault inside an enclosing repository: `.memvault` is refused at the vault's root only.
+    assert sync_safety.flagged(["notes/vault/.memvault", "notes/.memvault"], "notes/vault") == {"notes/vault/.memvault"}
+    # Case twins: the one this device holds is kept, whichever comes first.
+    assert sync_safety.flagged(["Core", "core"], "", lambda: {"core"}) == {"Core"}
+    assert sync_safety.flagged(["Core", "core"], "") == {"core"}

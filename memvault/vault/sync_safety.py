@@ -61,24 +61,32 @@ def check(git: VaultGit, ours: str | None, theirs: str) -> Refusal | None:
 
 
 def unsafe_paths(git: VaultGit, rev: str, root_prefix: str, ours: str | None = None) -> set[str]:
-    """The paths of `rev`'s tree (files and folders, as git lists them) whose name is unsafe, or which
-    clash by case with another in the same folder (the one `ours` already holds is kept, else the first)."""
-    listing = names(git, rev)
-    flagged, folded = set(), {}
+    """The paths of `rev`'s tree that no checkout can hold safely (`flagged`)."""
+    def held() -> set[str]:  # read only when a clash needs it
+        return set(names(git, ours)) if ours else set()
+
+    return flagged(names(git, rev), root_prefix, held)
+
+
+def flagged(listing: list[str], root_prefix: str, held=set) -> set[str]:
+    """Of a tree's paths (files and folders, as `ls-tree -r -t` lists them), those with an unsafe name
+    in them, or which clash by case with another in the same folder (the one `held()` names is kept,
+    else the first listed)."""
+    found, folded = set(), {}
     for path in listing:
         parts = path.split("/")
         if path.startswith("/") or any(bad_name(part, "/".join(parts[:i]) == root_prefix)
                                        for i, part in enumerate(parts)):
-            flagged.add(path)
+            found.add(path)
         parent, _, name = path.rpartition("/")
         folded.setdefault((parent, name.casefold()), []).append(path)
     clashes = [paths for paths in folded.values() if len(paths) > 1]
     if clashes:
-        held = set(names(git, ours)) if ours else set()
+        kept = held()
         for paths in clashes:
-            keep = next((p for p in paths if p in held), paths[0])
-            flagged.update(p for p in paths if p != keep)
-    return flagged
+            keep = next((p for p in paths if p in kept), paths[0])
+            found.update(p for p in paths if p != keep)
+    return found
 
 
 def names(git: VaultGit, rev: str) -> list[str]:
