@@ -108,7 +108,8 @@ def push_unsafe_commit(clone: Path, folder: str, name: str) -> str:
         entries.append(f"040000 tree {inner}\t{name}")
     tree = plumbing(clone, "mktree", input="\n".join(entries) + "\n")
     commit = plumbing(clone, "commit-tree", tree, "-p", "HEAD", "-m", "an ordinary-looking commit")
-    plumbing(clone, "push", "-q", "origin", f"{commit}:refs/heads/main")
+    later = plumbing(clone, "commit-tree", tree, "-p", commit, "-m", "a later one on top")  # the sync names the first
+    plumbing(clone, "push", "-q", "origin", f"{later}:refs/heads/main")
     return commit
 
 

@@ -377,8 +377,11 @@ class DeviceSync:
 
 
 def blocked(exc: GitFailed) -> SyncBlocked:
-    return SyncBlocked(f"the sync cannot merge: {exc} (an uncommitted edit: `memvault doctor --fix` commits an "
-                       "entry edited by hand; or commit or undo it with git; then sync again)")
+    """The merge stopped: an uncommitted edit is blamed only when git or the adoption names one."""
+    if isinstance(exc, sync_adopt.Unsafe) or any(word in exc.output for word in ("overwritten", "not uptodate")):
+        return SyncBlocked(f"the sync cannot merge: {exc} (an uncommitted edit: `memvault doctor --fix` commits an "
+                           "entry edited by hand; or commit or undo it with git; then sync again)")
+    return SyncBlocked(f"the sync cannot merge: {exc} (`memvault doctor` says what is in the way)")
 
 
 def run_merge(git: VaultGit, theirs: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -120,7 +120,7 @@ def introduced(git: VaultGit, ours: str | None, theirs: str, flagged: set[str]) 
         sha, _, raw = chunk.partition("\0")
         sha = sha.strip()
         fields = raw.split("\0")
-        paths = {fields[i + 1] for i in range(0, len(fields) - 1, 2) if fields[i].startswith(":")}
+        paths = {fields[i + 1] for i in range(0, len(fields) - 1, 2) if fields[i].lstrip("\n").startswith(":")}
         if sha and paths & flagged:
             found.append(sha)
     return found
