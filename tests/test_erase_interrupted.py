@@ -142,3 +142,25 @@ def test_an_erase_killed_at_a_random_instant_is_finished_by_doctor_fix(tmp_path)
         assert [h.id for h in m.search("tomatoes balcony")][:1] == [kept]
     finally:
         m.close()
+
+
+def test_a_file_a_killed_rewrite_left_in_the_work_tree_is_put_back_by_doctor_fix(tmp_path):
+    """filter-repo moves the refs, then resets the work tree: a kill between leaves the erased files on
+    disk. `doctor --fix` finds them by their blob ids (never by name) and puts HEAD's version back."""
+    root = tmp_path / "vault"
+    planted_vault(root)
+    erased = {path: path.read_bytes() for path in (root / "entries").rglob("*.md")
+              if SECRET.encode() in path.read_bytes()}
+    killed = run_memvault("erase", "--vault", str(root), "--matching", SECRET, "-y", timeout=300,
+                          env={erase_intent.TEST_KILL: "rewritten"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    for path, data in erased.items():  # as the reset the kill cut short would have left them
+        path.write_bytes(data)
+    mine = root / "entries" / "c" / "my-own-note.md"
+    mine.write_text(f"a person's own file, written after the kill, quoting {SECRET}\n")
+    fixed = run_memvault("doctor", "--vault", str(root), "--fix", timeout=300)
+    assert b"finished the erase a crash cut short" in fixed.stdout + fixed.stderr
+    assert not any(path.exists() for path in erased)
+    assert mine.exists()  # not an erased blob: the person's file is left alone
+    mine.unlink()
+    assert leftovers(root, SECRET) == []

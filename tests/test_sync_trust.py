@@ -158,3 +158,18 @@ def test_the_check_refuses_hostile_names_and_keeps_ordinary_trees():
     # Case twins: the one this device holds is kept, whichever comes first.
     assert sync_safety.flagged(["Core", "core"], "", lambda: {"core"}) == {"Core"}
     assert sync_safety.flagged(["Core", "core"], "") == {"core"}
+
+
+def test_the_commit_that_added_an_unsafe_path_is_named_even_when_it_is_its_first_change(tmp_path):
+    from memvault.vault.git import VaultGit
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    blob = plumbing(repo, "hash-object", "-w", "--stdin", input="planted\n")
+    tree = plumbing(repo, "mktree", input=f"100644 blob {blob}\t..\n100644 blob {blob}\tz.md\n")
+    base = plumbing(repo, "commit-tree", plumbing(repo, "mktree", input=""), "-m", "base")
+    bad = plumbing(repo, "commit-tree", tree, "-p", base, "-m", "adds '..' as its first change")
+    later = plumbing(repo, "commit-tree", tree, "-p", bad, "-m", "later")
+    git_of_repo = VaultGit(repo, repo)
+    assert sync_safety.flagged(sync_safety.names(git_of_repo, later), "") == {".."}
+    assert sync_safety.introduced(git_of_repo, base, later, {".."}) == [bad]
