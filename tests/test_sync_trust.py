@@ -145,16 +145,26 @@ ORDINARY = [".gitattributes", ".gitignore", ".github/workflows/ci.yml", "entries
             "core/git~2.md", "journal/2026-11-29.md", "entries/My_Chat-3f2a_/facts/x.md", "entries/a.b/c..d.md"]
 
 
+def complete(path: str) -> list[str]:
+    """A path with every folder above it, as `ls-tree -r -t` lists a tree."""
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
 def test_the_check_refuses_hostile_names_and_keeps_ordinary_trees():
     """Both sides of the guard on data it was not written from: hostile names (refused) and every path
     of this repository's own tree and of ordinary vault names (kept)."""
-    assert sync_safety.flagged(HOSTILE, "") == set(HOSTILE)
-    assert sync_safety.flagged(ORDINARY, "") == set()
+    for path in HOSTILE:
+        assert sync_safety.flagged(complete(path), ""), path
+    assert sync_safety.flagged([p for path in ORDINARY for p in complete(path)], "") == set()
     own_tree = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "-r", "-t", "--name-only", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.splitlines()
     assert len(own_tree) > 300 and sync_safety.flagged(own_tree, "") == set()
     # A vault inside an enclosing repository: `.memvault` is refused at the vault's root only.
-    assert sync_safety.flagged(["notes/vault/.memvault", "notes/.memvault"], "notes/vault") == {"notes/vault/.memvault"}
+    listing = ["notes", "notes/vault", "notes/vault/.memvault", "notes/.memvault"]
+    assert sync_safety.flagged(listing, "notes/vault") == {"notes/vault/.memvault"}
+    # A name holding a slash: its "parent" is no folder of the tree.
+    assert sync_safety.flagged(["entries", "entries/x/y.md"], "") == {"entries/x/y.md"}
     # Case twins: the one this device holds is kept, whichever comes first.
     assert sync_safety.flagged(["Core", "core"], "", lambda: {"core"}) == {"Core"}
     assert sync_safety.flagged(["Core", "core"], "") == {"core"}

@@ -69,16 +69,16 @@ def unsafe_paths(git: VaultGit, rev: str, root_prefix: str, ours: str | None = N
 
 
 def flagged(listing: list[str], root_prefix: str, held=set) -> set[str]:
-    """Of a tree's paths (files and folders, as `ls-tree -r -t` lists them), those with an unsafe name
-    in them, or which clash by case with another in the same folder (the one `held()` names is kept,
-    else the first listed)."""
+    """Of a tree's complete listing (every file and folder, as `ls-tree -r -t` gives it), the paths
+    whose own name is unsafe, whose name holds a slash (its parent is not a folder of the tree), or
+    which clash by case with another in the same folder (the one `held()` names is kept, else the
+    first listed). Each folder is listed itself, so its name is checked once, not under every path."""
+    folders = set(listing)
     found, folded = set(), {}
     for path in listing:
-        parts = path.split("/")
-        if path.startswith("/") or any(bad_name(part, "/".join(parts[:i]) == root_prefix)
-                                       for i, part in enumerate(parts)):
-            found.add(path)
         parent, _, name = path.rpartition("/")
+        if bad_name(name, parent == root_prefix) or path.startswith("/") or (parent and parent not in folders):
+            found.add(path)
         folded.setdefault((parent, name.casefold()), []).append(path)
     clashes = [paths for paths in folded.values() if len(paths) > 1]
     if clashes:
