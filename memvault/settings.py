@@ -178,6 +178,7 @@ class SyncSettings:
     """`memvault sync`: one memory on many devices through a git remote (vault.git_remote, else origin)."""
 
     interval: float = 0.0  # seconds between syncs while `memvault serve` runs; 0: off (cron runs `memvault sync`)
+    timeout_seconds: float = 120.0  # a fetch or push that takes longer is stopped (a remote that hangs); 0: never
 
 
 @dataclass

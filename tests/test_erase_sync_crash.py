@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,8 @@ import pytest
 
 from memvault.vault.sync_adopt import PAUSE, REPLAYED
 from memvault.vault.sync_recovery import ADOPTING
-from tests.support.cli import Cli
+from tests.support.cli import Cli, killed_after
+from tests.support.server import isolated_env
 from tests.test_erase import leftovers
 from tests.test_erase_sync import SECRET, add, remote_log, texts
 from tests.test_sync_devices import devices, git, live_fact_ids, tree
@@ -58,10 +60,10 @@ def records_left(cli: Cli) -> list[str]:
     return sorted(p.name for p in (cli.vault / STATE).glob("sync*.json"))
 
 
-def stale_desktop(tmp_path: Path) -> tuple[Cli, Cli, list[str], Path]:
+def build_stale_desktop(where: Path) -> tuple[list[str], Path]:
     """The laptop erased and synced; the desktop, on the old history, holds its own unpushed memories
     and a person's uncommitted edit of a file the adoption does not write."""
-    _, (laptop, desktop) = devices(tmp_path)
+    _, (laptop, desktop) = devices(where)
     add(laptop, f"The spare key code is {SECRET}")
     boiler = add(laptop, "The boiler service is due in March")
     laptop.ok("sync")
@@ -72,19 +74,53 @@ def stale_desktop(tmp_path: Path) -> tuple[Cli, Cli, list[str], Path]:
     laptop.ok("sync")
     [edited] = (desktop.vault / "entries").rglob(f"*{boiler}.md")
     edited.write_text(edited.read_text().replace("March", "April"))  # a person's edit, not committed
-    return laptop, desktop, own, edited
+    return own, edited.relative_to(where)
 
 
-def stale_remote(tmp_path: Path) -> tuple[Path, Cli, Cli, list[str]]:
+def build_stale_remote(where: Path) -> tuple[list[str], None]:
     """The laptop erased, not synced yet; the desktop pushed its own memories on the old history."""
-    remote, (laptop, desktop) = devices(tmp_path)
+    _, (laptop, desktop) = devices(where)
     secret = add(laptop, f"The spare key code is {SECRET}")
     laptop.ok("sync")
     desktop.ok("sync")
     laptop.ok("erase", secret, "-y")
     own = [add(desktop, text) for text in OWN]
     desktop.ok("sync")  # the remote's old history moves on, with what was erased
-    return remote, laptop, desktop, own
+    return own, None
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory):
+    """Each starting state is built once (two devices, memories, an erase, syncs: most of a test's time)
+    and copied for every test that starts from it: the same files, histories, indexes and state."""
+    built: dict = {}
+
+    def template(builder):
+        if builder not in built:
+            where = tmp_path_factory.mktemp(builder.__name__)
+            with isolated_env(tmp_path_factory.mktemp("home")):
+                built[builder] = where, builder(where)
+        return built[builder]
+
+    return template
+
+
+def copied(templates, builder, tmp_path: Path):
+    """A copy of a built state in `tmp_path`, each device's remote pointed at the copied remote."""
+    where, (own, edited) = templates(builder)
+    shutil.copytree(where, tmp_path, symlinks=True, dirs_exist_ok=True)
+    for name in ("laptop", "desktop"):
+        git(tmp_path / name, "remote", "set-url", "origin", str(tmp_path / "remote.git"))
+    return Cli(tmp_path / "laptop"), Cli(tmp_path / "desktop"), list(own), edited and tmp_path / edited
+
+
+def stale_desktop(templates, tmp_path: Path) -> tuple[Cli, Cli, list[str], Path]:
+    return copied(templates, build_stale_desktop, tmp_path)
+
+
+def stale_remote(templates, tmp_path: Path) -> tuple[Path, Cli, Cli, list[str]]:
+    laptop, desktop, own, _ = copied(templates, build_stale_remote, tmp_path)
+    return tmp_path / "remote.git", laptop, desktop, own
 
 
 def assert_finished(cli: Cli, own: list[str], edited: Path | None = None) -> None:
@@ -122,10 +158,13 @@ def converge(laptop: Cli, desktop: Cli, edited: Path) -> None:
     ("purge", signal.SIGKILL),  # pushed; the index still holds the erased memory
     ("pruning", signal.SIGKILL),  # purged; the stale history's objects still in this clone
 ])
-def test_the_stale_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp_path, step, sig):
-    laptop, desktop, own, edited = stale_desktop(tmp_path)
+def test_the_stale_device_killed_mid_adoption_is_finished_by_the_next_sync(templates, tmp_path, step, sig):
+    laptop, desktop, own, edited = stale_desktop(templates, tmp_path)
     killed_at(desktop, step, sig)
     assert records_left(desktop)  # the adoption's record is left for the next sync
+    for own_file in [] if step == "pruning" else (desktop.vault / "entries").rglob(f"*{own[0]}.md"):
+        # what a kill inside the replay's atomic write leaves beside the file: the next sync removes it
+        own_file.with_name(f".{own_file.name}.k1l2m3.tmp").write_text("half a replayed file")
     doctor = desktop("doctor", "--json")
     assert "adopting the history an erase rewrote was cut short" in doctor.stdout
     if step in ("purge", "pruning"):
@@ -139,11 +178,11 @@ def test_the_stale_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp_p
 
 
 @pytest.mark.parametrize("step", ["replay", "commit", "purge"])
-def test_the_erasing_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp_path, step):
+def test_the_erasing_device_killed_mid_adoption_is_finished_by_the_next_sync(templates, tmp_path, step):
     """The desktop pushed on the old history after the laptop's erase: the laptop's sync replays the
     desktop's memories, replaces the remote with a lease and prunes; killed anywhere in there, the
     next sync does what was left."""
-    remote, laptop, desktop, own = stale_remote(tmp_path)
+    remote, laptop, desktop, own = stale_remote(templates, tmp_path)
 
     killed_at(laptop, step)
     report = laptop.ok("sync", "--json").json()
@@ -156,24 +195,15 @@ def test_the_erasing_device_killed_mid_adoption_is_finished_by_the_next_sync(tmp
     assert leftovers(desktop.vault, SECRET) == []
 
 
-def test_kill_9_at_random_instants_of_an_adoption_is_finished_by_the_next_sync(tmp_path):
+def test_kill_9_at_random_instants_of_an_adoption_is_finished_by_the_next_sync(templates, tmp_path):
     """No pause point: the sync is killed a random time after its adoption record is written (in the
     reset, the replay, the commit, the push, the purge or the prune, wherever that lands)."""
     rng = random.Random(25)
     killed = cut_short = 0
     for round_ in range(3):
-        laptop, desktop, own, edited = stale_desktop(tmp_path / f"round{round_}")
+        laptop, desktop, own, edited = stale_desktop(templates, tmp_path / f"round{round_}")
         record = desktop.vault / STATE / ADOPTING
-        proc = subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--json", "--vault", str(desktop.vault)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 180
-        while not record.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        time.sleep(rng.uniform(0, 0.6))
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            killed += 1
-        proc.communicate(timeout=120)
+        killed += killed_after(["sync", "--json", "--vault", str(desktop.vault)], record, rng.uniform(0, 0.6))
         cut_short += record.exists()
         assert desktop.ok("sync", "--json").json()["outcome"] in ("erasure adopted", "up-to-date", "pushed")
         assert_finished(desktop, own, edited)
@@ -182,10 +212,10 @@ def test_kill_9_at_random_instants_of_an_adoption_is_finished_by_the_next_sync(t
 
 
 @pytest.mark.parametrize("step", ["reset", "replay"])
-def test_a_memory_added_between_the_kill_and_the_next_sync_is_kept(tmp_path, step):
+def test_a_memory_added_between_the_kill_and_the_next_sync_is_kept(templates, tmp_path, step):
     """The person goes on using memvault after the kill (a commit over whatever HEAD the kill left):
     the adoption is finished over it, and nothing of either is lost."""
-    laptop, desktop, own, edited = stale_desktop(tmp_path)
+    laptop, desktop, own, edited = stale_desktop(templates, tmp_path)
     killed_at(desktop, step)
     later = add(desktop, "The desktop's owner repaints the shed in May")
     desktop.ok("sync")
@@ -198,8 +228,8 @@ def test_a_memory_added_between_the_kill_and_the_next_sync_is_kept(tmp_path, ste
 
 
 @pytest.mark.parametrize("step", ["replay", "purge"])
-def test_doctor_fix_finishes_a_killed_adoption_without_the_network(tmp_path, step):
-    laptop, desktop, own, edited = stale_desktop(tmp_path)
+def test_doctor_fix_finishes_a_killed_adoption_without_the_network(templates, tmp_path, step):
+    laptop, desktop, own, edited = stale_desktop(templates, tmp_path)
     killed_at(desktop, step)
     git(desktop.vault, "remote", "set-url", "origin", str(tmp_path / "gone.git"))  # offline: no fetch, no push
     fixed = desktop.ok("doctor", "--fix", "--json").json()["fixed"]
@@ -210,8 +240,8 @@ def test_doctor_fix_finishes_a_killed_adoption_without_the_network(tmp_path, ste
     converge(laptop, desktop, edited)
 
 
-def test_doctor_fix_on_the_erasing_device_replays_and_leaves_the_push_to_the_next_sync(tmp_path):
-    remote, laptop, desktop, own = stale_remote(tmp_path)
+def test_doctor_fix_on_the_erasing_device_replays_and_leaves_the_push_to_the_next_sync(templates, tmp_path):
+    remote, laptop, desktop, own = stale_remote(templates, tmp_path)
     killed_at(laptop, "replay")
 
     fixed = laptop.ok("doctor", "--fix", "--json").json()["fixed"]
@@ -222,8 +252,8 @@ def test_doctor_fix_on_the_erasing_device_replays_and_leaves_the_push_to_the_nex
     assert_finished(laptop, own)
 
 
-def test_a_replayed_file_a_person_edits_after_the_kill_is_not_put_back(tmp_path):
-    laptop, desktop, own, edited = stale_desktop(tmp_path)
+def test_a_replayed_file_a_person_edits_after_the_kill_is_not_put_back(templates, tmp_path):
+    laptop, desktop, own, edited = stale_desktop(templates, tmp_path)
     killed_at(desktop, "replay")
     [replayed] = [desktop.vault / line[3:] for line in git(desktop.vault, "status", "--porcelain", "-uall").splitlines()
                   if "facts" in line and desktop.vault / line[3:] != edited]

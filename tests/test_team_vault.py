@@ -280,3 +280,21 @@ def test_serve_with_a_sync_interval_syncs_the_team_vault_too(tmp_path):
                 client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hotfix reviewer?"}])
                 prompt = upstream.chat_requests()[-1]["messages"][-1]["content"]
     assert '[memory, team vault "team"] Hotfixes need a second reviewer' in prompt
+
+
+def test_a_forged_erasure_record_on_the_team_remote_removes_nothing(tmp_path):
+    """Anyone who can push to the team's remote writes a plain commit claiming an erasure of the team
+    fact: this person's sync of the team vault keeps it (tests/test_sync_trust.py for the personal one)."""
+    team_remote, colleague, mine = synced_team(tmp_path)
+    [path] = (colleague.vault / "entries").rglob("*.md")
+    rel = path.relative_to(colleague.vault).as_posix()
+    person = ["-c", "user.name=Someone", "-c", "user.email=someone@example.org"]
+    subprocess.run(["git", "-C", str(colleague.vault), *person, "commit", "-q", "--allow-empty", "-m",
+                    f"memvault erase: 1 memory\n\nMemvault-Erased-Path: {rel}\nMemvault-Operation: erase"], check=True)
+    subprocess.run(["git", "-C", str(colleague.vault), "push", "-q", "origin", "HEAD:main"], check=True)
+    Cli(tmp_path / "my-team").ok("add", "Release notes go out on Fridays")  # a merge in the team vault
+    said = mine.ok("sync", env=team_env(f"team={tmp_path / 'my-team'}")).stderr
+    assert "claims an erasure its own history does not show" in said
+    assert (tmp_path / "my-team" / rel).exists()
+    texts = [entry["text"] for entry in Cli(tmp_path / "my-team").ok("list", "--json").json()]
+    assert TEAM_FACT in texts and "Release notes go out on Fridays" in texts

@@ -97,12 +97,10 @@ class Erasing:
             result.blobs = len(blobs)
             # The state is purged first: it needs the erased texts, which the intent never holds.
             self.purge_state(hit)
-            erase_intent.start(self.vault.state_dir, selection.ids, blobs, record_message(result, blobs, reason, who))
+            erase_intent.start(self.vault.state_dir, selection.ids, blobs, record_message(result, blobs, reason, who),
+                               asdict(criteria))
             erase_intent.reached("rewriting")
-            mapping = erase.rewrite(self.vault.root, selection)
-            rewrites.save_commit_map(self.vault.state_dir, mapping)  # before clean_git drops filter-repo's
-            result.rewritten = len(mapping)
-            self.vault.forget_paths()
+            result.rewritten = self.rewrite_history(selection)
             llm = self.llm()
             if llm is not None and selection.scrubbed:
                 from memvault.core.erased_summaries import resummarise
@@ -134,8 +132,11 @@ class Erasing:
             return None
         with self.vault.lock():
             if erase.reachable_objects(self.vault.root, "--all") & set(intent["blobs"]):
-                erase_intent.done(state_dir)  # killed before the rewrite landed: history is as it was
-                return None
+                if not isinstance(intent.get("criteria"), dict):  # an older intent: nothing to select again
+                    erase_intent.done(state_dir)
+                    return None
+                self.erase_again(erase.Criteria(**{**intent["criteria"], "ids": tuple(intent["criteria"]["ids"])}))
+            erase.put_back_erased_files(self.vault.root, set(intent["blobs"]))  # a reset the kill cut short
             last = self.vault.git.run("log", "-1", "--format=%B") if self.vault.git.head_sha() else ""
             if last.strip() != intent["message"].strip():
                 self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=intent["message"])
@@ -145,6 +146,26 @@ class Erasing:
             self.purge_index(set(intent["ids"]))
             erase_intent.done(state_dir)
             return self.vault.git.head_sha()
+
+    def rewrite_history(self, selection: erase.Selection) -> int:
+        """The rewrite, its commit map kept, the intent's criteria dropped once it landed; how many
+        commits changed id."""
+        mapping = erase.rewrite(self.vault.root, selection)
+        rewrites.save_commit_map(self.vault.state_dir, mapping)  # before clean_git drops filter-repo's
+        erase_intent.landed(self.vault.state_dir)
+        self.vault.forget_paths()
+        return len(mapping)
+
+    def erase_again(self, criteria: erase.Criteria) -> None:
+        """An erase killed before its rewrite landed (history as it was): its selection made again from
+        the criteria the intent holds, the state purged again, and the rewrite run."""
+        if self.vault.git.status():
+            raise UsageError("an erase a crash cut short must run its history rewrite again, and the vault has "
+                             "uncommitted changes: commit or remove them, then run `memvault doctor --fix`")
+        folders = self.vault.conversation_folders(criteria.conversation) if criteria.conversation else ()
+        selection = erase.select(self.vault.root, criteria, folders)
+        self.purge_state(self.erased_hit(selection, criteria.user))
+        self.rewrite_history(selection)
 
     def resolve_ids(self, ids) -> list[str]:
         """Full ids for ids or prefixes, as `rm` resolves them (the same errors: no such memory, an

@@ -44,7 +44,7 @@ class Syncing:
         from memvault.vault.devicesync import DeviceSync
 
         return DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules,
-                          on_adopted=self.forget_adopted)
+                          on_adopted=self.forget_adopted, timeout=self.settings.sync.timeout_seconds)
 
     def caught_up(self, report: SyncReport) -> SyncReport:
         """The index follows the files the sync changed."""
@@ -61,16 +61,27 @@ class Syncing:
     def clone(cls, url: str, settings) -> Memvault:
         """`git clone` a vault into `vault.path` (a new or empty folder) and make it this machine's:
         merge drivers registered, state folder made; the index is built on first use."""
-        import subprocess
         from pathlib import Path
 
         from memvault.vault.git_errors import first_cause
+        from memvault.vault.git_process import run_git
 
         target = Path(settings.vault.path)
         if target.exists() and (not target.is_dir() or any(target.iterdir())):
             raise UsageError(f"{target} exists and is not an empty folder: clone into a new one")
-        done = subprocess.run(["git", "clone", "--quiet", "--", url, str(target)], capture_output=True, text=True,
-                              encoding="utf-8", errors="replace")
+        existed = target.exists()
+        try:
+            done = run_git(["git", "clone", "--quiet", "--", url, str(target)], Path.cwd(), None, {},
+                           network_timeout=settings.sync.timeout_seconds)  # GitTimeout: one line, as sync's
+        except BaseException:  # stopped (timeout, Ctrl-C): git had no time to clean up after itself
+            import shutil
+
+            for leftover in [target] if not existed else list(target.iterdir()):
+                if leftover.is_dir():
+                    shutil.rmtree(leftover, ignore_errors=True)
+                else:
+                    leftover.unlink(missing_ok=True)
+            raise
         if done.returncode != 0:
             raise VaultError(f"git clone of {url} failed: {first_cause(done.stderr) or 'no output'}")
         check_out_remote_branch(target)

@@ -25,6 +25,7 @@ from memvault.doctor.model_checks import check_embedder, check_llm, check_rerank
 from memvault.doctor.refusal_checks import check_refusals
 from memvault.doctor.repairs import repair
 from memvault.doctor.report import FAIL, OK, Check, Diagnosis
+from memvault.doctor.sync_checks import check_erasure_records
 from memvault.doctor.vault_checks import (
     check_curation_queue,
     check_entry_files,
@@ -64,7 +65,7 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
     files, tombstones = check_entry_files(vault)
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
             check_interrupted_erase(vault), check_uncommitted(vault), check_temp_files(vault),
-            check_curation_queue(vault), check_refusals(vault), check_sync(vault),
+            check_curation_queue(vault), check_refusals(vault), check_sync(vault), check_erasure_records(vault),
             files, tombstones, check_triples(vault), check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 

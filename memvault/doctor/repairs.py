@@ -35,9 +35,13 @@ def recover(memvault, _paths: list[str]) -> str:
 
 
 def erase(memvault, _paths: list[str]) -> str:
-    count = memvault.finish_interrupted_erase()
+    try:
+        count = memvault.finish_interrupted_erase()
+    except MemvaultError as exc:
+        return f"did not finish the erase a crash cut short: {exc}"
     if not count:
-        return "dropped the intent of an erase killed before its rewrite (history as it was: erase again)"
+        return ("dropped the intent an older memvault left of an erase killed before its rewrite (history as it was: "
+                "erase again)")
     from memvault.core.erasing import memories
 
     return f"finished the erase a crash cut short ({memories(count)}; git, the index and past indexes purged)"

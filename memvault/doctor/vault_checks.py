@@ -104,15 +104,23 @@ def check_sync(vault) -> Check:
 
 
 def check_temp_files(vault) -> Check:
-    """Atomic-write temporary files a crash left beside the entries (never entries themselves)."""
+    """Atomic-write temporary files a crash left (never entries themselves): those a minute old are
+    removed by --fix; a younger one may be a write under way, so it is named and left for a minute."""
     from memvault.vault.atomic import STALE_TEMP_AGE
 
-    old = vault.temp_files(older_than=STALE_TEMP_AGE)
-    if not old:
+    every = vault.temp_files()
+    if not every:
         return Check("temporary files", OK, "no temporary files left by a crash")
-    return Check("temporary files", WARN, f"{len(old)} left by a crash: {listed([str(p) for p in old])}",
-                 fix="--fix removes them (so does the next `memvault serve`)", repair=CLEAN,
-                 paths=[str(p) for p in old])
+    old = vault.temp_files(older_than=STALE_TEMP_AGE)
+    young = [p for p in every if p not in old]
+    detail = f"{len(old)} left by a crash: {listed([str(p) for p in old])}" if old else ""
+    if young:
+        detail += ("; " if detail else "") + (f"{len(young)} younger than {STALE_TEMP_AGE:g} s (a write under way, "
+                                              f"or a crash just now): {listed([str(p) for p in young])}")
+    fix = "--fix removes them (so does the next `memvault serve`)" if old else ""
+    if young:
+        fix += ("; " if fix else "") + f"run `memvault doctor --fix` again in {STALE_TEMP_AGE:g} s for the younger ones"
+    return Check("temporary files", WARN, detail, fix=fix, repair=CLEAN if old else None, paths=[str(p) for p in old])
 
 
 def check_curation_queue(vault) -> Check:

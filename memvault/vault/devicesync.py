@@ -31,11 +31,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from memvault.errors import VaultError
-from memvault.vault import erase, rewrites, sync_adopt
-from memvault.vault.erasure_record import erased
+from memvault.vault import erase, rewrites, sync_adopt, sync_safety
+from memvault.vault.erasure_record import Erased, erased
 from memvault.vault.git import OWN_CONFIG, VaultGit
 from memvault.vault.git_errors import GitFailed
 from memvault.vault.git_log import format_message
+from memvault.vault.git_process import GitTimeout
 from memvault.vault.merge import NOTES_VARIABLE
 from memvault.vault.store import Vault
 from memvault.vault.sync_drivers import ensure_merge_setup
@@ -112,8 +113,10 @@ class SyncReport:
 class DeviceSync:
     """Sync one vault with one remote."""
 
-    def __init__(self, vault: Vault, remote: str | None = None, on_merged=None, on_adopted=None) -> None:
+    def __init__(self, vault: Vault, remote: str | None = None, on_merged=None, on_adopted=None,
+                 timeout: float = 0.0) -> None:
         self.vault = vault
+        self.timeout = timeout  # seconds a fetch or push may take (sync.timeout_seconds; 0: no limit)
         # callable(paths) run after a merge, without the lock, before the push: its commits go out too
         self.on_merged = on_merged
         # callable(adoptions) run without the lock before the stale history is pruned: derived stores forget it
@@ -220,8 +223,10 @@ class DeviceSync:
     def fetch(self) -> None:
         self.fetched_before = self.remote_sha()
         try:
-            self.git.run("fetch", "--quiet", "--no-tags", self.remote,
-                         f"+refs/heads/{self.branch}:{self.tracking}")
+            self.git.run_network("fetch", "--quiet", "--no-tags", self.remote,
+                                 f"+refs/heads/{self.branch}:{self.tracking}", timeout=self.timeout)
+        except GitTimeout as exc:
+            raise RemoteUnreachable(f"cannot fetch from {self.remote}: {exc}") from None
         except GitFailed as exc:
             if "couldn't find remote ref" in exc.output:
                 self.git.run("update-ref", "-d", self.tracking)
@@ -237,7 +242,10 @@ class DeviceSync:
         lease = [f"--force-with-lease=refs/heads/{self.branch}:{self.adoption.lease}"] \
             if self.adoption and self.adoption.lease else []
         try:
-            self.git.run("push", "--quiet", "--no-verify", *lease, self.remote, f"{head}:refs/heads/{self.branch}")
+            self.git.run_network("push", "--quiet", "--no-verify", *lease, self.remote,
+                                 f"{head}:refs/heads/{self.branch}", timeout=self.timeout)
+        except GitTimeout as exc:
+            raise RemoteUnreachable(f"cannot push to {self.remote}: {exc}") from None
         except GitFailed as exc:
             if any(word in exc.output for word in REJECTED):
                 return False
@@ -265,6 +273,12 @@ class DeviceSync:
         if theirs is None or theirs == ours or (ours is not None and self.is_ancestor(theirs, ours)):
             return
         self.git.check_state()
+        refusal = sync_safety.check(self.git, ours, theirs)
+        if refusal is not None:  # the remote head holds paths no checkout can hold: merged without them
+            report.fallbacks += refusal.lines()
+            theirs = refusal.safe
+        claims = erased(self.vault.root, f"{ours}...{theirs}" if ours else theirs)
+        report.fallbacks += [line for line in claims.refusals() if line not in report.fallbacks]
         if ours is not None:
             self.adoption = sync_adopt.plan(self.vault, self.remote, self.branch, ours, theirs, self.fetched_before)
         note_intent(self.vault, ours, theirs)
@@ -285,7 +299,7 @@ class DeviceSync:
                 self.fast_forward(theirs)
                 report.outcome = "fast-forward"
             else:
-                self.three_way(ours, theirs, report)
+                self.three_way(ours, theirs, claims, report)
                 report.outcome = "merged"
         finally:
             if self.git.head_sha() != ours or not (self.git.git_dir / "MERGE_HEAD").exists():
@@ -297,7 +311,7 @@ class DeviceSync:
         except GitFailed as exc:
             raise blocked(exc) from None
 
-    def three_way(self, ours: str, theirs: str, report: SyncReport) -> None:
+    def three_way(self, ours: str, theirs: str, listed: Erased, report: SyncReport) -> None:
         """A merge commit of both sides, through the drivers; never left half-done."""
         self.notes_path.unlink(missing_ok=True)
         done = run_merge(self.git, theirs, {NOTES_VARIABLE: str(self.notes_path)})
@@ -305,7 +319,6 @@ class DeviceSync:
             if done.returncode != 0 and not (self.git.git_dir / "MERGE_HEAD").exists():
                 raise blocked(GitFailed("git merge failed", f"{done.stdout}\n{done.stderr}"))
             report.fallbacks += resolve_unmerged(self.git)
-            listed = erased(self.vault.root, f"{ours}...{theirs}")
             report.fallbacks += [f"{path}: erased on a device, removed" for path in drop_listed(self.git, listed)]
             report.merges += self.read_notes()
             self.git.run("commit", "-q", "--no-verify", "-F", "-",
@@ -364,8 +377,11 @@ class DeviceSync:
 
 
 def blocked(exc: GitFailed) -> SyncBlocked:
-    return SyncBlocked(f"the sync cannot merge: {exc} (an uncommitted edit: `memvault doctor --fix` commits an "
-                       "entry edited by hand; or commit or undo it with git; then sync again)")
+    """The merge stopped: an uncommitted edit is blamed only when git or the adoption names one."""
+    if isinstance(exc, sync_adopt.Unsafe) or any(word in exc.output for word in ("overwritten", "not uptodate")):
+        return SyncBlocked(f"the sync cannot merge: {exc} (an uncommitted edit: `memvault doctor --fix` commits an "
+                           "entry edited by hand; or commit or undo it with git; then sync again)")
+    return SyncBlocked(f"the sync cannot merge: {exc} (`memvault doctor` says what is in the way)")
 
 
 def run_merge(git: VaultGit, theirs: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -264,6 +264,26 @@ def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:
     return replaced
 
 
+def put_back_erased_files(root: Path, blobs: set[str]) -> list[str]:
+    """After a rewrite killed between moving the refs and resetting the work tree: every work-tree file
+    whose bytes are an erased blob gets HEAD's version back (or goes, when HEAD has none). A person's
+    own edits, whose bytes are new, are left alone. Returns the repository paths put back."""
+    listed = git_bytes(root, "status", "--porcelain", "-z", "-uall", "--no-renames").decode("utf-8", "surrogateescape")
+    paths = [item[3:] for item in listed.split("\0") if len(item) > 3]
+    files = [p for p in paths if (root / p).is_file()]
+    if not files:
+        return []
+    hashed = git_bytes(root, "hash-object", "--stdin-paths", data="\n".join(files).encode()).decode().split()
+    erased_here = [path for path, sha in zip(files, hashed, strict=True) if sha in blobs]
+    for path in erased_here:
+        if git_bytes(root, "--literal-pathspecs", "ls-tree", "HEAD", "--", path).strip():
+            git_bytes(root, "--literal-pathspecs", "checkout", "HEAD", "--", path)
+        else:
+            git_bytes(root, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            (root / path).unlink(missing_ok=True)
+    return erased_here
+
+
 def clean_git(root: Path) -> None:
     """Drop everything that still reaches an old object, then every object nothing reaches."""
     git_dir = root / ".git"

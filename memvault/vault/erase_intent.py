@@ -1,7 +1,10 @@
 """An erase under way (docs/architecture.md, "Erasure"): written under .memvault/ before the history
 rewrite, removed once every later step is done, so an erase a kill cut short is finished by the next
-`memvault erase` or `doctor --fix` (core/erasing.py). It holds what those steps need and nothing of the
-erased content: the memories' ids, the erased blobs' ids and the erasure record's message (counts, blob ids)."""
+`memvault erase` or `doctor --fix` (core/erasing.py). It holds what those steps need: the memories' ids,
+the erased blobs' ids, the erasure record's message (counts, blob ids) and, until the rewrite lands, the
+criteria the selection is made from again (a `--matching` text among them: git's objects hold it then
+too), so an erase killed before its rewrite is run again rather than forgotten. Once the rewrite has
+landed the criteria go (`landed`): from then on it holds nothing of the erased content."""
 
 from __future__ import annotations
 
@@ -15,8 +18,16 @@ FILE_NAME = "erase-intent.json"
 TEST_KILL = "MEMVAULT_TEST_KILL_ERASE_AT"  # tests only: the step at which the erase's process is killed
 
 
-def start(state_dir: Path, ids, blobs, message: str) -> None:
-    save_json(state_dir / FILE_NAME, {"ids": sorted(ids), "blobs": sorted(blobs), "message": message})
+def start(state_dir: Path, ids, blobs, message: str, criteria: dict) -> None:
+    save_json(state_dir / FILE_NAME, {"ids": sorted(ids), "blobs": sorted(blobs), "message": message,
+                                      "criteria": criteria})
+
+
+def landed(state_dir: Path) -> None:
+    """The rewrite landed: the criteria (maybe an erased text) are no longer needed, nor kept."""
+    intent = pending(state_dir)
+    if intent is not None and "criteria" in intent:
+        save_json(state_dir / FILE_NAME, {k: v for k, v in intent.items() if k != "criteria"})
 
 
 def pending(state_dir: Path) -> dict | None:

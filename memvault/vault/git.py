@@ -23,7 +23,7 @@ from memvault.vault.git_errors import (
     lock_advice,
 )
 from memvault.vault.git_log import GitLog
-from memvault.vault.git_process import find_repo, find_work_tree, pathspec_file, repo_class, run_git
+from memvault.vault.git_process import OWN_CONFIG, find_repo, find_work_tree, pathspec_file, repo_class, run_git
 from memvault.vault.git_remote import GitRemote
 
 IDENTITY = {"GIT_AUTHOR_NAME": "memvault", "GIT_AUTHOR_EMAIL": "memvault@localhost",
@@ -36,9 +36,6 @@ TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "co
 STALE_LOCK_AGE = 600.0
 # A git a killed memvault started lives on and finishes its work: the next writer waits this long for it.
 GIT_WAIT = 10.0
-# Memvault's own commits run no hooks (a hook that rewrites the message strips the trailers; a slow one
-# outlives a killed memvault) and are not signed (an automated commit cannot ask for a passphrase).
-OWN_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false")
 # Atomic writes' temporary files ('.<name>.XXXX.tmp', vault.atomic.atomic_write): never entries, never committed.
 TEMP_FILES = ":(exclude,glob)**/.*.tmp"
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memvault.errors import VaultError
-from memvault.vault.git_errors import last_line
+from memvault.vault.git_errors import GitFailed, last_line
+from memvault.vault.git_process import OWN_CONFIG, run_git
 
 
 class GitRemote:
@@ -19,6 +20,15 @@ class GitRemote:
         if not names:
             raise VaultError(f"the vault has no git remote: git -C {self.root} remote add origin URL")
         return "origin" if "origin" in names else names[0]
+
+    def run_network(self, *args: str, timeout: float) -> str:
+        """A git that talks to a remote (fetch, push): stopped with its ssh after `timeout` seconds (0:
+        never), on Ctrl-C or on this process's exit (git_process.run_network); its stdout."""
+        done = run_git(["git", *OWN_CONFIG, *args], self.work_dir, None, self.env, network_timeout=timeout)
+        if done.returncode != 0:
+            output = f"{done.stdout}\n{done.stderr}"
+            raise GitFailed(f"git {args[0]} failed: {self.explain(output)}", output)
+        return done.stdout
 
     def push(self, remote: str | None = None, force_with_lease: str | None = None, refused_hint: str = "") -> str:
         """Push HEAD to the remote's branch. `force_with_lease`: replace the remote's branch only if it

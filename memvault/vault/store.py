@@ -202,12 +202,14 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
         return present
 
     def temp_files(self, older_than: float = 0.0) -> list[Path]:
-        """Temporary files of atomic writes under entries/ last modified more than `older_than` s ago."""
+        """Temporary files of atomic writes anywhere in the vault (entries, core files, the journal,
+        .memvault/'s state files; not .git) last modified more than `older_than` s ago."""
         import time
 
         limit = time.time() - older_than
         found = []
-        for folder, _, names in os.walk(self.root / layout.ENTRIES):
+        for folder, folders, names in os.walk(self.root):
+            folders[:] = [name for name in folders if name != ".git"]
             for name in names:
                 path = Path(folder, name)
                 try:

@@ -13,6 +13,7 @@ have. It names commits and paths only, never an erased text."""
 from __future__ import annotations
 
 import json
+from pathlib import PurePosixPath
 
 from memvault.vault import sync_adopt
 from memvault.vault.atomic import atomic_write
@@ -133,6 +134,7 @@ def resume_adoption(vault: Vault) -> tuple[sync_adopt.Adoption, str] | None:
     listed = erased(vault.root, f"{stale}..{rewritten}")
     adoption = sync_adopt.Adoption(rewritten, stale, base, listed, lease=record.get("lease"))
     adoption.ids, adoption.texts = sync_adopt.erased_memories(vault.root, stale, listed)
+    sweep_replay_temp_files(vault, adoption)
     if committed:
         adoption.dropped += sync_adopt.listed_files(git, listed, stale)
         return adoption, head
@@ -143,6 +145,14 @@ def resume_adoption(vault: Vault) -> tuple[sync_adopt.Adoption, str] | None:
     restore(git, now, stale if now == rewritten else rewritten, known)
     sync_adopt.adopt(vault, adoption)
     return adoption, head
+
+
+def sweep_replay_temp_files(vault: Vault, adoption: sync_adopt.Adoption) -> None:
+    """A replay killed mid-write leaves its atomic write's temporary file beside the file: with the
+    write lock held no one else writes the paths the stale side changed, so theirs go, whatever their age."""
+    git = vault.git
+    changed = git.run("diff", "--name-only", "-z", "--no-renames", adoption.base, adoption.stale).split("\0")
+    vault.sweep_temp_files([PurePosixPath(git.vault_path(path)) for path in changed if path])
 
 
 def edited_since(git: VaultGit, adoption: sync_adopt.Adoption, known: set[str]) -> str | None:

@@ -54,3 +54,22 @@ def run_memvault(*args: str, cwd: Path | None = None, input: bytes | None = None
     """A real `python -m memvault` process, with the test's environment."""
     return subprocess.run([sys.executable, "-m", "memvault", *args], cwd=cwd, input=input, capture_output=True,
                           timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def killed_after(args: list[str], marker: Path, delay: float) -> bool:
+    """A real `python -m memvault ARGS` process in a session of its own, killed with its whole process
+    group (SIGKILL) `delay` seconds after `marker` appears; False when it ended first."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "memvault", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 180
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(delay)
+    killed = proc.poll() is None
+    if killed:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=120)
+    return killed

@@ -1,5 +1,8 @@
 """`memvault sync` and `memvault clone`: one memory on many devices, through any git remote."""
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -30,8 +33,9 @@ def sync(remote: RemoteArg = None, quiet: QuietOpt = False, no_shared: NoSharedO
     after the others are synced."""
     memvault = open_memvault(vault, config)
     team_only = bool(memvault.settings.vault.shared) and not no_shared and not remote and not memvault.has_remote()
-    report = None if team_only else memvault.sync(remote)  # a local-only personal vault beside team vaults
-    team = [] if no_shared else memvault.sync_shared()
+    with stop_on_sigterm():
+        report = None if team_only else memvault.sync(remote)  # a local-only personal vault beside team vaults
+        team = [] if no_shared else memvault.sync_shared()
     if json:
         print_json({**(report.to_dict() if report else {"skipped": "it has no git remote"}),
                     **({"shared": [one.to_dict() for one in team]} if team else {})})
@@ -50,6 +54,25 @@ def sync(remote: RemoteArg = None, quiet: QuietOpt = False, no_shared: NoSharedO
         warn(f"shared vault {one.name!r} not synced: {one.error}")
     if failed:
         raise typer.Exit(failed[0].error.exit_code)
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """SIGTERM (a service manager's stop, `timeout`) stops a sync as Ctrl-C does: a fetch or push is
+    killed with its ssh, a local git step is let finish, a killed sync's leftovers are mended next time."""
+    import threading
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def show_report(report, quiet: bool, what: str = "") -> None:
