@@ -245,7 +245,7 @@ def table(results: dict[str, dict[str, Any]], size: int, questions: int) -> str:
     label = {name: SYSTEMS[name].label if name in SYSTEMS else name for name in names}
     lines = ["| | " + " | ".join(label[n] for n in names) + "".join(f" | memvault / {label[p]}" for p in peers) + " |",
              "|---" * (1 + len(names) + len(peers)) + "|"]
-    searches = max((r.get("searches") or 0 for r in results.values()), default=0)
+    searches = int(max((r.get("searches") or 0 for r in results.values()), default=0))  # a median may be a float
     for key, text, fmt in ROWS:
         cells = [cell(results[n], key, fmt) for n in names]
         ratios = [ratio(results["memvault"].get(key), results[p].get(key)) for p in peers]
