@@ -4,9 +4,11 @@ mem0ai 2.2.1 as `pip install mem0ai` leaves it: its default vector store (Qdrant
 path: here inside the store folder instead of /tmp/qdrant), its SQLite history (likewise moved), its
 search with its defaults (threshold 0.1) but top_k 10. The one change: memvault's MiniLM-L6 int8
 embedder stands behind mem0's EmbeddingBase, where mem0 would call OpenAI's text-embedding-3-small.
-Each conversation is a user_id, stored with one `add(messages, infer=False)` (one memory per message,
-its speaker as the message's name). mem0 keeps no metadata per message of one call, so a hit is
-mapped back to its dia_id by its text.
+Variant "chroma": mem0's own Chroma store (`vector_store.provider "chroma"` on a path) instead of
+Qdrant, everything else the same: Chroma applies the user_id filter inside its query, where Qdrant's
+local mode checks it point by point in Python. Each conversation is a user_id, stored with one
+`add(messages, infer=False)` (one memory per message, its speaker as the message's name). mem0 keeps
+no metadata per message of one call, so a hit is mapped back to its dia_id by its text.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench_peers_runner import dia_ids_by_text, minilm, serve, workload_of
+from bench_peers_runner import dia_ids_by_text, minilm, serve, variant, workload_of
 
 DIMS = 384
 
@@ -39,9 +41,11 @@ def embedder():
 
 
 def config(folder: Path) -> dict[str, Any]:
-    return {"vector_store": {"provider": "qdrant", "config": {"path": str(folder / "qdrant"),
-                                                                 "embedding_model_dims": DIMS}},
-            "history_db_path": str(folder / "history.db")}
+    if variant() == "chroma":
+        store = {"provider": "chroma", "config": {"path": str(folder / "chroma"), "collection_name": "mem0"}}
+    else:
+        store = {"provider": "qdrant", "config": {"path": str(folder / "qdrant"), "embedding_model_dims": DIMS}}
+    return {"vector_store": store, "history_db_path": str(folder / "history.db")}
 
 
 class Mem0Store:
@@ -53,6 +57,7 @@ class Mem0Store:
         self.memory.embedding_model = embedder()
         self.dia = dia_ids_by_text(workload_of(folder)["memories"])
         self.notes = ["memvault's MiniLM-L6 int8 behind mem0's EmbeddingBase (its default is OpenAI's API)",
+                      f"vector store: {config(folder)['vector_store']['provider']} on a local path",
                       "semantic search only: the plain install has no fastembed (BM25) nor spaCy (entity boost)"]
 
     def add_bulk(self, conversation: str, memories: list[dict[str, Any]]) -> None:

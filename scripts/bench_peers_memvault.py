@@ -3,6 +3,7 @@
 Defaults throughout: the vault's own settings, the verbatim path (Memvault.add_entries, one commit per
 conversation, as scripts/bench_locomo.py stores LoCoMo; the index is caught up inside the timed add),
 Memvault.add_verbatim for the single add, and Memvault.search (dense + BM25, fused) with top_k set.
+Variant "dense" (the control row): the lexical lane off (retrieval.lexical_weight 0), all else as is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_locomo import GIT_ENV, own_repository
-from bench_peers_runner import serve
+from bench_peers_runner import serve, variant
 
 from memvault import settings
 from memvault.core import Memvault
@@ -32,8 +33,12 @@ class MemvaultStore:
         os.environ.update(GIT_ENV)
         if fresh:
             own_repository(folder)
-        self.memvault = Memvault.open(settings.load(None, {"vault.path": str(folder)}), create=fresh)
+        overrides = {"vault.path": str(folder)}
         self.notes: list[str] = []
+        if variant() == "dense":
+            overrides["retrieval.lexical_weight"] = "0"
+            self.notes = ["the control: memvault's lexical lane off (retrieval.lexical_weight 0)"]
+        self.memvault = Memvault.open(settings.load(None, overrides), create=fresh)
 
     def add_bulk(self, conversation: str, memories: list[dict[str, Any]]) -> None:
         self.memvault.add_entries([entry(m) for m in memories], f"bench: {len(memories)} memories of {conversation}")

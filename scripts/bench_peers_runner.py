@@ -5,6 +5,7 @@ system opens a store, adds memories and searches, and hands that to `serve`. ben
 with the system's Python, writes one JSON request to its stdin and reads one JSON answer from its stdout:
 
     request: {"phase": "build" | "cold", "store": DIR, "workload": FILE}
+    environment: BENCH_PEERS_VARIANT, another configuration of the system ("" for its defaults)
     workload (FILE): {"memories": [MEMORY...], "extra": MEMORY, "questions": [{"text", "conversation"}...],
                       "top_k": 10}
     MEMORY: {"text", "conversation", "created_at" (ISO 8601), "dia_id" (or null), "speaker" (or null)}
@@ -55,6 +56,11 @@ class Store(Protocol):
 Opener = Callable[[Path, bool], Store]  # (store folder, fresh) -> the opened store
 
 
+def variant() -> str:
+    """The configuration bench_peers.py asked for ("": the system's defaults; see each runner)."""
+    return os.environ.get("BENCH_PEERS_VARIANT", "")
+
+
 def minilm():
     """memvault's default embedder (MiniLM-L6 int8 ONNX), imported from this checkout: only
     memvault.models is loaded, which needs onnxruntime, tokenizers, numpy and the two weight packages."""
@@ -102,9 +108,9 @@ def build(open_store: Opener, folder: Path, workload: dict[str, Any]) -> dict[st
     for conversation, memories in by_conversation(workload["memories"]):
         store.add_bulk(conversation, memories)
     bulk, bulk_cpu = time.perf_counter() - started, cpu_s() - cpu
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_s()
     store.add_one(workload["extra"])
-    one = time.perf_counter() - started
+    one, one_cpu = time.perf_counter() - started, cpu_s() - cpu
     latencies, cpus, found = [], [], []
     for question in workload["questions"]:
         started, cpu = time.perf_counter(), time.process_time()
@@ -112,7 +118,8 @@ def build(open_store: Opener, folder: Path, workload: dict[str, Any]) -> dict[st
         latencies.append((time.perf_counter() - started) * 1000)
         cpus.append((time.process_time() - cpu) * 1000)
         found.append(hits)
-    return {"open_s": opened, "bulk_s": bulk, "bulk_cpu_s": bulk_cpu, "add_one_s": one, "latencies_ms": latencies,
+    return {"open_s": opened, "bulk_s": bulk, "bulk_cpu_s": bulk_cpu, "add_one_s": one, "add_one_cpu_s": one_cpu,
+            "latencies_ms": latencies,
             "search_cpu_ms": cpus, "found": found,
             "peak_rss_mb": peak_rss_mb(), "notes": store.notes}
 

@@ -205,3 +205,55 @@ def test_a_scoped_key_never_reaches_paths_outside_v1(tmp_path, upstream):
         assert admin.status_code == 200 and upstream.requests[-1]["path"] == "/v1/embeddings"
         assert "admin-key-0123" not in str(upstream.requests[-1]["headers"])  # the server's key stays home
         assert httpx.post(url + "/embeddings", timeout=60).status_code == 401
+
+
+# -- tests/rag/test_api.py (agent-cli's other OpenAI-compatible proxy, same request model) ---------------
+def test_chat_completion_extra_fields_reach_the_upstream(proxy, upstream):
+    """agent-cli's ChatRequest keeps extra fields (extra="allow") and forwards them; so does memvault,
+    but for those that would route the request or its key (tests/test_proxy_fields.py)."""
+    chat(proxy.url, "Hello", response_format={"type": "json_object"}, rag_top_k=2, cache_prompt=True)
+    sent = last_chat(upstream)
+    assert sent["response_format"] == {"type": "json_object"}
+    assert (sent["rag_top_k"], sent["cache_prompt"]) == (2, True)
+
+
+def test_chat_completion_auth_forwarding(proxy, upstream):
+    """The client's bearer token is the upstream's API key (a server without keys of its own)."""
+    reply = httpx.post(proxy.url + "/v1/chat/completions", headers={"Authorization": "Bearer sk-test-key"},
+                       timeout=60, json={"model": "demo-model", "messages": [{"role": "user", "content": "Hello"}]})
+    assert reply.status_code == 200, reply.text
+    assert upstream.requests[-1]["headers"]["authorization"] == "Bearer sk-test-key"
+
+
+def test_chat_completion_server_api_key(tmp_path, upstream):
+    """Without a client token, the server's own LLM key (agent-cli's chat_api_key, memvault's llm.api_key)."""
+    from memvault.server.run import running
+    from tests.support.server import server_settings
+
+    with running(server_settings(tmp_path / "vault", upstream.root + "/v1", llm_key="sk-server-fallback")) as url:
+        reply = httpx.post(url + "/v1/chat/completions", timeout=60, json={
+            "model": "demo-model", "messages": [{"role": "user", "content": "Hello"}]})
+        assert reply.status_code == 200, reply.text
+        assert upstream.requests[-1]["headers"]["authorization"] == "Bearer sk-server-fallback"
+
+
+def test_a_field_that_would_route_the_key_is_refused_by_name(proxy, upstream):
+    """What agent-cli forwards and memvault does not: a field that chooses where the key goes."""
+    import openai
+
+    before = len(upstream.requests)
+    with pytest.raises(openai.BadRequestError) as refused:
+        chat(proxy.url, "Hello", api_base="http://evil.example/v1")
+    assert "api_base" in refused.value.body["message"] and len(upstream.requests) == before
+
+
+# -- tests/memory/test_engine.py: a streamed answer is stored, user and assistant ------------------------
+def test_streaming_request_persists_user_and_assistant(proxy):
+    stream = openai_client(proxy.url).chat.completions.create(
+        model="demo-model", messages=[{"role": "user", "content": "Streaming: my kayak is orange."}], stream=True,
+        extra_body={"memory_id": "streamed"})
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert text
+    rows = Cli(proxy.vault).ok("list", "--conversation", "streamed", "--json").json()
+    assert sorted(row["role"] for row in rows) == ["assistant", "user"]
+    assert "Streaming: my kayak is orange." in [row["text"] for row in rows]

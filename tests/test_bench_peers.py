@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,11 +67,17 @@ def check_runner(name: str, tmp_path: Path) -> dict:
 def test_memvault_runner_answers_the_drivers_json(tmp_path):
     built = check_runner("memvault", tmp_path)
     assert built["notes"] == []  # memvault runs with its defaults: nothing to declare
+    assert built["add_one_cpu_s"] > 0
 
 
-@pytest.mark.parametrize("name", ["mem0", "agent-cli"])
+def test_the_control_row_is_memvault_with_its_lexical_lane_off(tmp_path):
+    built = check_runner("memvault-dense", tmp_path)
+    assert built["notes"] == ["the control: memvault's lexical lane off (retrieval.lexical_weight 0)"]
+
+
+@pytest.mark.parametrize("name", ["mem0", "mem0-chroma", "agent-cli"])
 def test_peer_runner_answers_the_drivers_json(name, tmp_path):
-    python = bench_peers.SYSTEMS[name][0]
+    python = bench_peers.SYSTEMS[name].python
     if not python.exists():
         pytest.skip(f"{name}'s virtualenv is not here: bash scripts/bench_peers_setup.sh makes it")
     built = check_runner(name, tmp_path)
@@ -91,16 +98,39 @@ def test_recall_is_locomo_turn_recall_with_non_turns_keeping_their_place():
 
 
 def test_the_table_puts_memvault_over_each_peer_beside_the_figures():
-    results = {"memvault": {"store_s": 10.0, "r10": 0.6}, "mem0": {"store_s": 40.0, "r10": 0.4}}
+    results = {"memvault": {"store_s": 10.0, "r10": 0.6}, "memvault-dense": {"store_s": 10.0, "r10": 0.4},
+               "mem0": {"store_s": 40.0, "r10": 0.4}}
     lines = bench_peers.table(results, 10_000, 1536).splitlines()
-    assert lines[0] == "| | memvault | mem0 | memvault / mem0 |"
-    assert "| store 10,000 memories, no LLM (s) | 10.0 | 40.0 | 0.25 |" in lines
-    assert "| LoCoMo turn recall@10 | 0.600 | 0.400 | 1.50 |" in lines
-    assert "| search p50 over 0 queries, in-process, embedding included (ms) | - | - | - |" in lines
+    assert lines[0] == ("| | memvault | memvault, lexical lane off (control) | mem0, Qdrant local (offline: cosine "
+                        "only) | memvault / mem0, Qdrant local (offline: cosine only) |")  # no ratio to the control
+    store = next(line for line in lines if line.startswith("| store 10,000 memories"))
+    assert "one git commit per conversation" in store and store.endswith("| 10.0 | 10.0 | 40.0 | 0.25 |")
+    assert "| LoCoMo turn recall@10 | 0.600 | 0.400 | 0.400 | 1.50 |" in lines
+    assert "| search p50 over 0 queries, in-process, embedding included (ms) | - | - | - | - |" in lines
+    assert any("agent-cli re-embeds every file at each start" in line for line in lines)
+    assert any("mem0: no commit" in line for line in lines)
+
+
+def test_runs_are_combined_as_the_median_with_their_range():
+    runs = [{"store_s": 12.0, "r10": 0.5, "notes": ["n"]}, {"store_s": 10.0, "r10": 0.5},
+            {"store_s": 11.0, "r10": 0.5}, {"error": "crashed"}]
+    row = bench_peers.combined(runs)
+    assert (row["store_s"], row["runs"], row["notes"]) == (11.0, 3, ["n"])
+    assert bench_peers.cell(row, "store_s", "{:.1f}") == "11.0 (10.0-12.0)"
+    assert bench_peers.cell(row, "r10", "{:.3f}") == "0.500"  # runs that agree: no range
+    assert bench_peers.combined([{"error": "no venv"}]) == {"error": "no venv"}
+
+
+def test_a_smaller_store_takes_whole_leading_conversations():
+    samples = [SimpleNamespace(turns=[0] * n) for n in (600, 700, 500)]
+    assert len(bench_peers.fitting(samples, 2000)) == 3
+    assert len(bench_peers.fitting(samples, 1300)) == 2
+    assert len(bench_peers.fitting(samples, 100)) == 1  # at least one
 
 
 def test_an_unknown_system_is_one_clear_line_and_a_failing_exit():
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_peers.py"), "--systems", "memvault,qdrant"],
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0
-    assert done.stderr.strip() == "unknown system 'qdrant' (known: memvault, mem0, agent-cli)"
+    assert done.stderr.strip() == ("unknown system 'qdrant' (known: memvault, memvault-dense, mem0, mem0-chroma, "
+                                   "agent-cli)")

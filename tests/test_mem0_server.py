@@ -159,3 +159,76 @@ def test_an_unknown_id_is_a_200_null_on_mem0s_oss_path_and_a_404_on_memvaults_ow
     oss = served.http.get(f"/memories/{unknown}", params={"user_id": "alice"})
     assert (oss.status_code, oss.json()) == (200, None)
     assert served.http.get(f"/v1/memories/{unknown}/", params={"user_id": "alice"}).status_code == 404
+
+
+# -- what mem0 2.2.1's own MemoryClient accepts (the README's "Coming from mem0" table) ------------------
+def test_the_memory_client_takes_scopes_in_filters_only_for_search_and_get_all(served):
+    """mem0 2.2.1's MemoryClient refuses `user_id=` in search and get_all (before any request): the
+    scope goes in `filters`. add, delete_all and delete_users take `user_id=`."""
+    from mem0 import MemoryClient
+
+    with httpx.Client(timeout=120) as http:
+        client = MemoryClient(api_key=KEY, host=served.url, client=http)
+        client.add("Petra keeps bees", user_id="petra", infer=False)
+        for call in (lambda: client.search("bees", user_id="petra"), lambda: client.get_all(user_id="petra")):
+            with pytest.raises(ValueError, match="Use filters"):
+                call()
+        assert [m["memory"] for m in client.search("bees", filters={"user_id": "petra"})["results"]] == [
+            "Petra keeps bees"]
+        assert client.get_all(filters={"user_id": "petra"})["count"] == 1
+        client.delete_all(user_id="petra")
+        assert client.get_all(filters={"user_id": "petra"})["count"] == 0
+
+
+@pytest.fixture(scope="module")
+def entities(tmp_path_factory):
+    """A server of its own: the entities listed are this vault's users, agents and runs."""
+    base = tmp_path_factory.mktemp("mem0-entities")
+    settings = server_settings(base / "vault", api_key=KEY)
+    settings.server.keys = {ALICE_KEY: {"user_id": ("alice",)}}
+    with isolated_env(base / "home"), running(settings) as url, \
+            httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {KEY}"}) as http:
+        for text, scopes in (("Alice rows at dawn", {"user_id": "alice"}),
+                             ("Alice reads Tolstoy", {"user_id": "alice", "agent_id": "tutor"}),
+                             ("Bob bakes rye bread", {"user_id": "bob", "run_id": "week-1"})):
+            assert http.post("/memories", json={"messages": text, "infer": False, **scopes}).status_code == 200
+        yield SimpleNamespace(url=url, http=http)
+
+
+def names(listing: dict) -> list[tuple[str, str, int]]:
+    return sorted((item["type"], item["name"], item["total_memories"]) for item in listing["results"])
+
+
+def test_entities_are_listed_from_memvault_s_scopes_on_both_mem0_paths(entities):
+    oss = entities.http.get("/entities").json()
+    assert names(oss) == [("agent", "tutor", 1), ("run", "week-1", 1), ("user", "alice", 2), ("user", "bob", 1)]
+    assert oss["count"] == 4 and all(item["created_at"] and item["id"] == item["name"] for item in oss["results"])
+    from mem0 import MemoryClient
+
+    with httpx.Client(timeout=120) as http:
+        client = MemoryClient(api_key=KEY, host=entities.url, client=http)
+        assert names(client.users()) == names(oss)  # GET /v1/entities/
+
+
+def test_a_scoped_key_lists_and_deletes_only_its_own_entities(entities):
+    alice = {"Authorization": f"Bearer {ALICE_KEY}"}
+    assert names(entities.http.get("/entities", headers=alice).json()) == [("agent", "tutor", 1), ("user", "alice", 2)]
+    refused = entities.http.delete("/entities/user/bob", headers=alice)
+    assert refused.status_code == 403 and "bob" in refused.json()["detail"]
+    assert ("user", "bob", 1) in names(entities.http.get("/entities").json())  # still there
+
+
+def test_deleting_an_entity_deletes_its_memories_and_nothing_else(entities):
+    from mem0 import MemoryClient
+
+    http = entities.http
+    assert http.delete("/entities/app/x").status_code == 400  # memvault has users, agents and runs
+    assert http.delete("/entities/user/nobody").status_code == 404
+    assert http.delete("/entities/run/week-1").json() == {"message": "Entity deleted successfully."}
+    assert http.get("/memories", params={"user_id": "bob"}).json()["results"] == []
+    with httpx.Client(timeout=120) as raw:
+        client = MemoryClient(api_key=KEY, host=entities.url, client=raw)
+        client.delete_users(agent_id="tutor")  # DELETE /v2/entities/agent/tutor/
+    assert names(http.get("/entities").json()) == [("user", "alice", 1)]
+    assert [m["memory"] for m in http.get("/memories", params={"user_id": "alice"}).json()["results"]] == [
+        "Alice rows at dawn"]

@@ -1,4 +1,5 @@
-"""MMR pushes near-duplicates apart, and reduces to the score order at lambda 1."""
+"""MMR pushes near-duplicates apart, and reduces to the score order at lambda 1; with a duplicate
+cosine, only near-repeats of what is already chosen pay."""
 
 import numpy as np
 import pytest
@@ -39,3 +40,27 @@ def test_vectors_are_normalised_and_edges():
     assert mmr(SCORES, VECTORS, 0.7, 0) == []
     assert mmr(SCORES, VECTORS, 0.7, 10) == [0, 2, 1]  # k above n returns all
     assert mmr([0.5, 0.5], np.zeros((2, 3)), 0.7, 2) == [0, 1]  # ties and zero vectors: lower index first
+
+
+# A chosen memory (0), a related one that is more relevant than the third (1: cosine 0.6 to 0), and an
+# unrelated one (2): classic MMR swaps 1 for 2, MMR against near-duplicates only keeps the order.
+RELATED = np.array([[1.0, 0.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 1.0]])
+RELATED_SCORES = [0.90, 0.80, 0.70]
+
+
+def test_with_a_duplicate_cosine_only_near_repeats_are_pushed_apart():
+    assert mmr(RELATED_SCORES, RELATED, 0.7, 3) == [0, 2, 1]  # classic: the related evidence loses its place
+    kept = [index for index, _, _ in mmr_steps(RELATED_SCORES, RELATED, 0.7, 3, duplicate_cosine=0.85)]
+    assert kept == [0, 1, 2]
+    near = [index for index, _, _ in mmr_steps(SCORES, VECTORS, 0.7, 3, duplicate_cosine=0.85)]
+    assert near == [0, 2, 1]  # a near-duplicate (cosine 0.99) still pays
+
+
+def test_the_default_settings_keep_evidence_and_drop_only_near_repeats():
+    from memvault.settings import RetrievalSettings
+
+    settings = RetrievalSettings()
+    picks = mmr_steps(RELATED_SCORES, RELATED, settings.mmr_lambda, 3, settings.mmr_duplicate_cosine)
+    assert [index for index, _, _ in picks] == [0, 1, 2]
+    picks = mmr_steps(SCORES, VECTORS, settings.mmr_lambda, 3, settings.mmr_duplicate_cosine)
+    assert [index for index, _, _ in picks] == [0, 2, 1]

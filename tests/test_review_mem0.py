@@ -88,7 +88,7 @@ def test_mem0_embedder_providers_become_the_model_litellm_knows(tmp_path):
 
 
 def test_the_hosted_client_s_platform_calls_are_answered_not_passed_to_the_llm(tmp_path):
-    """MemoryClient.batch_update / users / feedback... call paths memvault does not serve: the /v1/*
+    """MemoryClient.batch_update / feedback... call paths memvault does not serve: the /v1/*
     pass-through sent them, memory texts and the client's key, on to llm.api_base."""
     import httpx
     from mem0 import MemoryClient
@@ -104,10 +104,12 @@ def test_the_hosted_client_s_platform_calls_are_answered_not_passed_to_the_llm(t
             client = MemoryClient(api_key="sk-client", host=url, client=http)
             memory_id = client.add("Alice grows tomatoes", user_id="alice", infer=False)["results"][0]["id"]
             calls = [lambda: client.batch_update([{"memory_id": memory_id, "text": "secret text"}]),
-                     lambda: client.users(), lambda: client.feedback(memory_id, "POSITIVE")]
+                     lambda: client.feedback(memory_id, "POSITIVE")]
             for call in calls:
                 with pytest.raises(Exception):  # noqa: B017, PT011 - mem0's client raises its own error types
                     call()
+            # users() is served from memvault's scopes (mem0_routes: entities), never passed on either.
+            assert [(u["type"], u["name"]) for u in client.users()["results"]] == [("user", "alice")]
             answer = http.post(url + "/v1/summary/", json={"filters": {"user_id": "alice"}})
     assert upstream.requests == []
     assert answer.status_code == 501 and "mem0 Platform feature" in answer.json()["detail"]

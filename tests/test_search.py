@@ -156,7 +156,8 @@ def test_hits_carry_scores_and_explain():
     assert longer > 0 and hit.explain["longer"] == pytest.approx(longer) and hit.explain["day_share"] == 1.0
     assert hit.relevance == pytest.approx(fallback_relevance(hit.dense, 1.0, longer=longer))  # the best lexical hit
     assert hit.recency == pytest.approx(np.exp(-10 / 30))
-    assert hit.total == pytest.approx(0.8 * hit.relevance + 0.2 * hit.recency) and hit.score == hit.total
+    w = RetrievalSettings().recency_weight
+    assert hit.total == pytest.approx((1 - w) * hit.relevance + w * hit.recency) and hit.score == hit.total
     info = hit.explain
     assert info["relevance_source"] == FALLBACK_NAME and info["dense_rank"] == 1 and info["lexical_rank"] == 1
     assert info["scope"] == "work" and info["rank"] == 1 and info["threshold"] == NO_RERANKER_THRESHOLD

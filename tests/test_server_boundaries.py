@@ -26,7 +26,7 @@ ALICE_KEY = "alice-key-0123"
 TEAM_KEY = "team-key-0123"
 ROUTING_FIELDS = ["base_url", "api_base", "api_key", "custom_llm_provider", "extra_headers", "headers",
                   "organization", "api_version", "azure_ad_token", "aws_region_name", "vertex_project",
-                  "mock_response", "callbacks", "metadata", "extra_body", "timeout"]
+                  "mock_response", "callbacks", "metadata", "timeout"]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def add(net, text: str, key: str = ADMIN, **scopes) -> str:
 @pytest.mark.parametrize("field", ROUTING_FIELDS)
 def test_a_routing_field_is_refused_by_name_and_nothing_reaches_the_attacker(net, field):
     value = {"extra_headers": {"x": "y"}, "headers": {"x": "y"}, "metadata": {"model_group": "x"},
-             "extra_body": {"a": 1}, "callbacks": ["x"], "timeout": 5}.get(field, net.evil + "/v1")
+             "callbacks": ["x"], "timeout": 5}.get(field, net.evil + "/v1")
     reply = chat(net, **{field: value})
     assert reply.status_code == 400, reply.text
     assert field in reply.json()["error"]["message"]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import UsageError
 from memvault.settings import RetrievalSettings
 from memvault.vault import layout
+from memvault.vault.entry import SCOPE_KEYS
 from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
@@ -125,6 +126,28 @@ class Searching:
                                   ("e.role = ?", [role]) if role else ("1", []))
         with self.keeper.caught_up() as index:
             return index.select(where, params, limit)
+
+    def entities(self, within: dict[str, tuple[str, ...]] | None = None) -> list[dict[str, Any]]:
+        """The users, agents and runs that own live memories (mem0's entities), most memories first:
+        per kind ("user", "agent", "run") and id, how many memories, and the first and last time one
+        was written (epoch seconds). `within` (scope -> the ids allowed, a scoped key's walls): only
+        memories whose scopes lie inside them count."""
+        parts, params = ["e.role = 'memory'"], []
+        for name, ids in (within or {}).items():
+            if name not in SCOPE_KEYS:
+                raise UsageError(f"unknown scope {name!r}")
+            parts.append(f"e.{name} IN ({', '.join('?' * len(ids))})" if ids else "0")
+            params.extend(ids)
+        where = " AND ".join(parts)
+        found = []
+        with self.keeper.caught_up() as index:
+            for name in SCOPE_KEYS:
+                rows = index.conn.execute(
+                    f"SELECT e.{name}, count(*), min(e.created_at), max(max(e.created_at, e.updated_at)) "
+                    f"FROM entries e WHERE {where} AND e.{name} IS NOT NULL GROUP BY e.{name}", params).fetchall()
+                found += [{"type": name.removesuffix("_id"), "id": value, "total_memories": count,
+                           "created_at": first, "updated_at": last} for value, count, first, last in rows]
+        return sorted(found, key=lambda item: (-item["total_memories"], item["type"], item["id"]))
 
 
 def owner_reach(retrieval: RetrievalSettings, scopes: dict[str, str]):

@@ -6,8 +6,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 
-def mmr_steps(scores: Sequence[float], vectors: Any, lambda_: float, k: int) -> Iterator[tuple[int, float, float]]:
-    """Greedy MMR: at each step the candidate maximising λ·score − (1−λ)·max cosine to those chosen.
+def mmr_steps(scores: Sequence[float], vectors: Any, lambda_: float, k: int,
+              duplicate_cosine: float = 0.0) -> Iterator[tuple[int, float, float]]:
+    """Greedy MMR: at each step the candidate maximising λ·score − (1−λ)·redundancy, where redundancy
+    is its max cosine to those already chosen when that reaches `duplicate_cosine`, else 0.
+
+    With `duplicate_cosine` 0 this is textbook MMR. Above it, only a near-repeat of something already
+    chosen pays: two turns about the same trip are both evidence, and pushing the second one out for
+    a stray but "different" memory loses recall (memvault.settings, retrieval.mmr_duplicate_cosine).
 
     `vectors` is an (n, d) array-like, one row per score (normalised here). Yields
     (index, mmr value, max cosine to already chosen) in pick order, at most `k` times. Ties go to
@@ -25,10 +31,10 @@ def mmr_steps(scores: Sequence[float], vectors: Any, lambda_: float, k: int) -> 
     max_sim = np.zeros(n)  # nothing chosen yet: no redundancy penalty on the first pick
     chosen = np.zeros(n, dtype=bool)
     for _ in range(min(k, n)):
-        value = lambda_ * relevance - (1.0 - lambda_) * max_sim
+        redundancy = np.where(max_sim >= duplicate_cosine, max_sim, 0.0)
+        value = lambda_ * relevance - (1.0 - lambda_) * redundancy
         value[chosen] = -np.inf
         best = int(np.argmax(value))  # argmax returns the first maximum: ties go to the lower index
         yield best, float(value[best]), float(max_sim[best])
         chosen[best] = True
         max_sim = np.maximum(max_sim, matrix @ matrix[best])
-

@@ -199,11 +199,13 @@ def search(
     kept.sort(key=lambda c: -c.total)  # stable: the fused order breaks ties
 
     hits = []
-    picks = mmr_steps([c.total for c in kept], matrix[[c.position for c in kept]], settings.mmr_lambda, settings.top_k)
+    picks = mmr_steps([c.total for c in kept], matrix[[c.position for c in kept]], settings.mmr_lambda, settings.top_k,
+                      settings.mmr_duplicate_cosine)
     for rank, (pick, value, max_sim) in enumerate(picks, start=1):
         chosen = kept[pick]
         info = explain[chosen.rowid]
-        info.update(mmr_lambda=settings.mmr_lambda, mmr_max_similarity=max_sim, mmr=value, rank=rank)
+        info.update(mmr_lambda=settings.mmr_lambda, mmr_duplicate_cosine=settings.mmr_duplicate_cosine,
+                    mmr_max_similarity=max_sim, mmr=value, rank=rank)
         hits.append(_hit(rows[chosen.rowid], chosen, float(cosines[chosen.position]), rank, info))
     return hits
 

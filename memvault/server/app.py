@@ -24,8 +24,9 @@ DESCRIPTION = """A persistent memory for LLMs, over HTTP.
 * `POST /v1/chat/completions`: OpenAI-compatible; memories are retrieved and injected into the last
   user message, the turns are stored (one git commit) and curated in the background. Extra request
   fields: `memory_id` (the conversation, default "default"), `memory_top_k`, `memory_recency_weight`,
-  `memory_score_threshold`. Non-streaming answers carry `memory_hits`. Only OpenAI chat parameters are
-  forwarded: any other field (`base_url`, `api_key`, ...) is a 400.
+  `memory_score_threshold`. Non-streaming answers carry `memory_hits`. Other fields are forwarded
+  (vendors' own, `extra_body`), but a field that routes or keys the request (`base_url`, `api_key`,
+  ...) is a 400 naming it.
 * `/v1/memories/...`: the mem0-style memory API (add, search, list, get, update, delete, history).
   An id outside the scopes a request names (`user_id`, `agent_id`, `run_id`) is a 404.
 * Any other path (e.g. `GET /v1/models`) is passed through to `llm.api_base` (never outside it).

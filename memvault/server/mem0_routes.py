@@ -1,10 +1,15 @@
 """mem0's own REST paths, so mem0's clients work against `memvault serve` unchanged.
 
 - mem0's OSS server (its `server/main.py`): `POST/GET/DELETE /memories`, `GET/PUT/DELETE
-  /memories/{id}`, `GET /memories/{id}/history`, `POST /search`, `POST /reset`, `POST /configure`.
+  /memories/{id}`, `GET /memories/{id}/history`, `POST /search`, `POST /reset`, `POST /configure`,
+  `GET /entities`, `DELETE /entities/{type}/{id}`.
 - What the hosted `MemoryClient` (mem0ai 2.x) calls: `GET /v1/ping/` at start-up, `POST
-  /v3/memories/add/`, `POST /v3/memories/` (list, paginated), `POST /v3/memories/search/`; it also
+  /v3/memories/add/`, `POST /v3/memories/` (list, paginated), `POST /v3/memories/search/`, `GET
+  /v1/entities/` (`users()`), `DELETE /v2/entities/{type}/{id}/` (`delete_users()`); it also
   uses `/v1/memories/{id}/...` and `DELETE /v1/memories/`, which memvault.server.memories serves.
+- Entities (`GET /entities`, `DELETE /entities/{type}/{id}`): the users, agents and runs that own
+  memories, read from memvault's scopes; deleting one is `delete_all` of that scope (its memories,
+  turns and summaries; soft unless vault.delete is "erase"). A scoped key lists and deletes only its own ids.
 
 Each route is a thin call to the server's `Memory`, under the same rules as /v1/memories: scopes
 are boundaries (ids named in `filters` count, and a scoped key must name its ids plainly), errors
@@ -128,8 +133,58 @@ async def search(body: SearchBody, request: Request) -> dict[str, Any]:
                       show_expired=body.show_expired)
 
 
-# The hosted platform's other paths (entities, batches, exports, summaries, feedback, profiles, the
-# organisation's projects): memvault has no such thing. Answered here, for the pass-through would send
+# -- entities: the users, agents and runs that own memories (mem0's OSS server and MemoryClient) ---------
+
+ENTITY_TYPES = {"user": "user_id", "agent": "agent_id", "run": "run_id"}
+
+
+@router.get("/entities", summary="Users, agents and runs with memories (mem0 OSS server)")
+@router.get("/entities/", include_in_schema=False)
+@router.get("/v1/entities/", summary="Users, agents and runs with memories (mem0 MemoryClient.users)")
+@router.get("/v1/entities", include_in_schema=False)
+@mem0_errors
+async def list_entities(request: Request) -> dict[str, Any]:
+    results = await visible_entities(request)
+    return {"count": len(results), "next": None, "previous": None, "results": results}
+
+
+async def visible_entities(request: Request) -> list[dict[str, Any]]:
+    """The entities this request's key may see (a scoped key: only the ids it may use), in mem0's shape."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from memvault.server.state import server_state
+
+    allowed = allowed_scopes(request)
+    found = await asyncio.to_thread(server_state(request).core.entities, None if allowed is EVERYTHING else allowed)
+
+    def iso(epoch: float | None) -> str | None:
+        return datetime.fromtimestamp(epoch, UTC).isoformat() if epoch is not None else None
+
+    return [{"id": item["id"], "name": item["id"], "type": item["type"], "total_memories": item["total_memories"],
+             "created_at": iso(item["created_at"]), "updated_at": iso(item["updated_at"])} for item in found]
+
+
+@router.delete("/entities/{entity_type}/{entity_id}", summary="Delete a user's, agent's or run's memories "
+               "(mem0 OSS server)")
+@router.delete("/v2/entities/{entity_type}/{entity_id}/", summary="Delete an entity (mem0 MemoryClient.delete_users)")
+@router.delete("/v2/entities/{entity_type}/{entity_id}", include_in_schema=False)
+@mem0_errors
+async def delete_entity(entity_type: str, entity_id: str, request: Request) -> dict[str, Any]:
+    from starlette.exceptions import HTTPException
+
+    scope = ENTITY_TYPES.get(entity_type)
+    if scope is None:
+        raise HTTPException(400, f"unknown entity type {entity_type[:40]!r}: memvault's are user, agent and run")
+    scopes = scopes_of(request, Scopes(**{scope: entity_id}))  # a scoped key: its own ids only (403)
+    if not any(item["type"] == entity_type and item["id"] == entity_id for item in await visible_entities(request)):
+        raise HTTPException(404, f"no {entity_type} {entity_id[:80]!r} with memories")
+    await call(request, "delete_all", **scopes)
+    return {"message": "Entity deleted successfully."}
+
+
+# The hosted platform's other paths (batches, exports, summaries, feedback, profiles, the organisation's
+# projects): memvault has no such thing. Answered here, for the pass-through would send
 # them (memory texts and the client's key included) on to the LLM's address.
 PLATFORM_ONLY = ("/v1/entities", "/v2/entities", "/v1/batch", "/v1/exports", "/v1/summary", "/v1/feedback",
                  "/v2/profiles", "/api/v1/orgs")

@@ -11,9 +11,11 @@ bare "llama3" from an OpenAI client is an OpenAI-compatible model at `llm.api_ba
 memvault.server.upstream.client_model). The API key: see memvault.server.auth. Every other path:
 memvault.server.passthrough.
 
-The client never chooses where the operator's key goes: only OpenAI chat-completion parameters are
-forwarded (any other field, such as litellm's `api_base` or `api_key`, is refused with a 400 that
-names it), and a passed-through path stays under `llm.api_base`'s path.
+The client never chooses where the operator's key goes: a field that would route the request, key it,
+or run something inside litellm (`api_base`, `api_key`, `extra_headers`, callbacks...: memvault.server.
+request_fields) is refused with a 400 that names it; every other field (OpenAI's parameters, llama.cpp's
+`cache_prompt`, vLLM's `guided_json`...) is forwarded to the upstream as sent. A passed-through path
+stays under `llm.api_base`'s path.
 """
 
 from __future__ import annotations
@@ -45,20 +47,9 @@ log = logging.getLogger("memvault.server")
 router = APIRouter(tags=["chat"])
 MEMORY_FIELDS = {"memory_id", "memory_top_k", "memory_recency_weight", "memory_score_threshold", "memory_mode",
                  "memory_task"}
-# The body parameters of OpenAI's chat.completions.create (openai 2.x), messages/model/stream aside.
-# Nothing else reaches litellm: its own keyword arguments (api_base, base_url, api_key, extra_headers,
-# custom_llm_provider, metadata, mock_response...) would let a client send the key anywhere.
-OPENAI_CHAT_PARAMS = frozenset({
-    "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs", "max_completion_tokens",
-    "max_tokens", "modalities", "moderation", "n", "parallel_tool_calls", "prediction", "presence_penalty",
-    "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning_effort", "response_format",
-    "safety_identifier", "seed", "service_tier", "stop", "store", "stream_options", "temperature", "tool_choice",
-    "tools", "top_logprobs", "top_p", "user", "verbosity", "web_search_options"})
-
-
 class ChatCompletionRequest(BaseModel):
-    """An OpenAI chat completion request (its OpenAI parameters are forwarded, any other field is
-    refused by `upstream_request`) plus the memory fields, which are used here and never forwarded."""
+    """An OpenAI chat completion request (its other fields are forwarded, but those that route or key
+    the request: `forwarded_options`) plus the memory fields, which are used here and never forwarded."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -96,14 +87,23 @@ def upstream_request(state: ServerState, body: ChatCompletionRequest, request: R
 
 
 def forwarded_options(body: ChatCompletionRequest) -> dict[str, Any]:
-    """The client's OpenAI parameters; a field that is not one is refused, by name (dropping it
-    silently would hide a client's mistake, and forwarding it could route the key elsewhere)."""
-    extra = sorted(set(body.model_extra or {}) - OPENAI_CHAT_PARAMS)
-    if extra:
-        shown = ", ".join(name[:40] for name in extra[:5])
-        raise UsageError(f"not an OpenAI chat-completion parameter: {shown} (the server decides where requests "
-                         "go and with which key; memory fields: " + ", ".join(sorted(MEMORY_FIELDS)) + ")")
-    return body.model_dump(include=OPENAI_CHAT_PARAMS, exclude_unset=True)
+    """The client's fields for the upstream: all but the memory fields, `extra_body` merged in (as the
+    openai client sends it); a field that routes or keys the request is refused, by name."""
+    from memvault.server.request_fields import refused_fields
+
+    options = dict(body.model_extra or {})
+    if "extra_body" in options:  # litellm would merge it into the body: its fields are checked the same way
+        nested = options.pop("extra_body")
+        if not isinstance(nested, dict):
+            raise UsageError("extra_body must be a JSON object of request fields")
+        options = {**nested, **options}
+    refused = refused_fields(options)
+    if refused:
+        shown = ", ".join(name[:40] for name in refused[:5])
+        raise UsageError(f"refused request field: {shown} (it would choose where the request goes, which key or "
+                         "credentials it carries, or what litellm runs; the server decides those; memory fields: "
+                         + ", ".join(sorted(MEMORY_FIELDS)) + ")")
+    return options
 
 
 def server_keyed(state: ServerState) -> bool:
