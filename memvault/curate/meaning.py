@@ -74,8 +74,7 @@ hate hates hated hating dislike dislikes disliked detest detests loathe loathes 
 """.split())
 # States that say a "not" of their own: "I'm vegan" supports "does not eat meat", yet does not negate
 # "The user's vegan recipe".
-IMPLICIT_NEGATIVES = frozenset("vegan vegetarian teetotal sober retired former formerly allergic intolerant"
-                               .split())
+IMPLICIT_NEGATIVES = frozenset("vegan vegetarian teetotal sober retired former formerly".split())
 NEGATION_PHRASES = ("no longer", "any more", "gave up", "give up", "giving up", "gives up", "used to",
                     "can not stand", "cannot stand", "not stand", "not bear")
 # "not" that does not negate the claim: "can't wait", "couldn't be happier", "not only".
@@ -158,7 +157,7 @@ class Clause:
 
     @property
     def roots(self) -> frozenset[str]:
-        return frozenset(root(w) for w in self.words)
+        return frozenset(root(w) for w in self.words) | implied_roots(self.text)
 
 
 def as_first_person(text: str) -> str:
@@ -381,14 +380,21 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     """Whether a fact's clause says the opposite of the source clause it matches: the clause negates what
     the fact asserts, or the fact negates what no clause saying the same thing negates."""
     core = core_roots(mine, names)
+    if not mine.negated and core & negated_by_state(clause):
+        return f"drops a negation: the user said {clip(clause.text)}"  # "I'm vegetarian" -> "eats meat"
     if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
         return None
     if clause.negated:
         return f"drops a negation: the user said {clip(clause.text)}"
-    if any(part.negated or set(part.words) & IMPLICIT_NEGATIVES for part in parts
+    if any(part.negated or core & negated_by_state(part) for part in parts
            if any(known(word_root, part.roots) for word_root in core)):
         return None
     return f"adds a negation: the user said {clip(clause.text)}"
+
+
+def negated_by_state(clause: Clause) -> set[str]:
+    """The roots a state in the clause negates ("vegetarian": eat, meat)."""
+    return {root(w) for word in set(clause.words) & IMPLICIT_NEGATIVES for w in IMPLIES.get(root(word), ())}
 
 
 def core_roots(mine: Clause, names: frozenset[str]) -> frozenset[str]:
