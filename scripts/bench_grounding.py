@@ -150,7 +150,8 @@ def main() -> None:
     print("| measure | value |\n| --- | --- |")
     for name, value in figures.items():
         if name.startswith("LoCoMo"):
-            print(f"| {name}: kept for their own turn ({value['facts']} facts) | {value['kept for their own turn']:.1%} |")
+            kept = value["kept for their own turn"]
+            print(f"| {name}: kept for their own turn ({value['facts']} facts) | {kept:.1%} |")
             print(f"| {name}: stored for another turn | {value['stored for another turn']:.1%} |")
         elif name.startswith("cases"):
             for kind, row in value.items():

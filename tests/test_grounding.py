@@ -91,6 +91,10 @@ def test_a_triple_must_be_drawn_from_its_text():
     assert triple_problem(bike, {"subject": "user", "predicate": "OWNS", "object": "Rocinante"}) is None
     assert triple_problem(bike, {"subject": bike, "predicate": bike, "object": bike})  # the text thrice: no names
     assert triple_problem(bike, {"category": "possession", "evidence": "my bike"}) is None  # no triple at all
+    speaks = "The user speaks Portuguese."
+    fragment = {"subject": "user", "predicate": "I speak", "object": "Portuguese"}  # a small model's
+    assert "not a relation" in triple_problem(speaks, fragment)
+    assert triple_problem(speaks, {"subject": "user", "predicate": "SPEAKS", "object": "Portuguese"}) is None
     assert consistent_triple(bike, {"subject": "user", "predicate": "HAS_SISTER", "object": "Rocinante",
                                     "category": "possession", "evidence": "my bike"}) == {
         "category": "possession", "evidence": "my bike"}
@@ -164,6 +168,14 @@ def test_a_model_that_copies_the_prompts_example_stores_nothing(memvault):
                    "predicate": "<RELATION>", "object": "<name from the fact>", "evidence": "<the user's exact words>"}
     result = memvault.add(PORTO, llm=llm_for([placeholder]))
     assert live_facts(memvault) == [] and "placeholder" in drops(result)[placeholder["text"]]
+
+
+def test_a_summary_that_is_not_one_is_refused_and_the_facts_are_appended(memvault):
+    llm = ScriptedLLM([(EXTRACT, json.dumps(["The user keeps bees in Coimbra."])),
+                       ("Previous summary:", "The user's summary is incomplete.")], default="[]")
+    result = memvault.add("I keep bees in Coimbra", llm=llm)
+    assert any("summary refused" in note for note in result.notes)
+    assert memvault.vault.summary("default").text == "- The user keeps bees in Coimbra."
 
 
 def test_the_prompts_examples_are_placeholders_the_guard_refuses():

@@ -176,6 +176,27 @@ def rewrite_problem(text: str, grounds: list[str], superseding: bool = False, em
     return fact_problem(text, Source("\n".join(grounds), embedder=embedder), negating=superseding)
 
 
+MIN_SUMMARY_WORDS = 0.6  # of a summary's content words, the share that must come from what it summarises
+
+
+def summary_problem(text: str, sources: list[str]) -> str | None:
+    """Why a summary the LLM wrote is not a summary of `sources` (the previous summary and the new
+    facts), or None: a placeholder, a loop, or mostly words its input does not hold ("The user's summary
+    is incomplete.")."""
+    if PLACEHOLDER.search(text):
+        return "copies a placeholder from the prompt's example"
+    mine = content_roots(text)
+    counts: dict[str, int] = {}
+    for word_root in mine:
+        counts[word_root] = counts.get(word_root, 0) + 1
+        if counts[word_root] >= 2 * MAX_REPEATS:
+            return "degenerate: a word repeated over and over"
+    held = roots_of("\n".join(sources))
+    if mine and sum(1 for word_root in mine if known(word_root, held)) < MIN_SUMMARY_WORDS * len(mine):
+        return "ungrounded: most of its words are not in what it summarises"
+    return None
+
+
 def clip_quote(text: str, limit: int = 60) -> str:
     text = " ".join(text.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")

@@ -16,10 +16,10 @@ from typing import Any
 
 from memvault.curate import prompts
 from memvault.curate.extract import Fact, extract_fact_records, grounding_source, split_latest
-from memvault.curate.grounding import Source, fact_problem
+from memvault.curate.grounding import Source, fact_problem, summary_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
-from memvault.curate.summary import update_summary
+from memvault.curate.summary import fallback, update_summary
 from memvault.errors import EmbeddingError, LLMError, UsageError
 from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
 from memvault.vault.transaction import Transaction
@@ -139,6 +139,10 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
     summary = update_summary(llm, previous_summary, learned, conversation) if learned else None
+    refused = summary_problem(summary, [previous_summary or "", *learned]) if summary else None
+    if refused:  # a summary that is not one: the new facts are appended to the previous summary instead
+        notes.append(f"summary refused ({refused}); the new facts were appended to the previous one")
+        summary = fallback(previous_summary, learned)
     return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes,
                         triples, dropped + plan.dropped)
 

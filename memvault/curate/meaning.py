@@ -259,7 +259,7 @@ def claim_of(fact: str) -> Claim:
     text = normalised(as_first_person(fact))
     words = text.split()
     head = words[parts[0].subject_size: parts[0].subject_size + 3]
-    past = any(w in IRREGULAR_PAST or (w.endswith("ed") and len(w) > 4) for w in head)
+    past = any(w in IRREGULAR_PAST or (w.endswith("ed") and len(w) > 4 and w not in FREE_WORDS) for w in head)
     return Claim(parts, text, frozenset(names_in(fact)), bool(MODAL_FACT.search(text)), past)
 
 
@@ -339,7 +339,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | 
     if not parts:
         return None
     claim = claim_of(fact)
-    reason = mixed_problem(claim, parts)
+    # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
+    reason = None if superseding else mixed_problem(claim, parts)
     for mine in claim.parts:
         if reason:
             return reason
@@ -348,7 +349,11 @@ def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | 
             continue
         subject = mine if mine.owner else claim.parts[0]
         negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
-        reason = person_problem(subject, mine, clause) or negation or modality_problem(claim, clause)
+        # what the clause says of its subject: "my sister Ana is visiting next week" plans the visit,
+        # not the sister
+        about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots)
+        reason = (person_problem(subject, mine, clause) or negation
+                  or (modality_problem(claim, clause) if about_predicate else None))
     return reason
 
 

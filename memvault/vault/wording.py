@@ -145,6 +145,8 @@ def triple_problem(text: str, triple: dict[str, str]) -> str | None:
         if not content_roots(name) or unsupported_words(name, text_roots):
             return f"triple: its {key} {name!r} is not in the fact"
     predicate = " ".join(str(triple.get("predicate") or "").replace("_", " ").split())
+    if set(words(predicate)) & PERSON_WORDS:  # "I speak": a piece of a sentence, not a relation
+        return f"triple: its predicate {predicate.upper().replace(' ', '_')!r} is not a relation"
     if [word for word in unsupported_words(predicate, text_roots) if word not in PREDICATE_WORDS]:
         return f"triple: its predicate {predicate.upper().replace(' ', '_')!r} is not what the fact says"
     return None
