@@ -21,7 +21,7 @@ def memvault(tmp_path):
     m.close()
 
 
-def llm_for(facts, decisions=None, summary="Alice loves green tea and lives in Lisbon."):
+def llm_for(facts, decisions=None, summary="Alice is a user of memvault."):
     """Extraction answers `facts`; reconciliation answers `decisions` (a callable of the prompt, or JSON)."""
     rules = [(EXTRACT, json.dumps(facts)), (SUMMARY, summary)]
     if decisions is not None:
@@ -47,7 +47,7 @@ def test_first_add_stores_turn_facts_and_summary_in_one_commit(memvault):
     assert [e.text for _, e in turns] == ["I'm Alice, I love green tea and I live in Lisbon"]
     facts = [e for _, e in memvault.list(role="memory").entries]
     assert all(f.source == turns[0][1].id for f in facts)
-    assert memvault.vault.summary("default").text == "Alice loves green tea and lives in Lisbon."
+    assert memvault.vault.summary("default").text == "Alice is a user of memvault."
     last = commits(memvault)[0]
     assert last.trailers["Operation"] == ["add"]
     events = last.trailers["Event"]

@@ -176,24 +176,23 @@ def rewrite_problem(text: str, grounds: list[str], superseding: bool = False, em
     return fact_problem(text, Source("\n".join(grounds), embedder=embedder), negating=superseding)
 
 
-MIN_SUMMARY_WORDS = 0.6  # of a summary's content words, the share that must come from what it summarises
+# A summary about itself or about nothing: the wreck of an answer, not a summary.
+META_SUMMARY = re.compile(r"\b(?:summary|summari[sz]e|incomplete|no (?:new )?(?:facts|information|details)|not "
+                          r"(?:provided|available|enough)|n/a|nothing to)\b", re.IGNORECASE)
 
 
 def summary_problem(text: str, sources: list[str]) -> str | None:
     """Why a summary the LLM wrote is not a summary of `sources` (the previous summary and the new
-    facts), or None: a placeholder, a loop, or mostly words its input does not hold ("The user's summary
-    is incomplete.")."""
+    facts), or None: a placeholder, a loop, a text about itself ("The user's summary is incomplete.")."""
     if PLACEHOLDER.search(text):
         return "copies a placeholder from the prompt's example"
-    mine = content_roots(text)
     counts: dict[str, int] = {}
-    for word_root in mine:
+    for word_root in content_roots(text):
         counts[word_root] = counts.get(word_root, 0) + 1
         if counts[word_root] >= 2 * MAX_REPEATS:
             return "degenerate: a word repeated over and over"
-    held = roots_of("\n".join(sources))
-    if mine and sum(1 for word_root in mine if known(word_root, held)) < MIN_SUMMARY_WORDS * len(mine):
-        return "ungrounded: most of its words are not in what it summarises"
+    if META_SUMMARY.search(text) and not META_SUMMARY.search("\n".join(sources)):
+        return "degenerate: it speaks of the summary, not of what the user said"
     return None
 
 

@@ -351,7 +351,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | 
         negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
         # what the clause says of its subject: "my sister Ana is visiting next week" plans the visit,
         # not the sister
-        about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots)
+        about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
+            and not reports(mine)  # "The user said thanks": what the user said, not a plan
         reason = (person_problem(subject, mine, clause) or negation
                   or (modality_problem(claim, clause) if about_predicate else None))
     return reason
@@ -362,7 +363,7 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
     clause says of someone else."""
     if subject.owner not in ("user", "people") or clause.owner not in ("other", "people"):
         return None
-    if REPORTING.match(" ".join(mine.words[mine.subject_size:]) or "-"):
+    if reports(mine):
         return None
     if clause.owner == "people" and subject.owner == "people" and same_people(subject.path, clause.path):
         return None
@@ -375,6 +376,11 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
         given = "the user" if not subject.path else "the user's " + " ".join(subject.path)
         return f"another person's: the user said it of {whose!r}, not of {given}"
     return None
+
+
+def reports(mine: Clause) -> bool:
+    """Whether a fact's clause reports the user's words or view ("The user agrees ...", "said ...")."""
+    return bool(REPORTING.match(" ".join(mine.words[mine.subject_size:]) or "-"))
 
 
 def same_people(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
