@@ -79,7 +79,8 @@ NEGATION_PHRASES = ("no longer", "any more", "gave up", "give up", "giving up", 
                     "can not stand", "cannot stand", "not stand", "not bear")
 # "not" that does not negate the claim: "can't wait", "couldn't be happier", "not only".
 NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier|stop|hesitate|forget)\b"
-                          r"|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b|\bstopp?e?d? by\b"
+                          r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
+                          r"|\bstopp?e?d? by\b"
                           r"|\bno (?:worries|problem|doubt|way)\b|^no\b")
 # What makes a clause a wish, plan, condition, guess or the future rather than a fact.
 MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|hoping|dream of|dream about"
@@ -112,8 +113,10 @@ NUMBER_WORDS = {word: value for value, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
 NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-                     "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12, "decade": 10,
-                     "decades": 10, "couple": 2, "pair": 2, "twice": 2, "half": 30, "quarter": 15})
+                     "ninety": 90, "hundred": 100, "thousand": 1000})
+# Words a source may say a number with that a fact uses loosely ("a pair of shoes" is not "2 shoes").
+SOURCE_NUMBERS = {"dozen": 12, "decade": 10, "decades": 10, "couple": 2, "pair": 2, "twice": 2, "half": 30,
+                  "quarter": 15}
 ORDINALS = {word: value for value, word in enumerate(
     "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
     "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
@@ -135,6 +138,9 @@ I_AM_A = re.compile(r"\bi am (?:a|an)\b")  # "I'm a staff nurse": a fact may say
 DIGITS = re.compile(r"\d+")
 ARTICLES = frozenset("a an the".split())
 LIST_WORDS = frozenset("and or".split())
+# Links between a word and what the fact says of it where another value is a change, not a paraphrase:
+# "the user's car is blue" where the user said "my car is red", "works as a lawyer" for "as a chef".
+COPULAS = (["is"], ["are"], ["was"], ["as"])
 MAX_LINK = 4  # a verb and its object are at most this many words apart ("works as a nurse")
 
 
@@ -281,6 +287,8 @@ def numbers_in(text: str, source: bool = False) -> set[int]:
             found.add(ORDINALS[word])
         if source and word in ONE_WORDS:
             found.add(1)
+        if source and word in SOURCE_NUMBERS:
+            found.add(SOURCE_NUMBERS[word])
         if word in ("half", "quarter") and i + 2 < len(words) and words[i + 1] in ("past", "to"):
             found.add(0)
     return found
@@ -297,7 +305,7 @@ def names_in(text: str) -> list[str]:
             continue  # a sentence's first word
         if word in ("I", "The", "User") or normalised(word) in ("user", "user s"):
             continue
-        names.extend(part for part in normalised(word).split() if part != "s")
+        names.extend(part for part in normalised(word).split() if len(part) > 1)  # not "s", not initials
     return names
 
 
@@ -444,7 +452,7 @@ def mixed_problem(claim: Claim, parts: list[Clause]) -> str | None:
             continue  # "pottery and painting": a list, not a verb and its object
         if link != ["as"] and not any(known(told, part.roots) for part in parts):
             continue  # a word the user did not say (but a role: "works as a lawyer" for "as a chef")
-        if (not link and words[j] not in claim.names) or numbers_in(words[j]):
+        if (words[j] not in claim.names and link not in COPULAS) or numbers_in(words[j]):
             # "plays golf" for "play tennis": a new word, left to how close the meanings are; numbers
             # are detail_problem's ("half past seven" is 7:30)
             continue
