@@ -271,6 +271,42 @@ def test_one_add_updates_in_place_and_adds(both):
         ("ADD", None, "The user likes rice and beans."), ("UPDATE", "The user likes rice and beans.", new)]
 
 
+def test_a_contradiction_updates_the_memory_in_place(both):
+    """mem0's UPDATE on contradiction: a move replaces where the user lives, under the same id."""
+    new = "The user lives in San Francisco."
+    llm = scripted({"I live in NYC": ["The user lives in NYC."],
+                    "I relocated to San Francisco last month": [new]},
+                   {new: [{"fact": 0, "event": "UPDATE", "id": "0", "text": new}]})
+    m = both(llm)
+    [first] = m.add("I live in NYC", user_id="alice")["results"]
+    result = m.add("I relocated to San Francisco last month", user_id="alice")["results"]
+    assert [(e["event"], e["id"], e["memory"]) for e in result] == [("UPDATE", first["id"], new)]
+    assert [h["event"] for h in m.history(first["id"])] == ["ADD", "UPDATE"]
+
+
+def test_a_refinement_merges_into_the_memory_it_refines(both):
+    """mem0's merge: "works in tech" refined by "senior engineer at Google" is one memory, rewritten."""
+    fact = "The user is a senior engineer at Google."
+    merged = "The user is a senior engineer at Google, working in tech."
+    llm = scripted({"I work in tech": ["The user works in tech."],
+                    "I'm a senior engineer at Google": [fact]},
+                   {fact: [{"fact": 0, "event": "UPDATE", "id": "0", "text": merged}]})
+    m = both(llm)
+    [first] = m.add("I work in tech", user_id="alice")["results"]
+    result = m.add("I'm a senior engineer at Google", user_id="alice")["results"]
+    assert [(e["event"], e["id"], e["memory"]) for e in result] == [("UPDATE", first["id"], merged)]
+
+
+def test_a_rewrite_that_changes_a_name_or_mixes_people_is_dropped(make):
+    fact = "The user lives in San Francisco."
+    llm = scripted({"I live in NYC": ["The user lives in NYC."], "I moved to San Francisco": [fact]},
+                   {fact: [{"fact": 0, "event": "UPDATE", "id": "0", "text": "The user lives in Oakland."}]})
+    m = make(llm)
+    m.add("I live in NYC", user_id="alice")
+    events = m.add("I moved to San Francisco", user_id="alice")["results"]
+    assert [(e["event"], e["memory"]) for e in events if e["event"] != "DROP"] == [("ADD", fact)]
+
+
 def test_a_duplicate_is_a_none_event(both):
     llm = scripted({"I love pizza": ["The user likes pizza."], "Pizza! I love pizza": ["The user likes pizza."]})
     m = both(llm)
@@ -416,7 +452,7 @@ def test_async_memory_takes_the_2x_forms(tmp_path):
 
 
 def test_metadata_created_at_dates_curated_facts_too(make):
-    m = make(scripted({"I moved to Lisbon in 2024": ["The user moved to Lisbon in 2024."]}))
+    m = make(scripted({"I moved to Lisbon in 2024": ["The user lives in Lisbon."]}))  # moved to -> lives in
     [event] = m.add("I moved to Lisbon in 2024", user_id="alice",
                     metadata={"created_at": "2024-05-01T09:30:00+00:00", "source": "import"})["results"]
     item = m.get(event["id"])

@@ -233,7 +233,7 @@ class Adding:
         previous = self.vault.summary(conversation)
         curation = plan_curation(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
                                  previous.text if previous else None, self.extraction_prompt(prompt), select,
-                                 whole=whole)
+                                 whole=whole, embedder=self.embedder())
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.write("add", subject, conversation) as tx:

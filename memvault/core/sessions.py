@@ -223,7 +223,7 @@ class Sessions:
                           for item, yes in zip(held, keep, strict=True) if not yes]
         chosen = []
         for item in (item for item, yes in zip(held, keep, strict=True) if yes):
-            reason = unsupported_by(str(item["text"]), user_turns)
+            reason = unsupported_by(str(item["text"]), user_turns, self.embedder())
             if reason:  # a held candidate is re-checked against what the session's user said
                 result.events.append(MemoryEvent("DROP", None, None, str(item["text"]), reason=reason))
             else:
@@ -259,7 +259,7 @@ class Sessions:
         previous = self.vault.summary(conversation)
         if facts and llm is not None:
             curation = plan_curation(llm, [], conversation, self.stored_facts(conversation, scopes),
-                                     previous.text if previous else None, facts=facts)
+                                     previous.text if previous else None, facts=facts, embedder=self.embedder())
             result.notes += curation.notes
         if not (facts or rules or summary or record.state.get("learned")):
             return
@@ -305,12 +305,12 @@ class Sessions:
         return None
 
 
-def unsupported_by(text: str, user_turns: list[str]) -> str | None:
+def unsupported_by(text: str, user_turns: list[str], embedder=None) -> str | None:
     """Why a held candidate is not what the session's user turns say (curate.grounding), or None."""
     from memvault.curate.grounding import Source, fact_problem
     from memvault.curate.prompts import EXAMPLE_FACTS
 
-    return fact_problem(text, Source("\n".join(user_turns)), examples=EXAMPLE_FACTS)
+    return fact_problem(text, Source("\n".join(user_turns), embedder=embedder), examples=EXAMPLE_FACTS)
 
 
 def learned_events(record: SessionRecord, events: list) -> list:

@@ -83,7 +83,8 @@ def grounding_source(messages: list[dict], whole: bool = False):
     from memvault.curate.grounding import Source
 
     said, context = split_source(messages, whole)
-    return Source(said, "\n".join(clip(text_of(turn), CONTEXT_CHARS) for turn in context))
+    names = [m["name"] for m in messages if isinstance(m.get("name"), str)]  # who spoke may be named
+    return Source(said, "\n".join([*names, *(clip(text_of(turn), CONTEXT_CHARS) for turn in context)]))
 
 
 def load_prompt(path: str) -> str | None:

@@ -109,19 +109,21 @@ class CurationPlan:
 def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,
                   previous_summary: str | None, prompt: str | None = None,
                   select: Callable[[list[str]], list[str]] | None = None,
-                  facts: list[str] | None = None, whole: bool = False) -> CurationPlan:
+                  facts: list[str] | None = None, whole: bool = False, embedder=None) -> CurationPlan:
     """Ask the LLM what the latest user message (with `whole`, every user message) teaches, and how
     it changes what is stored. Only facts the user's words support are kept (curate.grounding):
     the rest are `dropped`, with the reason.
     `select(facts)`: the extracted facts to store now (the write policy, memvault.curate.policy);
-    `facts`: candidates already chosen (held ones promoted at session end): nothing is extracted."""
+    `facts`: candidates already chosen (held ones promoted at session end): nothing is extracted.
+    `embedder`: what the grounding guard judges closeness of meaning with (None: words alone)."""
     notes: list[str] = []
     triples: dict[str, dict[str, str]] = {}
     dropped: list[tuple[str, str]] = []
     if facts is None:
         try:
             records = extract_fact_records(llm, messages, prompt, whole)
-            records = grounded(records, grounding_source(messages, whole), dropped)
+            source = grounding_source(messages, whole)
+            records = grounded(records, Source(source.said, source.context, embedder), dropped)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
@@ -133,7 +135,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     neighbours = {fact: stored.near(fact) for fact in facts}
     if stored.failure:
         notes.append(f"embedding failed ({stored.failure}): facts stored without comparing them to stored ones")
-    plan = reconcile(llm, facts, neighbours, stored.hashes)
+    plan = reconcile(llm, facts, neighbours, stored.hashes, embedder=embedder)
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
     summary = update_summary(llm, previous_summary, learned, conversation, notes) if learned else None

@@ -72,6 +72,7 @@ class Preparation:
     candidates: list[tuple[str, str]]  # stored (memory_id, text) shown, short id = position
     neighbour_ids: list[set[str]]  # per asked fact, the memory ids found near it
     stored_hashes: set[str]
+    embedder: Any = None  # what the grounding guard compares meanings with
 
 
 def reconcile(
@@ -79,11 +80,14 @@ def reconcile(
     new_facts: list[str],
     neighbours: dict[str, list[tuple[str, str]]],
     stored_hashes: set[str],
+    embedder: Any = None,
 ) -> Plan:
     """Plan how `new_facts` enter the store, given each fact's nearest stored facts as
     (memory_id, text) in `neighbours` and the md5 hashes of all stored fact texts. `llm` None means
-    no LLM is configured: facts that would need one are ADDed as given. Never raises LLMError."""
+    no LLM is configured: facts that would need one are ADDed as given. `embedder` judges whether a
+    rewrite means what its facts say (curate.grounding; None: words alone). Never raises LLMError."""
     prep = prepare(new_facts, neighbours, stored_hashes)
+    prep.embedder = embedder
     if not prep.asked or llm is None:
         return unasked(prep)
     try:
@@ -232,7 +236,7 @@ class Applier:
         grounds = [origin] if origin else list(self.prep.asked)
         if memory_id is not None:
             grounds.append(self.stored_text[memory_id])
-        reason = rewrite_problem(text, grounds, superseding=memory_id is not None)
+        reason = rewrite_problem(text, grounds, superseding=memory_id is not None, embedder=self.prep.embedder)
         if reason:
             self.plan.dropped.append((text, reason))
         return reason is not None

@@ -25,6 +25,9 @@ MAX_GROWTH = 3  # a summary more than three times as long as what it summarises 
 SLACK_CHARS = 300
 MIN_SUPPORTED = 0.5  # of a summary's content words, at least half must come from its input (a paraphrase changes some)
 LOOP = 6  # a content word said this many times is a loop, not a summary
+# A summary about itself or about nothing ("The user's summary is incomplete."): the wreck of an answer.
+ABOUT_ITSELF = re.compile(r"\b(?:summary|summari[sz]e|incomplete|no (?:new )?(?:facts|information|details)|not "
+                          r"(?:provided|available|enough)|n/a|nothing to)\b", re.IGNORECASE)
 
 
 def update_summary(llm: LLM | None, previous: str | None, new_facts: list[str], conversation: str,
@@ -61,6 +64,8 @@ def summary_problem(text: str, source: str) -> str | None:
         return "a runaway answer"
     if PLACEHOLDER.search(text):
         return "it copies a placeholder from the prompt"
+    if ABOUT_ITSELF.search(text) and not ABOUT_ITSELF.search(source):
+        return "it speaks of the summary, not of what the user said"
     said: set[str] = set()
     for sentence in SENTENCE_END.split(text):
         sentence = sentence.strip(" -*\t")

@@ -43,8 +43,8 @@ el la los las un una unos unas del al y en es con para por su sus lo le les que
 le la les un une des du de et en est à au aux dans pour par sur avec que qui ne pas
 der die das den dem des ein eine einen einem einer und ist in im zu mit von für auf an dass nicht
 """.split())
-# A fact may say "not" only where the user said some negation (else "I like pizza" could come back
-# as "The user does not like pizza").
+# Negations make no claim of their own in a comparison of words; whether a fact keeps, drops or adds
+# one is curate.meaning's judgement.
 NEGATIONS = frozenset("not no never nor none nothing neither without longer anymore nao nunca jamais nicht kein"
                       .split())
 FREE_WORDS = PERSON_WORDS | FRAME_WORDS | STOP_WORDS | NEGATIONS
@@ -145,6 +145,8 @@ def triple_problem(text: str, triple: dict[str, str]) -> str | None:
         if not content_roots(name) or unsupported_words(name, text_roots):
             return f"triple: its {key} {name!r} is not in the fact"
     predicate = " ".join(str(triple.get("predicate") or "").replace("_", " ").split())
+    if set(words(predicate)) & PERSON_WORDS:  # "I speak": a piece of a sentence, not a relation
+        return f"triple: its predicate {predicate.upper().replace(' ', '_')!r} is not a relation"
     if [word for word in unsupported_words(predicate, text_roots) if word not in PREDICATE_WORDS]:
         return f"triple: its predicate {predicate.upper().replace(' ', '_')!r} is not what the fact says"
     return None

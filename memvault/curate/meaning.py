@@ -1,0 +1,478 @@
+"""Does a fact mean what its source says? A light clause parse and the checks built on it.
+
+The grounding guard (curate.grounding) asks this of every text a model writes from the user's words.
+Words alone are the wrong judge both ways: a faithful paraphrase ("I relocated to Denver" -> "The
+user lives in Denver") uses other words, and a reversal ("I quit drinking coffee" -> "The user drinks
+coffee") uses the same ones. So the source is split into clauses, and for each clause the parse notes
+who it is about (the user, a person of the user's such as "my son Max", or someone else), whether it
+is negated, and whether it is a wish, plan, question or condition rather than a fact. A fact is
+matched to the clause that says most of it, and refused, with a reason naming the kind, when it:
+- gives the user what the clause says of someone else ("My son Max plays the violin" -> "The user
+  plays the violin"; "Bob told me his dog is sick" -> "The user's dog is sick");
+- drops or adds a negation ("quit", "no longer", "used to", "hate" count as negations);
+- states a wish, plan, question or condition as done or true, or a plan as past;
+- holds a name, number or date the source does not (numbers, ordinals and month names compared
+  normalised: "the 3rd of August" is "August 3");
+- mixes two clauses ("born in Cork but I live in Galway" -> "lives in Cork").
+How close a fact is in meaning to its source (the embedder and shared words) is curate.grounding's.
+Every check is local, cheap and needs no model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memvault.vault.wording import FREE_WORDS, known, normalised, root, roots_of
+
+# People (and pets) a clause can be about besides the user: "my son", "my colleague's husband".
+PEOPLE = frozenset("""
+son sons daughter daughters wife husband partner spouse boyfriend girlfriend fiance fiancee mom mum mother
+dad father parent parents brother brothers sister sisters sibling siblings kid kids child children baby
+twin twins friend friends colleague colleagues coworker coworkers boss manager neighbour neighbor
+neighbours neighbors landlord landlady cousin cousins aunt uncle grandma grandmother grandpa grandfather
+grandparents grandson granddaughter grandchildren grandkids nephew niece teacher doctor dentist therapist
+roommate flatmate housemate family students student team classmate classmates ex dog dogs cat cats puppy
+kitten pet pets horse parrot hamster
+""".split())
+PERSON_SYNONYMS = {"dad": "father", "mom": "mother", "mum": "mother", "kid": "child", "kids": "child",
+                   "children": "child", "neighbor": "neighbour", "puppy": "dog", "kitten": "cat",
+                   "grandkids": "grandchildren", "coworker": "colleague", "spouse": "partner"}
+# "you" is the one the user talks to (the assistant, a friend): someone else too.
+THIRD_PERSON = frozenset("he she they him her them his hers their theirs you your yours".split())
+POSSESSIVE_OTHERS = frozenset("his her their your".split())
+# A fact that reports the user's view of what a clause says ("The user agrees they play a role") does
+# not give the user the clause's act.
+REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention|appreciat|admir|acknowledg|not|"
+                       r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
+USER_WORDS = frozenset("i me we us".split())
+AUXILIARIES = frozenset("""
+am is are was were be been being has have had do does did will would can could shall should may might must
+""".split())
+# Words before a clause's subject that say nothing about who it is ("Yeah, honestly I ...").
+OPENERS = frozenset("""
+yeah yes yep oh ok okay well so honestly also and but then now just finally actually really hey hi
+thanks thank wow lol anyway btw plus last yesterday today tonight recently lately this week weekend month
+year friday monday tuesday wednesday thursday saturday sunday morning night still sometimes
+""".split())
+# Clause boundaries inside a sentence: a conjunction followed by a new subject, reported speech.
+BOUNDARY = re.compile("|".join((
+    r"\s*(?:,|;|:|\s)\s*(?:but|and|while|whereas|although|though|so|because|now)\s+"
+    r"(?=(?:i|we|my|our|he|she|they|his|her|their|you|your|the user)\b)",
+    r"\s+(?:when|whenever|because|since)\s+", r",\s*so\s+", r"\s+so\s+(?=(?:no|not|never)\b)",
+    r"\s+and\s+(?=(?:doesn|don|didn|isn|aren|wasn|won|never|no longer|does not|do not|did not|will not)\b)",
+    r"\s*[,;]\s*(?:but|whereas|while|although|though)\s+", r"\s+but\s+",
+    r",?\s+(?:despite|even though|even if|although|though|whereas)\s+",
+    r"\b(?:told me|tells me|said|says|mentioned|thinks|thought)\s+(?:that\s+)?(?=(?:he|she|they|his|her|their|it)\b)",
+)), re.IGNORECASE)
+SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+-\s+|\s*;\s*")
+
+# Negations, spelled as `normalised` leaves them (n't is "not"); a few verbs and states negate too.
+NEGATION_WORDS = frozenset("""
+not never no nothing none nobody neither nor without anymore quit quitting quits stopped stop stops
+hate hates hated hating dislike dislikes disliked detest detests loathe loathes avoid avoids avoided
+""".split())
+# States that say a "not" of their own: "I'm vegan" supports "does not eat meat", yet does not negate
+# "The user's vegan recipe".
+IMPLICIT_NEGATIVES = frozenset("vegan vegetarian teetotal sober retired former formerly".split())
+NEGATION_PHRASES = ("no longer", "any more", "gave up", "give up", "giving up", "gives up", "used to",
+                    "can not stand", "cannot stand", "not stand", "not bear")
+# "not" that does not negate the claim: "can't wait", "couldn't be happier", "not only".
+NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier|stop|hesitate|forget)\b"
+                          r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
+                          r"|\bstopp?e?d? by\b"
+                          r"|\bno (?:worries|problem|doubt|way)\b|^no\b")
+# What makes a clause a wish, plan, condition, guess or the future rather than a fact.
+MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|hoping|dream of|dream about"
+                          r"|dreaming|plan to|plans to|planning|planned to|thinking (?:about|of)|think about"
+                          r"|considering|consider|might|maybe|perhaps|someday|one day|should|will|gonna"
+                          r"|going to (?!the\b|a\b|an\b|my\b|our\b|be\b|[a-z]+ing\b)|about to|tomorrow"
+                          r"|next (?:week|month|year|time|summer|spring|autumn|fall|winter|weekend)|soon|later"
+                          r"|intend|intends|aim to|look forward|looking forward|excited to|eager to"
+                          r"|can not wait|would love|would like|hopefully)\b")
+MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|should|going to|gonna|about to"
+                        r"|thinking|thinks about|looking forward|looks forward|looking into|looks into|looking for"
+                        r"|next|upcoming|soon|future|someday|tomorrow|later|ready to|can not wait|likely|willing"
+                        r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest"
+                        r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal"
+                        r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
+CONDITION = re.compile(r"(?<!even )(?<!as )(?<!what )\bif\b")
+# "Hey Nate," "Thanks Mel!": the person spoken to, not the clause's subject.
+VOCATIVE = re.compile(r"^\W*(?:(?:hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|sure thing|congrats|aw+)\W+)*"
+                      r"[A-Z][\w'’]*\s*[,!]\s*", re.IGNORECASE)
+PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are)\s+(?!going to\b)[a-z]+ing\b")
+FUTURE_TIME = re.compile(r"\b(?:on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this "
+                         r"(?:weekend|evening|afternoon)|tonight|next|tomorrow|soon)\b")
+IRREGULAR_PAST = frozenset("""
+went flew took got made did had was were began bought brought built came caught chose drove ate fell felt
+found gave grew heard held kept knew left lost met paid put ran read rode said sang sat saw sent shot sold
+spent spoke stood swam taught thought told threw understood woke won wore wrote became broke
+""".split())
+
+NUMBER_WORDS = {word: value for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+                     "ninety": 90, "hundred": 100, "thousand": 1000})
+# Words a source may say a number with that a fact uses loosely ("a pair of shoes" is not "2 shoes").
+SOURCE_NUMBERS = {"dozen": 12, "decade": 10, "decades": 10, "couple": 2, "pair": 2, "twice": 2, "half": 30,
+                  "quarter": 15}
+ORDINALS = {word: value for value, word in enumerate(
+    "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+    "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split())}
+ORDINALS.update({"thirtieth": 30})
+TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+        "ninety": 90}
+ONE_WORDS = frozenset("a an one single".split())  # "I have a cat" says 1 cat
+# Paraphrase relations the embedder is weak at: a source word (by its root) -> words a faithful fact may
+# use for it ("I relocated to Denver" -> "lives in"; "I'm vegan" -> "does not eat animal products").
+# One direction and one polarity each; kept small: the embedder judges the rest.
+IMPLIES = {word_root: implied.split() for word_root, implied in {
+    "mov": "live", "settl": "live", "grew": "raise", "rais": "grow", "born": "birth",
+    "vegan": "eat meat animal product dairy", "vegetarian": "eat meat", "turn": "age year old",
+    "beat": "prefer", "finish": "complete", "wrapp": "finish complete", "sprain": "injure hurt",
+    "teach": "teacher", "marry": "wife husband spouse", "wedding": "marry", "secondhand": "used",
+    "sick": "ill", "adopt": "have", "bought": "own have", "got": "have",
+}.items()}
+I_AM_A = re.compile(r"\bi am (?:a|an)\b")  # "I'm a staff nurse": a fact may say "works as"
+DIGITS = re.compile(r"\d+")
+ARTICLES = frozenset("a an the".split())
+LIST_WORDS = frozenset("and or".split())
+# Links between a word and what the fact says of it where another value is a change, not a paraphrase:
+# "the user's car is blue" where the user said "my car is red", "works as a lawyer" for "as a chef".
+COPULAS = (["is"], ["are"], ["was"], ["as"])
+MAX_LINK = 4  # a verb and its object are at most this many words apart ("works as a nurse")
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause of a text, as the checks see it."""
+
+    text: str  # normalised, the user named "i"
+    words: tuple[str, ...]
+    owner: str  # "user", "people" (the user's son, a colleague...), "other" (he, Bob, his dog), "" unknown
+    path: tuple[str, ...]  # for "people": whose ("colleague", "husband"); for "other" with a possessive too
+    subject_size: int  # how many leading words are the subject
+    negated: bool
+    modal: str  # "" for a plain statement; else "question", "condition", "wish or plan"
+    future: bool  # a plan by its time ("I'm flying to Tokyo on Friday")
+
+    @property
+    def predicate_roots(self) -> frozenset[str]:
+        return frozenset(root(w) for w in self.words[self.subject_size:] if w not in FREE_WORDS)
+
+    @property
+    def roots(self) -> frozenset[str]:
+        return frozenset(root(w) for w in self.words) | implied_roots(self.text)
+
+
+def as_first_person(text: str) -> str:
+    """A third-person fact in the user's own voice: "The user's sister" -> "my sister" (the parse and
+    the embedder then compare like with like)."""
+    text = re.sub(r"\b[Tt]he user['’]s\b|\b[Uu]ser['’]s\b", "my", text)
+    return re.sub(r"\b[Tt]he user\b", "I", text)
+
+
+def clauses(text: str) -> list[Clause]:
+    """`text` split into clauses, each parsed (who it is about, negation, modality)."""
+    found = []
+    for sentence in SENTENCE.split(as_first_person(text)):
+        question = sentence.rstrip().endswith("?")
+        for part in BOUNDARY.split(sentence):
+            if part and part.strip():
+                clause = parse_clause(part, question)
+                if clause.words:
+                    found.append(clause)
+    return found
+
+
+def parse_clause(raw: str, question: bool = False) -> Clause:
+    if VOCATIVE.match(raw) and not re.match(r"\W*(?:i|we|my|our)\b", raw, re.IGNORECASE):
+        raw = VOCATIVE.sub("", raw, count=1)
+    text = normalised(raw)
+    words = tuple(text.split())
+    owner, path, size = subject_of(words, raw)
+    negated = negates(text)
+    modal = "question" if question else "condition" if CONDITION.search(text) else \
+        "wish or plan" if MODAL_SOURCE.search(text) else ""
+    future = bool(PROGRESSIVE.search(text) and FUTURE_TIME.search(text))
+    return Clause(text, words, owner, path, size, negated, modal, future)
+
+
+def negates(text: str) -> bool:
+    """Whether a normalised clause is negated (see NEGATION_WORDS, NOT_NEGATING)."""
+    meant = f" {NOT_NEGATING.sub(' ', text)} "
+    return bool(set(meant.split()) & NEGATION_WORDS) or any(f" {p} " in meant for p in NEGATION_PHRASES)
+
+
+def subject_of(words: tuple[str, ...], raw: str) -> tuple[str, tuple[str, ...], int]:
+    """(owner, path, subject size) of a clause from its first words (see Clause)."""
+    start = 0
+    while start < len(words) and start < 4 and words[start] in OPENERS:
+        start += 1
+    if start >= len(words):
+        return "", (), 0
+    first = words[start]
+    span = []
+    for word in words[start: start + 6]:
+        if word in AUXILIARIES or (span and word not in PEOPLE and word not in ("s", "and", "my", "our")
+                                   and not is_name(word, raw)):
+            break
+        span.append(word)
+    size = start + max(len(span), 1)
+    if first in USER_WORDS or " and i" in f" {' '.join(span)} " or " and me" in f" {' '.join(span)} ":
+        return "user", (), size
+    people = tuple(PERSON_SYNONYMS.get(word, word) for word in span if word in PEOPLE)
+    if first in ("my", "our"):
+        return ("people", people, size) if people else ("user", (), size)
+    if first in POSSESSIVE_OTHERS:
+        return "other", people, size
+    if first in THIRD_PERSON or is_name(first, raw):
+        return "other", (), size
+    return "", (), 0
+
+
+def is_name(word: str, raw: str) -> bool:
+    """Whether `word` is written capitalised in `raw` other than at a sentence's start (a name)."""
+    return bool(re.search(rf"(?<![.!?]\s)(?<!^)\b{re.escape(word)}\b", raw, re.IGNORECASE)) and any(
+        match.group(0)[0].isupper() and match.start() > 0 and word not in ("i",)
+        for match in re.finditer(rf"\b{re.escape(word)}\b", raw, re.IGNORECASE))
+
+
+def implied_roots(text: str) -> frozenset[str]:
+    """The roots of the words a faithful paraphrase of `text` may use besides its own (IMPLIES)."""
+    found: set[str] = set()
+    for word_root in roots_of(text):
+        found.update(root(word) for word in IMPLIES.get(word_root, ()))
+    if I_AM_A.search(normalised(as_first_person(text))):
+        found.update(root(word) for word in ("work", "job"))
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a fact asserts, as the checks see it: its clauses, the first one's subject."""
+
+    parts: list[Clause]
+    text: str
+    names: frozenset[str]  # names, places, months (names_in)
+    modal: bool  # says wish, plan, condition, question or future itself
+    past: bool
+
+
+def claim_of(fact: str) -> Claim:
+    parts = clauses(fact) or [parse_clause(fact)]
+    text = normalised(as_first_person(fact))
+    words = text.split()
+    head = words[parts[0].subject_size: parts[0].subject_size + 3]
+    past = any(w in IRREGULAR_PAST or (w.endswith("ed") and len(w) > 4 and w not in FREE_WORDS) for w in head)
+    return Claim(parts, text, frozenset(names_in(fact)), bool(MODAL_FACT.search(text)), past)
+
+
+# -- names, numbers and dates --------------------------------------------------------------------------
+def numbers_in(text: str, source: bool = False) -> set[int]:
+    """The numbers a text states, spelled or in digits ("twenty-first" 21, "10k" 10, "3rd" 3);
+    a source's "a cat" states 1 too."""
+    words = normalised(text.replace("-", " ")).split()
+    found: set[int] = set()
+    for i, word in enumerate(words):
+        found.update(int(d) for d in DIGITS.findall(word) if len(d) <= 6)
+        if word in TENS and i + 1 < len(words) and (words[i + 1] in NUMBER_WORDS or words[i + 1] in ORDINALS):
+            unit = NUMBER_WORDS.get(words[i + 1], ORDINALS.get(words[i + 1], 0))
+            if unit < 10:
+                found.add(TENS[word] + unit)
+        if word in NUMBER_WORDS:
+            found.add(NUMBER_WORDS[word])
+        if word in ORDINALS:
+            found.add(ORDINALS[word])
+        if source and word in ONE_WORDS:
+            found.add(1)
+        if source and word in SOURCE_NUMBERS:
+            found.add(SOURCE_NUMBERS[word])
+        if word in ("half", "quarter") and i + 2 < len(words) and words[i + 1] in ("past", "to"):
+            found.add(0)
+    return found
+
+
+def names_in(text: str) -> list[str]:
+    """The words a fact writes capitalised that are not its first word nor the user: names,
+    places, months, days, brands."""
+    names = []
+    for match in re.finditer(r"(?<![\w'’])([A-Z][\w'’-]*)", text):
+        word = match.group(1)
+        before = text[: match.start()].rstrip()
+        if not before or before.endswith((".", "!", "?", ":")):
+            continue  # a sentence's first word
+        if word in ("I", "The", "User") or normalised(word) in ("user", "user s"):
+            continue
+        names.extend(part for part in normalised(word).split() if len(part) > 1)  # not "s", not initials
+    return names
+
+
+def detail_problem(fact: str, source: str) -> str | None:
+    """Why a fact's names, numbers or dates are not the source's, or None."""
+    roots = roots_of(source)
+    said = set(normalised(source).split())
+    for name in names_in(fact):
+        if name not in said and not known(root(name), roots) and name not in NUMBER_WORDS and name not in ORDINALS:
+            return f"changes a name, place or date: {name.capitalize()} is not in what the user said"
+    missing = numbers_in(fact) - numbers_in(source, source=True) - {0}
+    if missing:
+        return f"changes a number or date: {min(missing)} is not in what the user said"
+    return None
+
+
+# -- matching a fact to the clause that says it ---------------------------------------------------------
+def best_clause(mine: Clause, names: frozenset[str], parts: list[Clause]) -> Clause | None:
+    """The source clause that says most of a fact's clause: names and numbers weigh most, then shared words."""
+    fact_roots = frozenset(root(w) for w in mine.words if w not in FREE_WORDS) - NEGATION_ROOTS
+    fact_names = {name for name in names if name in mine.words} | {str(n) for n in numbers_in(mine.text)}
+    best, best_score = None, 0.0
+    for part in parts:
+        shared = sum(1 for word_root in fact_roots if known(word_root, part.roots))
+        named = sum(1 for name in fact_names if name in part.words)
+        score = shared + 3 * named
+        if score > best_score:
+            best, best_score = part, score
+    return best
+
+
+NEGATION_ROOTS = frozenset(root(w) for w in NEGATION_WORDS)
+
+
+def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | None:
+    """Why `fact` says something other than `source` (the user's words, or the texts a rewrite was made
+    from), or None; the reason names the kind. `superseding`: the fact may negate (an update)."""
+    parts = clauses(source)
+    if not parts:
+        return None
+    claim = claim_of(fact)
+    # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
+    reason = None if superseding else mixed_problem(claim, parts)
+    for mine in claim.parts:
+        if reason:
+            return reason
+        clause = best_clause(mine, claim.names, parts)
+        if clause is None:
+            continue
+        subject = mine if mine.owner else claim.parts[0]
+        negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
+        # what the clause says of its subject: "my sister Ana is visiting next week" plans the visit,
+        # not the sister
+        about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
+            and not reports(mine)  # "The user said thanks": what the user said, not a plan
+        reason = (person_problem(subject, mine, clause) or negation
+                  or (modality_problem(claim, clause) if about_predicate else None))
+    return reason
+
+
+def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
+    """Whether a fact's clause (`mine`, about `subject`'s subject) gives the user what the source's
+    clause says of someone else."""
+    if subject.owner not in ("user", "people") or clause.owner not in ("other", "people"):
+        return None
+    if reports(mine):
+        return None
+    if clause.owner == "people" and subject.owner == "people" and same_people(subject.path, clause.path):
+        return None
+    if clause.owner == "other" and subject.owner == "people" and not clause.path:
+        return None  # "they loved it" may be the user's kids: who "they" are is not known
+    said = clause.predicate_roots
+    told = [word_root for word_root in mine.predicate_roots if word_root not in NEGATION_ROOTS]
+    if told and sum(1 for word_root in told if known(word_root, said)) >= 0.5 * len(told):
+        whose = " ".join(clause.words[: clause.subject_size])
+        given = "the user" if not subject.path else "the user's " + " ".join(subject.path)
+        return f"another person's: the user said it of {whose!r}, not of {given}"
+    return None
+
+
+def reports(mine: Clause) -> bool:
+    """Whether a fact's clause reports the user's words or view ("The user agrees ...", "said ...")."""
+    return bool(REPORTING.match(" ".join(mine.words[mine.subject_size:]) or "-"))
+
+
+def same_people(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
+    return [root(w) for w in left] == [root(w) for w in right]
+
+
+def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: frozenset[str]) -> str | None:
+    """Whether a fact's clause says the opposite of the source clause it matches: the clause negates what
+    the fact asserts, or the fact negates what no clause saying the same thing negates."""
+    core = core_roots(mine, names)
+    if not mine.negated and core & negated_by_state(clause):
+        return f"drops a negation: the user said {clip(clause.text)}"  # "I'm vegetarian" -> "eats meat"
+    if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
+        return None
+    if clause.negated:
+        return f"drops a negation: the user said {clip(clause.text)}"
+    if any(part.negated or core & negated_by_state(part) for part in parts
+           if any(known(word_root, part.roots) for word_root in core)):
+        return None
+    return f"adds a negation: the user said {clip(clause.text)}"
+
+
+def negated_by_state(clause: Clause) -> set[str]:
+    """The roots a state in the clause negates ("vegetarian": eat, meat)."""
+    return {root(w) for word in set(clause.words) & IMPLICIT_NEGATIVES for w in IMPLIES.get(root(word), ())}
+
+
+def core_roots(mine: Clause, names: frozenset[str]) -> frozenset[str]:
+    """A clause's content roots but names and negations (its names when it has nothing else)."""
+    named = {root(name) for name in names}
+    roots = frozenset(root(w) for w in mine.words if w not in FREE_WORDS) - NEGATION_ROOTS
+    return (roots - named) or roots
+
+
+def modality_problem(claim: Claim, clause: Clause) -> str | None:
+    if claim.modal:
+        return None
+    if (clause.modal or clause.future) and claim.past:
+        return f"a plan stated as past: the user said {clip(clause.text)}"
+    if clause.modal:
+        return f"a {clause.modal} stated as fact: the user said {clip(clause.text)}"
+    if clause.future and claim.past:
+        return f"a plan stated as past: the user said {clip(clause.text)}"
+    return None
+
+
+def mixed_problem(claim: Claim, parts: list[Clause]) -> str | None:
+    """Whether the fact joins a word of one clause to what another clause says of it: "lives in Cork"
+    where the user said "born in Cork" and "live in Galway" (or "works as a lawyer" where they said
+    "studied law" and "work as a chef")."""
+    words = claim.text.split()
+    for i, word in enumerate(words):
+        if word in FREE_WORDS:
+            continue
+        j = next((k for k in range(i + 1, min(len(words), i + MAX_LINK + 1)) if words[k] not in FREE_WORDS), None)
+        if j is None:
+            continue
+        link = [w for w in words[i + 1: j] if w not in ARTICLES]
+        said, told = root(word), root(words[j])
+        if set(link) <= LIST_WORDS and link:
+            continue  # "pottery and painting": a list, not a verb and its object
+        if link != ["as"] and not any(known(told, part.roots) for part in parts):
+            continue  # a word the user did not say (but a role: "works as a lawyer" for "as a chef")
+        if (words[j] not in claim.names and link not in COPULAS) or numbers_in(words[j]):
+            # "plays golf" for "play tennis": a new word, left to how close the meanings are; numbers
+            # are detail_problem's ("half past seven" is 7:30)
+            continue
+        conflicts, supported = [], False
+        for part in parts:
+            for p, other in enumerate(part.words):
+                if root(other) != said:
+                    continue
+                if any(known(told, frozenset({root(w)})) for w in part.words[p + 1:]):
+                    supported = True
+                q = next((k for k in range(p + 1, min(len(part.words), p + MAX_LINK + 1))
+                          if part.words[k] not in FREE_WORDS), None)
+                if q is not None and [w for w in part.words[p + 1: q] if w not in ARTICLES] == link \
+                        and not known(told, frozenset({root(part.words[q])})):
+                    conflicts.append(part.words[q])
+        if conflicts and not supported:
+            phrase = " ".join([word, *link])
+            return f"mixes two clauses: the user said {phrase} {conflicts[0]!r}, not {phrase} {words[j]!r}"
+    return None
+
+
+def clip(text: str, limit: int = 50) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")

@@ -1,0 +1,169 @@
+"""How well the grounding guard judges meaning, through the real add path (extraction, guards, reconcile,
+a real vault, git and the MiniLM embedder) with a scripted LLM that answers the given facts; no real LLM.
+
+(a) LoCoMo's observation facts (the speaker's name put as "The user", the other speaker's name given
+    as the assistant turn's `name`) added from their own evidence turn: the share kept;
+(b) the same facts added from another turn of the same speaker: the share stored;
+(c) scripts/data/grounding_cases.jsonl: paraphrases (must be kept) and near misses (must be refused),
+    per kind, its development half and its held-out half (written before the guard was tuned) apart.
+LoCoMo conversations 0-4 were looked at while tuning; 5-9 were not, and are reported on their own.
+
+    python scripts/bench_grounding.py [--limit N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+LOCOMO = Path("/work/shared/data/locomo/locomo10.json")
+CASES = ROOT / "scripts" / "data" / "grounding_cases.jsonl"
+TUNED_ON = range(0, 5)  # LoCoMo conversations looked at while tuning
+
+
+class FactsLLM:
+    """A scripted model: extraction answers the facts it is given, anything else answers nothing."""
+
+    def __init__(self) -> None:
+        self.facts: list[str] = []
+
+    def complete(self, messages, **_):
+        prompt = "\n".join(str(m.get("content")) for m in messages)
+        return json.dumps(self.facts) if "extract from" in prompt else "[]"
+
+
+def locomo_pairs(conversations: range, rng: random.Random) -> list[tuple[str, list[dict], list[dict]]]:
+    """(fact, messages of its own turn, messages of another turn of the same speaker)."""
+    data = json.loads(LOCOMO.read_text(encoding="utf-8"))
+    pairs = []
+    for number in conversations:
+        conversation = data[number]["conversation"]
+        sessions = sorted((k for k, v in conversation.items() if k.startswith("session_") and isinstance(v, list)),
+                          key=lambda k: int(k.split("_")[1]))
+        turns = [turn for key in sessions for turn in conversation[key]]
+        where = {turn["dia_id"]: i for i, turn in enumerate(turns)}
+        for observations in data[number]["observation"].values():
+            for speaker, items in observations.items():
+                for fact, evidence in items:
+                    ids = evidence if isinstance(evidence, list) else [evidence]
+                    if not ids or ids[0] not in where or turns[where[ids[0]]]["speaker"] != speaker:
+                        continue
+                    text = re.sub(rf"\b{re.escape(speaker)}\b", "The user", fact)
+                    others = [i for i, t in enumerate(turns) if t["speaker"] == speaker and t["dia_id"] not in ids]
+                    pairs.append((text, messages_at(turns, where[ids[0]]), messages_at(turns, rng.choice(others))))
+    rng.shuffle(pairs)
+    return pairs
+
+
+def messages_at(turns: list[dict], index: int) -> list[dict]:
+    """The turn as the user's message, the turn before it as the assistant's (named)."""
+    before = [{"role": "assistant", "content": turns[index - 1]["text"], "name": turns[index - 1]["speaker"]}] \
+        if index else []
+    return [*before, {"role": "user", "content": turns[index]["text"]}]
+
+
+def stored(memory, llm: FactsLLM, fact: str, messages: list[dict], user: str) -> tuple[bool, str]:
+    """Whether `fact`, extracted from `messages`, is stored through Memvault.add (and why not)."""
+    llm.facts = [fact]
+    result = memory.add(messages, llm=llm, scopes={"user_id": user})
+    reasons = [e.reason for e in result.events if e.event == "DROP"]
+    return any(e.event in ("ADD", "UPDATE", "NONE") for e in result.events), (reasons or [""])[0]
+
+
+def run(limit: int) -> dict:
+    from memvault import settings
+    from memvault.core import Memvault
+
+    rng = random.Random(5)
+    llm = FactsLLM()
+    figures: dict = {}
+    started = time.monotonic()
+    checked = 0
+    with tempfile.TemporaryDirectory() as folder:
+        memory = Memvault.open(settings.load(None, {"vault.path": f"{folder}/vault"}), create=True)
+        try:
+            for label, conversations in (("tuned on (conversations 0-4)", TUNED_ON),
+                                         ("held out (conversations 5-9)", range(5, 10))):
+                pairs = locomo_pairs(conversations, rng)[:limit]
+                own = sum(stored(memory, llm, fact, mine, f"own{i}")[0] for i, (fact, mine, _) in enumerate(pairs))
+                other = sum(stored(memory, llm, fact, theirs, f"other{i}")[0]
+                            for i, (fact, _, theirs) in enumerate(pairs))
+                checked += 2 * len(pairs)
+                figures[f"LoCoMo {label}"] = {"facts": len(pairs), "kept for their own turn": own / len(pairs),
+                                              "stored for another turn": other / len(pairs)}
+            cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+            for split in ("dev", "heldout"):
+                kinds: dict = {}
+                for i, case in enumerate(c for c in cases if c["split"] == split):
+                    kept, reason = stored(memory, llm, case["fact"], [{"role": "user", "content": case["source"]}],
+                                          f"{split}{i}")
+                    row = kinds.setdefault(case["kind"], {"label": case["label"], "cases": 0, "right": 0, "wrong": []})
+                    row["cases"] += 1
+                    checked += 1
+                    if kept == (case["label"] == "kept"):
+                        row["right"] += 1
+                    else:
+                        row["wrong"].append(f"{case['source']} -> {case['fact']} ({reason or 'kept'})")
+                figures[f"cases, {split}"] = kinds
+        finally:
+            memory.close()
+    figures["ms per add (vault, git, index, guard)"] = 1000 * (time.monotonic() - started) / max(1, checked)
+    return figures
+
+
+def guard_cost(repeats: int = 60) -> float:
+    """ms per fact the guard alone takes (embedder warm), on LoCoMo facts for their own turn."""
+    from memvault.curate.extract import grounding_source
+    from memvault.curate.grounding import Source, fact_problem
+    from memvault.models.embedders import load_embedder
+
+    embedder = load_embedder("minilm")
+    pairs = locomo_pairs(TUNED_ON, random.Random(9))[:repeats]
+    fact_problem("The user lives in Lisbon.", Source("I live in Lisbon", embedder=embedder))  # warm
+    started = time.monotonic()
+    for fact, messages, _ in pairs:
+        source = grounding_source(messages)
+        fact_problem(fact, Source(source.said, source.context, embedder))
+    return 1000 * (time.monotonic() - started) / len(pairs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=150, help="LoCoMo facts per half (default 150)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    if not LOCOMO.exists():
+        sys.exit(f"error: {LOCOMO} not found (the LoCoMo data set)")
+    figures = run(args.limit)
+    figures["guard ms per fact"] = guard_cost()
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return
+    print("| measure | value |\n| --- | --- |")
+    for name, value in figures.items():
+        if name.startswith("LoCoMo"):
+            kept = value["kept for their own turn"]
+            print(f"| {name}: kept for their own turn ({value['facts']} facts) | {kept:.1%} |")
+            print(f"| {name}: stored for another turn | {value['stored for another turn']:.1%} |")
+        elif name.startswith("cases"):
+            for kind, row in value.items():
+                verb = "kept" if row["label"] == "kept" else "refused"
+                print(f"| {name}: {kind} ({verb} expected) | {row['right']}/{row['cases']} {verb} |")
+        else:
+            print(f"| {name} | {value:.0f} |")
+    misses = [(name, miss) for name, value in figures.items() if name.startswith("cases")
+              for row in value.values() for miss in row["wrong"]]
+    for name, miss in misses:
+        print(f"miss ({name}): {miss}")
+
+
+if __name__ == "__main__":
+    main()
