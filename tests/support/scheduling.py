@@ -22,7 +22,7 @@ LOCAL_LLM_FILES = {
     "test_incognito.py", "test_local_llm.py", "test_one_rule_set.py", "test_server_proxy.py", "test_sessions.py",
 }
 SPREAD = {
-    "test_erase_sync_crash.py", "test_torture.py", "test_erase_interrupted.py", "test_stop_signals.py",
+    "test_torture.py", "test_erase_interrupted.py", "test_stop_signals.py",
     "test_races.py", "test_sync_devices_sim.py", "test_erase_sync.py", "test_sync_devices.py",
 }
 # Seconds of the slowest files, measured in one process (issue 35: a whole run on main d22a9d1); only the
