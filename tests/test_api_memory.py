@@ -74,7 +74,7 @@ def fact_file(m, memory_id):
 # -- add ---------------------------------------------------------------------------------------------
 
 def test_add_single_fact_returns_mem0_events_and_writes_a_markdown_file_and_a_commit(make):
-    llm = scripted({"I love pizza": ["The user likes pizza."]})
+    llm = scripted({"I love pizza": ["The user likes pizza."]}, summary="The user likes pizza.")
     m = make(llm)
     before = commit_count(m)
     result = m.add("I love pizza", user_id="alice", metadata={"topic": "food"})

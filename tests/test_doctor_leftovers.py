@@ -43,3 +43,24 @@ def test_doctor_fix_removes_or_names_every_temporary_file_a_killed_serve_left(tm
     assert not fresh.exists()
     check = next(c for c in cli("doctor", "--json").json()["checks"] if c["name"] == "temporary files")
     assert check["status"] == "ok"
+
+
+def test_a_young_temporary_file_whose_writer_is_gone_is_removed_at_once(tmp_path):
+    """A `kill -9` just now: the temporary file is seconds old, but its writer (the pid in its name) is
+    gone, so it cannot be a write under way; one whose writer still runs is left for a minute."""
+    import subprocess
+    import sys
+
+    cli = Cli(tmp_path / "vault")
+    cli.ok("init")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    state = cli.vault / ".memvault" / "session" / "load0"
+    crashed = state / f".state.json.{gone}-mdc33r.tmp"
+    writing = state / f".state.json.{os.getpid()}-k3j2l1.tmp"
+    leftover(crashed, age=0)
+    leftover(writing, age=0)
+    check = next(c for c in cli("doctor", "--json").json()["checks"] if c["name"] == "temporary files")
+    assert check["paths"] == [str(crashed)] and str(writing) in check["detail"]
+    cli("doctor", "--fix")
+    assert not crashed.exists() and writing.exists()

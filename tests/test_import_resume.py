@@ -109,7 +109,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "chatgpt" / "conversations.json"
 def curating_llm() -> ScriptedLLM:
     """Extraction answers by message; reconciliation adds; the summary is one line."""
     return ScriptedLLM([
-        ("Previous summary:", "The user talks about travel and family."),  # the summary prompt quotes the facts
+        ("Previous summary:", "The user is flying to Lisbon in May and is vegetarian."),  # the summary prompt quotes the facts
         ("I'm vegetarian", '{"facts": ["The user is vegetarian."]}'),
         ("flying to Lisbon", '{"facts": ["The user is flying to Lisbon in May.", "The user is vegetarian."]}'),
         ("plays the cello", '{"facts": ["The user\'s sister Ana plays the cello."]}'),
@@ -139,7 +139,7 @@ def test_curate_adds_facts_in_the_conversations_own_commit_and_a_second_run_asks
     folders = sorted({"/".join(path.split("/")[2:-1]) for path in shown[2:] if path})
     assert folders == ["facts", "summaries", "turns/assistant", "turns/user"]
     summary = memvault.vault.summary(turn.conversation_id)
-    assert summary.text == "The user talks about travel and family."
+    assert summary.text == "The user is flying to Lisbon in May and is vegetarian."
     asked = len(llm.calls)
     again = import_source(memvault, [str(FIXTURE)], llm=llm)
     assert (again.imported, again.entries, len(llm.calls)) == (0, 0, asked)

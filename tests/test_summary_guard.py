@@ -61,6 +61,8 @@ def test_the_issue_summary_is_not_committed_by_an_add(memvault):
 
 def test_the_check_names_what_is_wrong():
     assert summary_problem("The user's summary is incomplete.", "The user lives in Galway.") == \
+        "it speaks of the summary, not of what the user said"
+    assert summary_problem("The user keeps tigers in Paris.", "The user lives in Galway.") == \
         "its words are not in what it summarises"
     assert summary_problem("", "x") == "an empty answer"
     assert summary_problem("The user lives in Galway.", "The user lives in Galway.") is None

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from memvault.errors import VaultError
 from memvault.vault import layout
-from memvault.vault.atomic import STALE_TEMP_AGE, atomic_write, is_temp_name
+from memvault.vault.atomic import STALE_TEMP_AGE, atomic_write, is_temp_name, writer_gone
 from memvault.vault.entry import Entry
 from memvault.vault.git import VaultGit
 from memvault.vault.git_log import format_message
@@ -203,7 +203,8 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
 
     def temp_files(self, older_than: float = 0.0) -> list[Path]:
         """Temporary files of atomic writes anywhere in the vault (entries, core files, the journal,
-        .memvault/'s state files; not .git) last modified more than `older_than` s ago."""
+        .memvault/'s state files; not .git) last modified more than `older_than` s ago, or whose
+        writer is gone (atomic.writer_gone)."""
         import time
 
         limit = time.time() - older_than
@@ -213,7 +214,7 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
             for name in names:
                 path = Path(folder, name)
                 try:
-                    if is_temp_name(name) and path.lstat().st_mtime < limit:
+                    if is_temp_name(name) and (path.lstat().st_mtime < limit or writer_gone(name)):
                         found.append(path)
                 except OSError:
                     continue
