@@ -180,7 +180,7 @@ def test_the_graph_renders(page, tmp_path):
 
 
 def test_the_readme_screenshots_are_taken(site, tmp_path):
-    """The pictures of README's "The page" (scripts/screenshots.py writes them to docs/)."""
+    """The pictures of docs/web-page.md (scripts/screenshots.py writes them to docs/)."""
     from tests.support.ui import shoot
 
     base, built, browser = site

@@ -6,7 +6,7 @@
     m.search("what can I cook for alice?", user_id="alice", limit=5)["results"]
 
 Both API generations work: mem0 2.x's `search(q, filters={"user_id": ...}, top_k=...)` and 1.x's
-`search(q, user_id=..., limit=...)`; where they disagree 2.x wins (README, "Coming from mem0").
+`search(q, user_id=..., limit=...)`; where they disagree 2.x wins (docs/python-api.md, "Coming from mem0").
 Differences from mem0 worth knowing:
 - An LLM UPDATE rewrites the memory in place (same id, as mem0 1.x); an exact duplicate is a NONE event.
 - Deletes are soft: files move to `deleted/`, and git keeps every version (history survives `reset`).

@@ -27,7 +27,7 @@ FEW_LEFT_OUT = 8  # rows a filter may drop from a partition before listing the k
 # 5,882 turns: 0.4% -> 0.83, 1% -> 0.96, 4% -> 0.998; the synthetic 100k vault, whose templated
 # sentences are its worst case: 1% -> 0.75). At 100k, 1% costs ~50 ms of CPU per search in all, the
 # exact scan ~75 ms (quiet machine); past a few hundred thousand the re-scoring's point lookups cost
-# more than the scan saves, which is where the README's plan for 1M takes over.
+# more than the scan saves, which is where the plan for 1M (docs/figures.md) takes over.
 COARSE_ABOVE = 20_000
 COARSE_SHARE = 0.01
 COARSE_CANDIDATES = 400

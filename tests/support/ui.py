@@ -129,7 +129,7 @@ def serving(settings: Settings) -> Iterator[str]:
 
 
 def shoot(browser, base: str, built: Built, out: Path) -> list[Path]:
-    """Screenshots of the main pages (README's "The page"), wide and one narrow; returns the files."""
+    """Screenshots of the main pages (docs/web-page.md), wide and one narrow; returns the files."""
     shots = {
         "overview": "/ui/", "conversation": "/ui/c/trip", "memory": f"/ui/m/{built.tea}",
         "search": "/ui/search?q=where+does+Alice+live", "graph": "/ui/graph?entity=Alice",
