@@ -109,7 +109,8 @@ FIXTURE = Path(__file__).parent / "fixtures" / "chatgpt" / "conversations.json"
 def curating_llm() -> ScriptedLLM:
     """Extraction answers by message; reconciliation adds; the summary is one line."""
     return ScriptedLLM([
-        ("Previous summary:", "The user is flying to Lisbon in May and is vegetarian."),  # the summary prompt quotes the facts
+        # the summary prompt quotes the facts
+        ("Previous summary:", "The user is flying to Lisbon in May and is vegetarian."),
         ("I'm vegetarian", '{"facts": ["The user is vegetarian."]}'),
         ("flying to Lisbon", '{"facts": ["The user is flying to Lisbon in May.", "The user is vegetarian."]}'),
         ("plays the cello", '{"facts": ["The user\'s sister Ana plays the cello."]}'),
