@@ -9,12 +9,7 @@ from __future__ import annotations
 import random
 import string
 
-ALNUM = string.ascii_letters + string.digits
-HEX = "0123456789abcdef"
-
-
-def make(rng: random.Random, alphabet: str, n: int) -> str:
-    return "".join(rng.choice(alphabet) for _ in range(n))
+from redaction_corpus import ALNUM, HEX, make  # the one seeded token generator of the redaction sets
 
 
 def secrets() -> list[tuple[str, str, str, str]]:
