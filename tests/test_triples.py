@@ -158,3 +158,25 @@ def test_a_new_text_drops_the_old_triple_and_its_relation(memvault):
     updated = memvault.update(fact.id, text="The user has no sister.")
     assert updated.triple is None and memvault.get(fact.id)[1].subject is None
     assert memvault.relations("my sister") == []
+
+
+def test_a_triple_that_copies_placeholders_is_not_stored_but_its_fact_is(memvault):
+    """SmolLM2 through the proxy (a newcomer's trial) wrote `predicate: <relocated_to>`, `object: <user>`
+    for "The user relocated to Denver.": the user twice, and the prompt's `<placeholders>`."""
+    copied = {"text": "The user relocated to Denver.", "subject": "the user", "predicate": "<relocated_to>",
+              "object": "<user>"}
+    result = memvault.add("I relocated to Denver over the summer", llm=llm_for([copied]))
+    [event] = result.events
+    _, stored = memvault.get(event.id)
+    assert stored.text == "The user relocated to Denver."
+    assert (stored.subject, stored.predicate, stored.object) == (None, None, None)
+    assert memvault.relations("Denver") == []
+
+
+def test_a_triple_naming_the_user_twice_is_not_a_relation():
+    from memvault.vault.wording import triple_problem
+
+    assert triple_problem("The user relocated to Denver.", {"subject": "the user", "predicate": "RELOCATED_TO",
+                                                          "object": "user"}) is not None
+    assert triple_problem("The user relocated to Denver.", {"subject": "the user", "predicate": "RELOCATED_TO",
+                                                          "object": "Denver"}) is None

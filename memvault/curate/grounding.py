@@ -23,7 +23,6 @@ reasons into DROP events, so nothing is dropped silently.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +31,7 @@ import numpy as np
 from memvault.curate.meaning import SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
 from memvault.vault.wording import (
     FREE_WORDS,
+    PLACEHOLDER,
     content_roots,
     known,
     normalised,
@@ -49,7 +49,6 @@ SIMILARITY_WEIGHT = 0.5  # support = weight * embedder similarity + (1 - weight)
 MIN_SUPPORT = 0.40
 MIN_WORDS_ALONE = 0.34  # the share of words held needed when no embedder can judge
 
-PLACEHOLDER = re.compile(r"<[^<>\n]{1,40}>")
 
 
 @dataclass(frozen=True)

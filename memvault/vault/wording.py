@@ -56,6 +56,8 @@ SYNONYMS = ("like love enjoy adore fond favourite favorite fan prefer",
 # Relations a triple may name that its fact says in other words ("The user's bicycle ..." OWNS).
 PREDICATE_WORDS = frozenset("own owns owned possess possesses relation related to".split())
 USER_NAMES = frozenset({"user", "the user", "i", "me", "the user's", "user's", "users", "myself"})
+# A prompt's `<placeholder>` a small model copies instead of filling it in ("The user <who>", `object: <user>`).
+PLACEHOLDER = re.compile(r"<[^<>\n]{1,40}>")
 SUFFIXES = ("ingly", "ings", "ing", "ied", "ies", "edly", "ed", "es", "s", "ly")
 
 
@@ -132,13 +134,15 @@ def triple_problem(text: str, triple: dict[str, str]) -> str | None:
     parts = [str(triple.get(key) or "").strip() for key in ("subject", "predicate", "object")]
     if not all(parts):
         return None  # not a triple (a category or evidence alone)
-    if normalised(parts[0]) == normalised(parts[2]) or max(len(words(part)) for part in parts) > MAX_NAME_WORDS:
+    if any(PLACEHOLDER.search(part) for part in parts):
+        return "triple: it copies a placeholder from the prompt's example"
+    if who(parts[0]) == who(parts[2]) or max(len(words(part)) for part in parts) > MAX_NAME_WORDS:
         return "triple: its subject, predicate and object are not three short names"
     text_roots = roots_of(text)
     says_user = bool(set(words(text)) & PERSON_WORDS)
     for key in ("subject", "object"):
         name = str(triple.get(key) or "")
-        if normalised(name) in {normalised(alias) for alias in USER_NAMES}:
+        if who(name) == "user":
             if not says_user:
                 return f"triple: its {key} {name!r} (the user) is not in the fact"
             continue
@@ -150,6 +154,15 @@ def triple_problem(text: str, triple: dict[str, str]) -> str | None:
     if [word for word in unsupported_words(predicate, text_roots) if word not in PREDICATE_WORDS]:
         return f"triple: its predicate {predicate.upper().replace(' ', '_')!r} is not what the fact says"
     return None
+
+
+USER_ALIASES = frozenset(normalised(alias) for alias in USER_NAMES)
+
+
+def who(name: str) -> str:
+    """A triple's subject or object as compared: "user" for any of the user's names, else normalised."""
+    name = normalised(name)
+    return "user" if name in USER_ALIASES else name
 
 
 def consistent_triple(text: str, triple: dict[str, str]) -> dict[str, str]:
