@@ -81,7 +81,8 @@ def test_erase_by_ids_resolves_them_as_rm_does(tmp_path):
     try:
         m.add_entries([Entry(id="6a000000-0000-4000-8000-000000000001", text="From A number 1"),
                        Entry(id="6b000000-0000-4000-8000-000000000002", text="From B number 1")])
-        gone = m.add_verbatim("Only history holds this one now")
+        # a fixed id: a random one begins with "7" or "6" one time in eight and the prefixes below would match it
+        gone = m.add_entries([Entry(id="7c000000-0000-4000-8000-000000000003", text="Only history holds this one now")])[0]
     finally:
         m.close()
     path = next(root.rglob(f"*__{gone.id}.md"))
@@ -91,7 +92,7 @@ def test_erase_by_ids_resolves_them_as_rm_does(tmp_path):
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     cli = Cli(root)
     for args, message in [(("zz",), "no memory with id zz"), (("From B number 1",), "no memory with id From B"),
-                          (("7",), "no memory with id 7"), (("6",), "id prefix 6 is ambiguous: 2 memories"),
+                          (("8",), "no memory with id 8"), (("6",), "id prefix 6 is ambiguous: 2 memories"),
                           (("6a", "zz"), "no memory with id zz")]:
         result = cli("erase", *args, "-y")
         assert (result.exit_code, result.stderr.count("\n")) == (1, 1), (args, result.stderr)
