@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -145,73 +146,127 @@ def read_entry(path: str, data: bytes) -> Entry | None:
 
 
 def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] = ()) -> Selection:
-    """What `criteria` erase, read from every version of every file in history. Only the versions whose
-    bytes could meet the criteria are parsed (YAML costs ~1 ms a file; a vault's history has 10k+)."""
+    """What `criteria` erase, read from every version of every file in history, in four passes:
+
+    1. the memories the criteria name (and, for --user, the facts about that user);
+    2. the facts drawn from those: a fact's `source` is the turn it came from, so it holds the turn's words;
+    3. every path those memories had in any commit (the rewrite removes them);
+    4. the other files that quote an erased text or match --matching (the rewrite scrubs them).
+
+    Only the versions whose bytes could match are parsed (YAML costs ~1 ms a file; a vault's history
+    has 10k+)."""
     files = history_files(root)
     texts, patterns = criteria.scrubber_parts()
-    matcher = Scrubber(texts, patterns)
-    folders = tuple(f"{layout.ENTRIES}/{f}/" for f in conversation_folders)
-    needles = [i.encode() for i in criteria.ids] + [v.encode() for v in (criteria.conversation, criteria.user) if v]
-
-    user = criteria.user.casefold() if criteria.user else None
-
-    def maybe(path: str, data: bytes) -> bool:
-        return (any(n in data for n in needles) or (bool(folders) and path.startswith(folders))
-                or (user is not None and user in data.decode("utf-8", "surrogateescape").casefold())
-                or (criteria.matching is not None and matcher.matches(data.decode("utf-8", "surrogateescape"))))
-
-    def meets(path: str, entry: Entry) -> bool:
-        return (entry.id in criteria.ids
-                or bool(criteria.conversation and (entry.conversation_id == criteria.conversation
-                                                   or path.startswith(folders or ("\0",))))
-                or bool(criteria.user and criteria.user in (entry.user_id, entry.actor_id,
-                                                            entry.metadata.get("attributed_to")))
-                or bool(criteria.matching and entry.role in REMOVED_ROLES and matcher.matches(entry_text(entry))))
-
-    chosen: dict[str, Entry] = {}
-    versions: list[Entry] = []
-    met: set[str] = set()  # the ids the criteria name (the rest of `chosen` is about the --user)
-    for _sha, path, data in files:
-        if not maybe(path, data) or (entry := read_entry(path, data)) is None:
-            continue
-        if meets(path, entry):
-            met.add(entry.id)
-        elif not (criteria.user and is_about(entry, criteria.user)):
-            continue
-        chosen.setdefault(entry.id, entry)
-        versions.append(entry)
-    about = set(chosen) - met
-    # Facts drawn from an erased turn are its words too (a fact's `source` is the turn's id).
-    sources = [f"source: {i}".encode() for i in chosen]
-    for _sha, path, data in files:
-        if any(n in data for n in sources) and (entry := read_entry(path, data)) is not None \
-                and entry.role == "memory" and entry.source in chosen:
-            chosen.setdefault(entry.id, entry)
-            versions.append(entry)
-    selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts), about=about)
-    for entry in chosen.values():
-        selection.roles[entry.role] = selection.roles.get(entry.role, 0) + 1
+    wanted = Wanted(criteria, tuple(f"{layout.ENTRIES}/{f}/" for f in conversation_folders),
+                    Scrubber(texts, patterns))
+    chosen, versions, named = named_memories(files, wanted)
+    about = set(chosen) - named
+    drawn = facts_drawn_from(files, set(chosen))
+    for fact in drawn:
+        chosen.setdefault(fact.id, fact)
+    selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts), about=about,
+                          roles=dict(Counter(entry.role for entry in chosen.values())))
     # Every version's text, for the quotes of it elsewhere.
-    selection.texts |= {e.text.strip() for e in versions if len(e.text.strip()) >= MIN_QUOTE}
-    # Their paths: memvault names a file '<stamp>__<id>.md'; a hand-named one is read. The same bytes
-    # at another path (a copy) are caught by blob id in the rewrite.
-    names = tuple(f"__{memory_id}.md" for memory_id in chosen)
-    ids = [i.encode() for i in chosen]
-    selection.paths = {path for _sha, path, data in files if names and (path.endswith(names) or (
-        any(i in data for i in ids) and (entry := read_entry(path, data)) is not None and entry.id in chosen))}
-    scrubber = selection.scrubber()
-    quoting = {(sha, path, data) for sha, path, data in files if path not in selection.paths
-               and scrubber.matches(data.decode("utf-8", "surrogateescape"))}
+    selection.texts |= {e.text.strip() for e in versions + drawn if len(e.text.strip()) >= MIN_QUOTE}
+    selection.paths = paths_of(files, selection.ids)
+    quoting = quoting_files(files, selection.paths, selection.scrubber())
     selection.scrubbed = {path for _sha, path, _data in quoting}
     selection.quoting = {sha: data for sha, _path, data in quoting}
     selection.removed = {sha for sha, path, _data in files if path in selection.paths}
     selection.blobs = selection.removed | set(selection.quoting)
-    touched = sorted(selection.paths | selection.scrubbed)
-    if touched:
-        out = git_bytes(root, "log", "--all", "--format=%H", "--", *touched)
-        selection.commit_ids = sorted(set(out.decode().split()))
-        selection.commits = len(selection.commit_ids)
+    selection.commit_ids = commits_touching(root, selection.paths | selection.scrubbed)
+    selection.commits = len(selection.commit_ids)
     return selection
+
+
+@dataclass
+class Wanted:
+    """The criteria as tests of one file version: a cheap one on its bytes, then one on its entry."""
+
+    criteria: Criteria
+    folders: tuple[str, ...]  # 'entries/<folder>/' of the --conversation's folders
+    matcher: Scrubber  # --matching's text or pattern
+    needles: list[bytes] = field(init=False)  # bytes a file naming the memory must hold, unless by text
+
+    def __post_init__(self) -> None:
+        c = self.criteria
+        self.needles = [i.encode() for i in c.ids] + [v.encode() for v in (c.conversation, c.user) if v]
+
+    def could_name(self, path: str, data: bytes) -> bool:
+        """Whether the bytes could name the memory (a miss here saves parsing the file)."""
+        if any(n in data for n in self.needles) or (self.folders and path.startswith(self.folders)):
+            return True
+        c = self.criteria
+        if not (c.user or c.matching):
+            return False
+        text = data.decode("utf-8", "surrogateescape")
+        return bool((c.user and c.user.casefold() in text.casefold()) or (c.matching and self.matcher.matches(text)))
+
+    def names(self, path: str, entry: Entry) -> bool:
+        """Whether the criteria name this memory: by id, conversation (or its folder), user, or text."""
+        c = self.criteria
+        in_folder = bool(self.folders) and path.startswith(self.folders)
+        in_conversation = entry.conversation_id == c.conversation or in_folder
+        by_user = c.user in (entry.user_id, entry.actor_id, entry.metadata.get("attributed_to"))
+        by_text = entry.role in REMOVED_ROLES and self.matcher.matches(entry_text(entry))
+        return (entry.id in c.ids or bool(c.conversation and in_conversation) or bool(c.user and by_user)
+                or bool(c.matching and by_text))
+
+    def about_user(self, entry: Entry) -> bool:
+        return bool(self.criteria.user and is_about(entry, self.criteria.user))
+
+
+def named_memories(files: list[tuple[str, str, bytes]],
+                   wanted: Wanted) -> tuple[dict[str, Entry], list[Entry], set[str]]:
+    """Pass 1: (each chosen memory's first version by id, every version of them, the ids the criteria
+    name themselves; the rest are facts about the --user)."""
+    chosen: dict[str, Entry] = {}
+    versions: list[Entry] = []
+    named: set[str] = set()
+    for _sha, path, data in files:
+        if not wanted.could_name(path, data) or (entry := read_entry(path, data)) is None:
+            continue
+        if wanted.names(path, entry):
+            named.add(entry.id)
+        elif not wanted.about_user(entry):
+            continue
+        chosen.setdefault(entry.id, entry)
+        versions.append(entry)
+    return chosen, versions, named
+
+
+def facts_drawn_from(files: list[tuple[str, str, bytes]], turns: set[str]) -> list[Entry]:
+    """Pass 2: every version of the facts whose `source` is one of `turns`."""
+    needles = [f"source: {i}".encode() for i in turns]
+    return [entry for _sha, path, data in files
+            if any(n in data for n in needles) and (entry := read_entry(path, data)) is not None
+            and entry.role == "memory" and entry.source in turns]
+
+
+def paths_of(files: list[tuple[str, str, bytes]], ids: set[str]) -> set[str]:
+    """Pass 3: the paths of `ids` in any commit. memvault names a file '<stamp>__<id>.md'; a hand-named
+    one is read. The same bytes at another path (a copy) are caught by blob id in the rewrite."""
+    if not ids:
+        return set()
+    names = tuple(f"__{memory_id}.md" for memory_id in ids)
+    needles = [i.encode() for i in ids]
+    return {path for _sha, path, data in files if path.endswith(names) or (
+        any(n in data for n in needles) and (entry := read_entry(path, data)) is not None and entry.id in ids)}
+
+
+def quoting_files(files: list[tuple[str, str, bytes]], removed: set[str],
+                  scrubber: Scrubber) -> list[tuple[str, str, bytes]]:
+    """Pass 4: the versions of the files not removed that quote an erased text (or match --matching)."""
+    return [(sha, path, data) for sha, path, data in files
+            if path not in removed and scrubber.matches(data.decode("utf-8", "surrogateescape"))]
+
+
+def commits_touching(root: Path, paths: set[str]) -> list[str]:
+    """The ids of every commit of every ref that touches one of `paths`, sorted."""
+    if not paths:
+        return []
+    out = git_bytes(root, "log", "--all", "--format=%H", "--", *sorted(paths))
+    return sorted(set(out.decode().split()))
 
 
 def is_about(entry: Entry, user: str) -> bool:
