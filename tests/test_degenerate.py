@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from memvault.converse.degenerate import LoopWatch, good_part, watched
+from memvault.converse.degenerate import (
+    LINE_REPEATS,
+    MAX_REPEATS,
+    MIN_REPEATS,
+    LoopWatch,
+    good_part,
+    repeats_needed,
+    watched,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = "Your sister is called Ana."
@@ -96,3 +104,26 @@ def test_long_real_texts_are_left_alone(path):
     if path.endswith(".py"):
         text = f"```python\n{text}\n```"  # code as an answer shows it
     assert good_part(text, max_chars=len(text)) == (text, None)
+
+
+PHRASE_24 = ("we walked along the river past the old mill and the bakery then turned left at the church "
+             "to reach the square by noon")  # 24 words: 3 rounds make a loop (48 words / 24, raised to MIN_REPEATS)
+
+
+@pytest.mark.parametrize(("unit", "needed"), [("again", MAX_REPEATS), (PHRASE_24, MIN_REPEATS)],
+                         ids=["one word", "24 words"])
+def test_a_repeat_is_a_loop_at_exactly_the_repeats_needed(unit, needed):
+    assert repeats_needed(len(unit.split())) == needed
+    below = f"{GOOD} " + " ".join([unit] * (needed - 1)) + " The end."
+    assert good_part(below) == (below, None)  # one round fewer is still prose
+    at = f"{GOOD} " + " ".join([unit] * needed) + " The end."
+    good, cut = good_part(at)
+    assert cut is not None and good == GOOD and f"{needed} times" in cut.reason
+
+
+def test_a_line_is_a_loop_at_exactly_line_repeats():
+    line = "Remember to water the plants.\n"
+    below = GOOD + "\n" + line * (LINE_REPEATS - 1) + "Bye."
+    assert good_part(below) == (below, None)
+    good, cut = good_part(GOOD + "\n" + line * LINE_REPEATS + "Bye.")
+    assert cut is not None and good == GOOD and cut.reason == f"the answer repeated a line {LINE_REPEATS} times"

@@ -140,6 +140,21 @@ def test_python_api_returns_mem0_relations_within_the_scope(tmp_path):
         assert memory.settings.graph.enabled  # a graph store turns it on: here it is the index
 
 
+def test_relations_leave_out_expired_facts_unless_show_expired(tmp_path):
+    """A fact past its expiration_date is hidden from search, and so are its relations (mem0 hides both)."""
+    root = tmp_path / "vault"
+    write_fact(root, ALICE, "Alice lives in Lisbon.", folder="user-alice", user_id="alice", subject="Alice",
+               predicate="LIVES_IN", object="Lisbon", expiration_date="2099-12-31")
+    write_fact(root, BOB, "Alice works at Acme.", folder="user-alice", user_id="alice", subject="Alice",
+               predicate="WORKS_AT", object="Acme", expiration_date="2001-01-01")
+    with Memory({"vault": {"path": str(root)}}) as memory:
+        shown = memory.search("What about Alice?", user_id="alice", threshold=0.0)
+        assert BOB not in {hit["id"] for hit in shown["results"]}
+        assert [r["memory_id"] for r in shown["relations"]] == [ALICE]
+        everything = memory.search("What about Alice?", user_id="alice", threshold=0.0, show_expired=True)
+        assert sorted(r["memory_id"] for r in everything["relations"]) == [ALICE, BOB]
+
+
 def test_rest_search_returns_relations(tmp_path):
     root = tmp_path / "vault"
     write_fact(root, ALICE, "Alice lives in Lisbon.", folder="user-alice", user_id="alice", subject="Alice",

@@ -386,6 +386,40 @@ def test_a_merge_never_brings_back_what_an_erasure_record_lists(tmp_path):
     assert tree(laptop.vault) == tree(desktop.vault)
 
 
+def test_a_three_way_merge_drops_a_path_an_erasure_record_lists(tmp_path):
+    """The merge itself, not an adoption, takes out what a record lists by path (`sync_settle.drop_listed`).
+    The laptop erases a memory that reached the desktop only as a copy a person made by hand and edited
+    (the same path, another blob), and a record names the path (`Memvault-Erased-Path`, a trailer the
+    reader takes beside memvault's own blob trailers). The desktop holds no blob the records list, so
+    its sync merges three ways, and the merge drops its copy."""
+    _, (laptop, desktop) = devices(tmp_path)
+    secret = laptop.ok("add", "My locker hint is the dog's birthday", "--json").json()["results"][0]["id"]
+    [path] = (laptop.vault / "entries").rglob(f"*{secret}.md")
+    rel = path.relative_to(laptop.vault).as_posix()
+    copy = desktop.vault / rel
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text(path.read_text(encoding="utf-8").replace("birthday", "birthday, 4 May"), encoding="utf-8")
+    git(desktop.vault, "add", rel)
+    git(desktop.vault, "commit", "-qm", "copied from the laptop by hand")
+    other = desktop.ok("add", "An unrelated memory of the desktop", "--json").json()["results"][0]["id"]
+    laptop.ok("erase", secret, "-y")  # no commit of the laptop's holds the path now: a record of it is proven
+    git(laptop.vault, "commit", "-q", "--allow-empty", "-m",
+        f"memvault erase: 1 memory by path\n\nMemvault-Erased-Path: {rel}\nMemvault-Operation: erase")
+    assert laptop.ok("sync", "--json").json()["outcome"] == "pushed"  # only its own commits were new
+
+    report = desktop.ok("sync", "--json").json()
+    assert report["outcome"] == "merged"  # three ways: the desktop holds no blob the records list
+    assert f"{rel}: erased on a device, removed" in report["fallbacks"]
+    assert not copy.exists() and not git(desktop.vault, "ls-tree", "-r", "--name-only", "HEAD", "--", rel).strip()
+    laptop.ok("sync")
+    for cli in (laptop, desktop):
+        assert not list((cli.vault / "entries").rglob(f"*{secret}.md"))
+        assert live_fact_ids(cli.vault).get(other) == 1
+        assert cli.ok("search", "locker hint", "--json").json() == []
+        assert_clean(cli.vault)
+    assert tree(laptop.vault) == tree(desktop.vault)
+
+
 def test_init_remote_joins_a_vault_that_already_has_memories_to_a_remote_that_has_others(tmp_path):
     remote, (laptop,) = devices(tmp_path, names=("laptop",))
     laptop.ok("add", "A memory from the laptop")
