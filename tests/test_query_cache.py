@@ -42,3 +42,11 @@ def test_each_embedder_has_its_own_cache():
     search_mod.embed_query(one, "tea")
     search_mod.embed_query(other, "tea")
     assert one.asked == other.asked == ["tea"]
+
+
+def test_the_cache_keeps_the_most_recently_used(monkeypatch):
+    monkeypatch.setattr(search_mod, "QUERY_CACHE_SIZE", 2)
+    embedder = Counting()
+    for text in ("tea", "coffee", "tea", "juice", "tea", "coffee"):
+        search_mod.embed_query(embedder, text)
+    assert embedder.asked == ["tea", "coffee", "juice", "coffee"]  # "tea", asked again, outlived "coffee"

@@ -151,7 +151,7 @@ def test_rows_kept_from_before_an_erase_are_dropped(tmp_path, monkeypatch):
     from memvault.core import Memvault
     from memvault.vault.entry import Entry
 
-    monkeypatch.setattr(past_rows, "_kept", type(past_rows._kept)())
+    monkeypatch.setattr(past_rows, "_kept", type(past_rows._kept)(past_rows.KEEP))
     root = tmp_path / "v"
     with isolated_env(tmp_path / "home"):
         with dated(BEFORE):

@@ -14,8 +14,9 @@ import hashlib
 import json
 import logging
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from cachetools import LRUCache
 
 from memvault.core.messages import message_text
 from memvault.curate.extract import last_user_index
@@ -93,8 +94,8 @@ def transcript(messages: list[dict]) -> str:
     return "\n\n".join(lines)
 
 
-_cache: OrderedDict[str, str] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: LRUCache[str, str] = LRUCache(CACHE_SIZE)
+_cache_lock = threading.Lock()  # LRUCache is not thread-safe: even a read reorders it
 
 
 def summarise(messages: list[dict], llm) -> str | None:
@@ -106,9 +107,9 @@ def summarise(messages: list[dict], llm) -> str | None:
     request = [{"role": "system", "content": PROMPT}, {"role": "user", "content": transcript(messages)}]
     key = cache_key(llm, request)
     with _cache_lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return _cache[key]
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
     try:
         answer = " ".join(str(llm.complete(request) or "").split())
     except Exception as exc:  # noqa: BLE001 - any failure of the LLM: snippets instead, never a lost turn
@@ -119,8 +120,6 @@ def summarise(messages: list[dict], llm) -> str | None:
     if key is not None:
         with _cache_lock:
             _cache[key] = answer
-            while len(_cache) > CACHE_SIZE:
-                _cache.popitem(last=False)
     return answer
 
 

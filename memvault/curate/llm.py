@@ -7,9 +7,7 @@ in tests. litellm is imported inside the calls: it takes seconds to import.
 from __future__ import annotations
 
 import os
-import random
 import re
-import time
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -62,9 +60,9 @@ def import_litellm():
 class LLMClient:
     """A chat model reached through litellm, as configured in `LLMSettings`.
 
-    Retries rate limits, timeouts, connection and server errors with exponential backoff
-    (`retry_base_delay` * 2^attempt, with jitter, at most `settings.max_retries` retries); any
-    other failure, or the last retryable one, becomes an `LLMError` with one line of message.
+    Retries rate limits, timeouts, connection and server errors with exponential backoff and jitter
+    (`retrying`, at most `settings.max_retries` retries); any other failure, or the last retryable
+    one, becomes an `LLMError` with one line of message.
     """
 
     def __init__(self, settings: LLMSettings, retry_base_delay: float = 0.5) -> None:
@@ -82,14 +80,13 @@ class LLMClient:
         takes one; the answer is still text, to be parsed leniently. At most `max_tokens` long."""
         kwargs = self.request(messages, json_schema) | {"max_tokens": self.settings.max_tokens}
         litellm = import_litellm()
-        attempt = 0
-        while True:
-            try:
-                return message_text(litellm.completion(**kwargs))
-            except Exception as exc:  # the boundary to a third-party library
-                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
-            time.sleep(delay)
-            attempt += 1
+        try:
+            for attempt in self.retrying(litellm):
+                with attempt:
+                    response = self.call(litellm, kwargs)
+        except Exception as exc:  # the boundary to a third-party library
+            raise self.error(exc) from None
+        return message_text(response)
 
     def stream(self, messages: list[dict]) -> Iterator[str]:
         """The answer as text deltas, at most `max_tokens` long. A failure before the first delta is
@@ -97,26 +94,56 @@ class LLMClient:
         the generator closes the upstream response (memvault.converse.degenerate stops a loop so)."""
         kwargs = self.request(messages, None) | {"stream": True, "max_tokens": self.settings.max_tokens}
         litellm = import_litellm()
-        attempt = 0
-        while True:
-            started = False
-            try:
-                response = litellm.completion(**kwargs)
-                try:
-                    for chunk in response:
-                        text = delta_text(chunk)
-                        if text:
-                            started = True
-                            yield text
-                finally:
-                    getattr(response, "close", lambda: None)()
-                return
-            except Exception as exc:
-                if started:
-                    raise self.error(exc) from None
-                kwargs, delay = self.next_step(litellm, exc, attempt, kwargs)
-            time.sleep(delay)
-            attempt += 1
+        try:
+            for attempt in self.retrying(litellm):
+                with attempt:
+                    response, deltas, first = self.opened(litellm, kwargs)
+        except Exception as exc:
+            raise self.error(exc) from None
+        try:
+            if first is not None:
+                yield first
+                yield from deltas
+        except Exception as exc:  # after the first delta: not retried
+            raise self.error(exc) from None
+        finally:
+            close(response)
+
+    def opened(self, litellm, kwargs: dict) -> tuple[Any, Iterator[str], str | None]:
+        """A streamed answer: the response, its text deltas, and the first of them (None for an empty
+        answer), read here so that a failure before it is tried again."""
+        response = self.call(litellm, kwargs)
+        deltas = (text for chunk in response if (text := delta_text(chunk)))
+        try:
+            return response, deltas, next(deltas, None)
+        except BaseException:
+            close(response)
+            raise
+
+    def retrying(self, litellm):
+        """The tries of one call (tenacity): a retryable failure (RETRYABLE) is tried again after a
+        random wait of up to `retry_base_delay` * 2^n seconds (at most MAX_DELAY: many clients don't
+        retry in lockstep), at most `max_retries` times; the last failure is raised as it is."""
+        from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+        # memvault's own server is never retried: it answers one request at a time, so a retry after a
+        # timeout would only queue behind the answer it gave up on.
+        retries = 0 if self.settings.local_model else self.settings.max_retries
+        retryable = tuple(getattr(litellm, name) for name in RETRYABLE)
+        return Retrying(retry=retry_if_exception_type(retryable), stop=stop_after_attempt(retries + 1),
+                        wait=wait_random_exponential(self.retry_base_delay, MAX_DELAY), reraise=True)
+
+    @staticmethod
+    def call(litellm, kwargs: dict):
+        """One call to litellm; a JSON schema the server refuses is dropped (for the tries after it too)."""
+        try:
+            return litellm.completion(**kwargs)
+        except litellm.BadRequestError:
+            if "response_format" not in kwargs:
+                raise
+        # Some servers refuse JSON schemas outright; the answer is parsed leniently anyway.
+        del kwargs["response_format"]
+        return litellm.completion(**kwargs)
 
     def request(self, messages: list[dict], json_schema: dict | None) -> dict[str, Any]:
         """litellm.completion keyword arguments for this model."""
@@ -146,23 +173,6 @@ class LLMClient:
                 "json_schema": {"name": "memvault", "schema": json_schema, "strict": False},
             }
         return kwargs
-
-    def next_step(self, litellm, exc: Exception, attempt: int, kwargs: dict) -> tuple[dict, float]:
-        """What to do after a failed call: (arguments for the next try, seconds to wait first).
-        Raises LLMError when there is no next try."""
-        if isinstance(exc, LLMError):
-            raise exc
-        if "response_format" in kwargs and isinstance(exc, litellm.BadRequestError):
-            # Some servers refuse JSON schemas outright; the answer is parsed leniently anyway.
-            return {k: v for k, v in kwargs.items() if k != "response_format"}, 0.0
-        retryable = tuple(getattr(litellm, name) for name in RETRYABLE)
-        # memvault's own server is never retried: it answers one request at a time, so a retry after a
-        # timeout would only queue behind the answer it gave up on.
-        retries = 0 if self.settings.local_model else self.settings.max_retries
-        if not isinstance(exc, retryable) or attempt >= retries:
-            raise self.error(exc) from None
-        delay = min(MAX_DELAY, self.retry_base_delay * 2**attempt)
-        return kwargs, delay * random.uniform(0.5, 1.0)  # jitter: many clients don't retry in lockstep
 
     def error(self, exc: Exception) -> LLMError:
         """One line: which model, where, what went wrong, and the setting that changes it."""
@@ -199,6 +209,10 @@ def message_text(response: Any) -> str:
         return response.choices[0].message.content or ""
     except (AttributeError, IndexError, TypeError):
         raise LLMError(f"LLM answered in an unexpected shape: {str(response)[:120]}") from None
+
+
+def close(response: Any) -> None:
+    getattr(response, "close", lambda: None)()
 
 
 def delta_text(chunk: Any) -> str:

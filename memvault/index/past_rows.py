@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+from cachetools import LRUCache
 
 from memvault.index import db, journal
 from memvault.index.graph import create_tables, write_relation
@@ -36,8 +37,8 @@ KEEP = 4  # commits kept in memory (a 10k vault's rows: a few MB each)
 COPIED = [c for c in db.ENTRY_COLUMNS if c not in ("file_hash", "mtime_ns", "size")]
 RELATION_COLUMNS = "source, source_key, relationship, destination, destination_key, category"
 
-_kept: OrderedDict[tuple, PastRows] = OrderedDict()
-_kept_lock = threading.Lock()
+_kept: LRUCache[tuple, PastRows] = LRUCache(KEEP)
+_kept_lock = threading.Lock()  # LRUCache is not thread-safe: even a read reorders it
 
 
 class PastRows(IndexStore):
@@ -60,14 +61,11 @@ def past_rows(vault: Vault, past: PastCommit) -> PastRows:
         for old in [k for k in _kept if k[0] == key[0] and k[2] != key[2]]:
             del _kept[old]  # from before a history rewrite: they may hold what it erased
         found = _kept.get(key)
-        if found is not None:
-            _kept.move_to_end(key)
-            return found
+    if found is not None:
+        return found
     built = _build(vault, past)
     with _kept_lock:
         _kept[key] = built
-        while len(_kept) > KEEP:
-            _kept.popitem(last=False)
     return built
 
 

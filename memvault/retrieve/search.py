@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -108,27 +107,25 @@ def conversations_for(conversation: str | None) -> list[str] | None:
 # recalls the same thing each turn, the proxy's concurrent clients) skips the model, which is most of
 # a search's CPU. 1,024 vectors of 384 floats are 1.5 MB.
 QUERY_CACHE_SIZE = 1024
-_query_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_query_cache_lock = threading.Lock()
+_query_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # embedder -> LRUCache(text -> vector)
+_query_cache_lock = threading.Lock()  # LRUCache is not thread-safe: even a read reorders it
 
 
 def embed_query(embedder: Any, query: str) -> Any:
     """The query's vector, as a flat read-only float32 array (cached by text, per embedder)."""
     import numpy as np
+    from cachetools import LRUCache  # here, not at the top: `memvault --help` imports this module
 
     text = query.strip()
     with _query_cache_lock:
-        cache = _query_cache.setdefault(embedder, OrderedDict())
+        cache = _query_cache.setdefault(embedder, LRUCache(QUERY_CACHE_SIZE))
         vector = cache.get(text)
-        if vector is not None:
-            cache.move_to_end(text)
-            return vector
+    if vector is not None:
+        return vector
     vector = np.asarray(embedder.embed([text], kind="query"), dtype=np.float32).reshape(-1)
     vector.setflags(write=False)  # shared by every caller that asks the same
     with _query_cache_lock:
         cache[text] = vector
-        while len(cache) > QUERY_CACHE_SIZE:
-            cache.popitem(last=False)
     return vector
 
 
