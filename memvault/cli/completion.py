@@ -10,8 +10,6 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 
-from memvault.vault import layout
-
 # More matches than this and the shell gets the distinct next characters instead of full ids:
 # they keep bash's common-prefix insertion correct and never flood the terminal.
 MAX_CANDIDATES = 100
@@ -51,12 +49,16 @@ def _names(path: str) -> list[str]:
 
 def conversation_names(root: str) -> list[str]:
     """Conversation folders under entries/, sorted."""
+    from memvault.vault import layout
+
     return sorted(d.name for d in _subdirs(os.path.join(root, layout.ENTRIES)))
 
 
 def memory_files(root: str, include_deleted: bool) -> dict[str, tuple[str, str, str]]:
     """id -> (conversation, kind, file name) for each entry file named by id; a live file wins over
     its tombstone (kind ends in ', deleted' for tombstones)."""
+    from memvault.vault import layout
+
     found: dict[str, tuple[str, str, str]] = {}
     for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
         homes = [(conversation.path, "")]
