@@ -67,3 +67,65 @@ def test_the_guard_sees_what_a_command_loads():
     """The probe is not blind: running a command does load what --help must not."""
     _, modules = loaded(["config", "path"])
     assert "memvault.settings" in beneath_the_cli(modules)
+
+
+def command_tree():
+    import typer
+
+    from memvault.cli.app import app
+
+    return typer.main.get_command(app)
+
+
+def built(group) -> list[str]:
+    """The commands typer has built so far (cli/lazy.py), sub-groups' commands included."""
+    from memvault.cli.lazy import LazyCommand
+
+    names = []
+    for name, command in group.commands.items():
+        if isinstance(command, LazyCommand):
+            names += [name] if command.built is not None else []
+        else:
+            names += [f"{name} {sub}" for sub in built(command)]
+    return names
+
+
+def run(cli, args: list[str], **env: str) -> None:
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        try:
+            cli.main(args, prog_name="memvault")
+        except SystemExit:
+            pass
+
+
+def test_help_and_completing_a_command_name_build_no_command(capsys):
+    cli = command_tree()
+    run(cli, ["--help"])
+    run(cli, ["rules", "--help"])
+    run(cli, [], _MEMVAULT_COMPLETE="complete_bash", COMP_WORDS="memvault s", COMP_CWORD="1")
+    assert "search" in capsys.readouterr().out.split()
+    assert built(cli) == []
+    run(cli, ["add", "--help"])
+    run(cli, ["rules", "rm", "--help"])
+    assert built(cli) == ["add", "rules rm"]
+
+
+def test_the_listing_reads_as_when_every_command_is_built():
+    """`memvault --help` lists each command from its docstring before typer builds it: the same lines."""
+    import click
+
+    from memvault.cli.lazy import loaded
+
+    cli = command_tree()
+    groups = [cli, *(c for c in cli.commands.values() if isinstance(c, click.Group))]
+    before = {group.name: group.get_help(click.Context(group, info_name=group.name)) for group in groups}
+    for group in groups:
+        group.commands = {name: loaded(command) for name, command in group.commands.items()}
+    after = {group.name: group.get_help(click.Context(group, info_name=group.name)) for group in groups}
+    assert sorted(before) == ["config", "core", "llm", "memvault", "rules", "session"]
+    assert all(f"  {name}  " in before[group.name] for group in groups for name in group.commands)
+    assert before == after

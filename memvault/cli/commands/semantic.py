@@ -4,14 +4,12 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.base import app, command, open_memvault, read_text_argument
+from memvault.cli.base import command, group, open_memvault, read_text_argument
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, LiveIdArg, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import age, print_json, say, table
 from memvault.errors import MemvaultError
 
-rules_app = typer.Typer(help="Standing instructions to the assistant (procedural rules), capped per scope.",
-                        no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
+rules_app = group("rules", "Standing instructions to the assistant (procedural rules), capped per scope.")
 
 
 @command("graph")
