@@ -13,7 +13,9 @@ from datetime import datetime
 # More matches than this and the shell gets the distinct next characters instead of full ids:
 # they keep bash's common-prefix insertion correct and never flood the terminal.
 MAX_CANDIDATES = 100
-KIND_LABEL = {"facts": "fact", "turns/user": "user turn", "turns/assistant": "assistant turn", "summaries": "summary"}
+# How each of layout.KIND_DIRS is described beside an id (a folder added there later shows by its name).
+KIND_LABEL = {"facts": "fact", "turns/user": "user turn", "turns/assistant": "assistant turn", "summaries": "summary",
+              "rules": "rule", "sessions": "session summary"}
 DELETED_NOTE = ", deleted"  # how a soft-deleted memory is described beside its id
 
 
@@ -69,7 +71,7 @@ def memory_files(root: str, include_deleted: bool) -> dict[str, tuple[str, str, 
                 for name in _names(os.path.join(home, kind)):
                     memory_id = layout.id_from_filename(name)
                     if memory_id and (memory_id not in found or not note):
-                        found[memory_id] = (conversation.name, KIND_LABEL[kind] + note, name)
+                        found[memory_id] = (conversation.name, KIND_LABEL.get(kind, kind) + note, name)
     return found
 
 
