@@ -129,10 +129,13 @@ def command_tree():
 
 def walk(group, ctx, path: tuple[str, ...] = ()):
     """(words, command, context) for every visible command, sub-groups' commands included, in help order."""
+    from memvault.cli.lazy import loaded
+
     for name in group.list_commands(ctx):
         command = group.get_command(ctx, name)
         if command is None or command.hidden:
             continue
+        command = loaded(command)  # with its options: memvault builds a command only when it is used
         sub = command.context_class(command, info_name=name, parent=ctx)
         yield (*path, name), command, sub
         if hasattr(command, "list_commands"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memvault import settings as settings_module
-from memvault.cli.completion import MAX_CANDIDATES, narrow
+from memvault.cli.completion import MAX_CANDIDATES, memory_files, narrow
 from memvault.core import Memvault
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +64,20 @@ def test_show_and_history_offer_deleted_memories_edit_and_rm_do_not(vault):
     assert bash_complete("memvault", "history", "", env=env) == everything
     assert bash_complete("memvault", "edit", "", env=env) == live
     assert bash_complete("memvault", "rm", live[0], "", env=env) == live  # every position of a list argument
+
+
+def test_rules_and_session_summaries_complete_with_their_kind(tmp_path):
+    """Every kind of entry folder completes (a rule's id once gave a KeyError and a traceback on the TAB)."""
+    memvault, ids = make_vault(tmp_path / "vault", {"Dana sings": "work"})
+    rule = memvault.add_rule("Always answer in French", "work").rule.id
+    root = memvault.vault.root
+    session = root / "entries" / "work" / "sessions" / "20240102T030405000Z__0b3c2a1e-1111-4222-8333-444455556666.md"
+    session.parent.mkdir(parents=True)
+    session.write_text("---\nid: 0b3c2a1e-1111-4222-8333-444455556666\n---\nA session\n")
+    env = {"MEMVAULT_VAULT": str(root)}
+    assert bash_complete("memvault", "show", "", env=env) == sorted([ids["Dana sings"], rule, session.stem[-36:]])
+    found = memory_files(str(root), include_deleted=True)
+    assert (found[rule][1], found[session.stem[-36:]][1]) == ("rule", "session summary")
 
 
 def test_conversation_names_complete_for_every_command_with_the_option(vault):

@@ -11,8 +11,10 @@ from typing import Any, Optional
 
 import click
 import typer
+from typer.models import CommandInfo
 
 from memvault import __version__
+from memvault.cli.lazy import LazyGroup, loaded, register
 from memvault.errors import MemvaultError
 from memvault.extras import MissingExtraError
 
@@ -27,6 +29,7 @@ app = typer.Typer(
     # Plain click help: typer's rich help imports rich.markdown and markdown-it, which alone cost more
     # than the 0.3 s that `--help` and every TAB completion may take.
     rich_markup_mode=None,
+    cls=LazyGroup,  # each command is built when used, not at every start (cli/lazy.py)
 )
 
 
@@ -67,15 +70,16 @@ def command_defaults(group: Any, given: dict[str, Any]) -> dict[str, Any]:
         if getattr(sub, "commands", None):
             defaults[name] = command_defaults(sub, given)
         else:
-            params = {param.name for param in sub.params}
+            params = {param.name for param in loaded(sub).params}
             defaults[name] = {key: value for key, value in given.items() if key in params}
     return defaults
 
 
-def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Callable:
-    """Register a command whose memvault errors become one line on stderr and an exit code."""
+def command(name: str, group: typer.Typer | None = None, **kwargs: Any) -> Callable:
+    """Register a command whose memvault errors become one line on stderr and an exit code (on `app`,
+    or on a `group`; typer builds it when it is first used: cli/lazy.py)."""
 
-    def register(fn: Callable) -> Callable:
+    def register_command(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*a: Any, **kw: Any) -> Any:
             from memvault.cli.output import error
@@ -104,9 +108,17 @@ def command(*args: Any, group: typer.Typer | None = None, **kwargs: Any) -> Call
                 error(f"internal error: {type(exc).__name__}: {exc} (set MEMVAULT_DEBUG=1 for the traceback)")
                 raise typer.Exit(1) from None
 
-        return (group or app).command(*args, **kwargs)(wrapper)
+        register((group or app).info.name, CommandInfo(name, callback=wrapper, **kwargs))
+        return wrapper
 
-    return register
+    return register_command
+
+
+def group(name: str, help: str) -> typer.Typer:
+    """A command group under `memvault` (`memvault NAME COMMAND`), its commands registered by `command`."""
+    commands = typer.Typer(name=name, help=help, no_args_is_help=True, cls=LazyGroup)
+    app.add_typer(commands)
+    return commands
 
 
 def open_memvault(vault: Path | None, config: Path | None, create: bool = False, **flags: Any):

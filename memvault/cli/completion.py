@@ -10,12 +10,12 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 
-from memvault.vault import layout
-
 # More matches than this and the shell gets the distinct next characters instead of full ids:
 # they keep bash's common-prefix insertion correct and never flood the terminal.
 MAX_CANDIDATES = 100
-KIND_LABEL = {"facts": "fact", "turns/user": "user turn", "turns/assistant": "assistant turn", "summaries": "summary"}
+# How each of layout.KIND_DIRS is described beside an id (a folder added there later shows by its name).
+KIND_LABEL = {"facts": "fact", "turns/user": "user turn", "turns/assistant": "assistant turn", "summaries": "summary",
+              "rules": "rule", "sessions": "session summary"}
 DELETED_NOTE = ", deleted"  # how a soft-deleted memory is described beside its id
 
 
@@ -41,22 +41,29 @@ def _subdirs(path: str) -> Iterator[os.DirEntry]:
         return
 
 
-def _names(path: str) -> list[str]:
+def _names(path: str, id_prefix: str = "") -> list[str]:
+    """The entry files in `path`; with `id_prefix`, only those whose name ends in '__<id>.md' with an id
+    that starts so (a TAB after a few characters then parses a sixteenth of a large vault's names)."""
     try:
         with os.scandir(path) as found:
-            return [f.name for f in found if f.name.endswith(".md") and not f.name.startswith(".")]
+            return [f.name for f in found if f.name.endswith(".md") and not f.name.startswith(".")
+                    and f.name.rpartition("__")[2].lower().startswith(id_prefix)]
     except OSError:
         return []
 
 
 def conversation_names(root: str) -> list[str]:
     """Conversation folders under entries/, sorted."""
+    from memvault.vault import layout
+
     return sorted(d.name for d in _subdirs(os.path.join(root, layout.ENTRIES)))
 
 
-def memory_files(root: str, include_deleted: bool) -> dict[str, tuple[str, str, str]]:
-    """id -> (conversation, kind, file name) for each entry file named by id; a live file wins over
-    its tombstone (kind ends in ', deleted' for tombstones)."""
+def memory_files(root: str, include_deleted: bool, id_prefix: str = "") -> dict[str, tuple[str, str, str]]:
+    """id -> (conversation, kind, file name) for each entry file named by an id starting with `id_prefix`;
+    a live file wins over its tombstone (kind ends in ', deleted' for tombstones)."""
+    from memvault.vault import layout
+
     found: dict[str, tuple[str, str, str]] = {}
     for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
         homes = [(conversation.path, "")]
@@ -64,10 +71,10 @@ def memory_files(root: str, include_deleted: bool) -> dict[str, tuple[str, str, 
             homes.append((os.path.join(conversation.path, "deleted"), DELETED_NOTE))
         for home, note in homes:
             for kind in layout.KIND_DIRS.values():
-                for name in _names(os.path.join(home, kind)):
+                for name in _names(os.path.join(home, kind), id_prefix):
                     memory_id = layout.id_from_filename(name)
                     if memory_id and (memory_id not in found or not note):
-                        found[memory_id] = (conversation.name, KIND_LABEL[kind] + note, name)
+                        found[memory_id] = (conversation.name, KIND_LABEL.get(kind, kind) + note, name)
     return found
 
 
@@ -101,10 +108,11 @@ def complete_ids(ctx, incomplete: str, include_deleted: bool,
     root = vault_root(ctx)
     if root is None:
         return []
-    files = memory_files(root, include_deleted)
+    prefix = (incomplete or "").lower()
+    files = memory_files(root, include_deleted, prefix)
     if only_deleted:  # a memory live again is listed as live (memory_files prefers its live file)
         files = {memory_id: found for memory_id, found in files.items() if found[1].endswith(DELETED_NOTE)}
-    shown = narrow(list(files), (incomplete or "").lower())
+    shown = narrow(list(files), prefix)
     return [(value, describe(*files[value])) if value in files else value for value in shown]
 
 

@@ -5,10 +5,8 @@ from typing import Annotated, Optional
 import typer
 
 from memvault.cli.base import command, open_memvault, read_text_argument
-from memvault.cli.chat_repl import Repl, report_policy, stream_reply
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import err_console, for_terminal, warn
-from memvault.vault.layout import scopes_of
 
 
 @command("chat")
@@ -43,6 +41,7 @@ def chat(
 
     require("chat")
     from memvault.converse import MemoryChat
+    from memvault.vault.layout import scopes_of
 
     if is_incognito(incognito, memory_mode):
         session, llm = incognito_chat(vault, config, model)
@@ -89,6 +88,8 @@ def require_llm(llm):
 
 
 def one_shot(session, llm, text: str, show: bool) -> None:
+    from memvault.cli.chat_repl import report_policy, stream_reply
+
     history = [{"role": "user", "content": text}]
     turn = session.prepare(history)
     if show:
@@ -110,4 +111,6 @@ def print_memories_used(hits) -> None:
 
 def interactive(session, llm, show: bool) -> None:
     """The read-answer loop (memvault.cli.chat_repl): line editing, slash commands, Ctrl-C."""
+    from memvault.cli.chat_repl import Repl
+
     Repl(session, llm, show).run()

@@ -4,12 +4,11 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.base import app, command
+from memvault.cli.base import command, group
 from memvault.cli.options import ConfigOpt, JsonOpt
 from memvault.cli.output import print_json, say, table
 
-config_app = typer.Typer(help="Show or change settings (file < environment < flags).", no_args_is_help=True)
-app.add_typer(config_app, name="config")
+config_app = group("config", "Show or change settings (file < environment < flags).")
 SECRET_KEYS = {"llm.api_key", "server.api_key", "server.keys"}
 
 

@@ -2,10 +2,7 @@
 
 import functools
 import os
-import shlex
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -29,7 +26,6 @@ from memvault.cli.options import (
 )
 from memvault.cli.output import age, for_terminal, print_json, result_line, say, table, warn
 from memvault.errors import EntryFormatError, UsageError
-from memvault.vault.layout import scopes_of
 
 
 def parse_meta(pairs: list[str] | None) -> dict[str, str]:
@@ -68,6 +64,7 @@ def add(
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
     text; without one, store each text verbatim, all in one commit. `--to NAME`: in that team vault."""
     from memvault.curate.extract import load_prompt
+    from memvault.vault.layout import scopes_of
 
     items = given_items(texts or [], lines, jsonl)
     memvault = open_memvault(vault, config, **{"llm.model": model}).target(to)
@@ -163,6 +160,7 @@ def list_(
 ) -> None:
     """List memories, turns and summaries, oldest first (files that fail to parse are reported)."""
     from memvault.vault.entry import ROLES
+    from memvault.vault.layout import scopes_of
 
     if role and role not in ROLES:
         raise UsageError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
@@ -200,6 +198,8 @@ def show(memory_id: IdArg, as_of: AsOfOpt = None, vault: VaultOpt = None, config
 def edit_in_editor(original: str, stem: str) -> str:
     """The text after $EDITOR. Its draft (a temporary file) is removed whatever the outcome: it may
     hold what the vault would never keep (a secret, which the vault redacts), and /tmp is shared."""
+    import tempfile
+
     handle, name = tempfile.mkstemp(prefix=f"memvault-{stem}-", suffix=".md")
     draft = Path(name)
     try:
@@ -216,6 +216,9 @@ def edit_in_editor(original: str, stem: str) -> str:
 
 
 def run_editor(path: Path) -> None:
+    import shlex
+    import subprocess
+
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
     try:
         status = subprocess.call([*shlex.split(editor), str(path)])

@@ -4,13 +4,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.base import app, command
+from memvault.cli.base import command, group
 from memvault.cli.options import ConfigOpt
 from memvault.cli.output import say
 
-llm_app = typer.Typer(help="memvault's own local model server: a GGUF file served by llama.cpp (xllamacpp).",
-                      no_args_is_help=True)
-app.add_typer(llm_app, name="llm")
+llm_app = group("llm", "memvault's own local model server: a GGUF file served by llama.cpp (xllamacpp).")
 
 
 @command("serve", group=llm_app)

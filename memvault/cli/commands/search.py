@@ -18,8 +18,6 @@ from memvault.cli.options import (
     finite,
 )
 from memvault.cli.output import age, console, print_json, table
-from memvault.retrieve.filters import filter_from_json
-from memvault.vault.layout import scopes_of
 
 
 def show_notices(memvault) -> None:
@@ -56,6 +54,8 @@ def search(
     from rich.markup import escape
 
     from memvault.cli.base import read_text_argument
+    from memvault.retrieve.filters import filter_from_json
+    from memvault.vault.layout import scopes_of
 
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)

@@ -4,15 +4,12 @@ from typing import Annotated
 
 import typer
 
-from memvault.cli.base import app, command, open_memvault, read_text_argument
+from memvault.cli.base import command, group, open_memvault, read_text_argument
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, LiveIdArg, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import age, print_json, say, table
 from memvault.errors import MemvaultError
-from memvault.vault.layout import scopes_of
 
-rules_app = typer.Typer(help="Standing instructions to the assistant (procedural rules), capped per scope.",
-                        no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
+rules_app = group("rules", "Standing instructions to the assistant (procedural rules), capped per scope.")
 
 
 @command("graph")
@@ -24,6 +21,8 @@ def graph(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Print an entity's neighbourhood in the graph derived from facts' triples (aliases merged)."""
+    from memvault.vault.layout import scopes_of
+
     found = open_memvault(vault, config).graph(entity, depth, conversation, scopes_of(user, agent, run))
     if json:
         print_json(found.to_dict())
@@ -47,6 +46,8 @@ def rules_add(
 ) -> None:
     """Add a rule (one commit). Rules it supersedes, and the oldest past rules.max_active, are archived.
     A request to drop safety is refused."""
+    from memvault.vault.layout import scopes_of
+
     memvault = open_memvault(vault, config)
     result = memvault.add_rule(read_text_argument(text), conversation, scopes_of(user, agent, run),
                                llm=None if no_llm else memvault.llm())
@@ -72,6 +73,8 @@ def rules_list(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """List the active (or archived) rules of a scope, oldest first."""
+    from memvault.vault.layout import scopes_of
+
     rules = open_memvault(vault, config).rules(conversation, scopes_of(user, agent, run), archived)
     if json:
         print_json([rule.to_dict() for rule in rules])

@@ -4,12 +4,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.base import app, command, open_memvault
+from memvault.cli.base import command, group, open_memvault
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import age, print_json, say, table
 
-session_app = typer.Typer(help="Episodic sessions: list the open ones, end them.", no_args_is_help=True)
-app.add_typer(session_app, name="session")
+session_app = group("session", "Episodic sessions: list the open ones, end them.")
 
 
 @command("list", group=session_app)

@@ -4,15 +4,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from memvault.cli.base import app, command, open_memvault, read_text_argument
+from memvault.cli.base import command, group, open_memvault, read_text_argument
 from memvault.cli.commands.entries import edit_in_editor
 from memvault.cli.options import ConfigOpt, JsonOpt, VaultOpt
 from memvault.cli.output import print_json, print_text, say, warn
 from memvault.errors import UsageError
 
-core_app = typer.Typer(help="The core memory files (core/USER.md, IDENTITY.md, SOUL.md, MEMORY.md): always first "
-                            "in chat and proxy prompts.", no_args_is_help=True)
-app.add_typer(core_app, name="core")
+core_app = group("core", "The core memory files (core/USER.md, IDENTITY.md, SOUL.md, MEMORY.md): always first in "
+                 "chat and proxy prompts.")
 
 NAMES = "USER, IDENTITY, SOUL or MEMORY"
 NameArg = Annotated[str, typer.Argument(help=f"Which core file: {NAMES}.", show_default=False)]
