@@ -191,3 +191,25 @@ def test_attributes_that_convert_files_leave_the_commit_to_git(tmp_path, monkeyp
     assert "built-in: git commit " in trace.read_text()  # git's own commit, which applies the attributes
     assert git(vault, "status", "--porcelain") == ""
     core.close()
+
+
+def test_a_path_a_global_ignore_file_ignores_is_refused_as_git_add_refuses_it(tmp_path, monkeypatch):
+    """No .gitignore on the way, yet git ignores the file (the user's global ignore file): the commit
+    is git's `add`, which refuses it and names the rule, and nothing is left behind."""
+    from memvault.errors import VaultError
+
+    vault = tmp_path / "vault"
+    core = open_core(vault)
+    add(core, "first")
+    (tmp_path / "xdg" / "git").mkdir(parents=True)
+    (tmp_path / "xdg" / "git" / "ignore").write_text("entries/c/facts/*.md\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    try:
+        add(core, "ignored")
+    except VaultError as exc:
+        assert "ignored by one of your .gitignore files" in str(exc)
+    else:
+        raise AssertionError("an ignored file was committed")
+    assert len(git(vault, "ls-files", "entries").split()) == 1
+    assert git(vault, "status", "--porcelain") == ""
+    core.close()

@@ -19,6 +19,7 @@ The caller falls back to `add` + `commit --only` when this path does not apply (
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ def commit_paths(git: Any, repo_paths: list[str], message: str) -> str | None:
         raise NotForUs("no commit yet")
     if converting_attributes(git):
         raise NotForUs("the repository's attributes convert files")
+    if may_be_ignored(git, repo_paths) and any_ignored(git, repo_paths):
+        raise NotForUs("a path is ignored")  # `git add` refuses it, naming the rule (git_errors.ignored_advice)
     blobs = {path: blob_of(git, git.work_dir / path) for path in repo_paths}
     old_tree = git.tree_of(head)
     try:
@@ -106,6 +109,52 @@ def update_index(git: Any, blobs: dict[str, bytes | None]) -> None:
 def is_split(git: Any) -> bool:
     """Whether git's index is split already (its shared part lies beside it)."""
     return any(Path(git.git_dir).glob("sharedindex.*"))
+
+
+def may_be_ignored(git: Any, repo_paths: list[str]) -> bool:
+    """Whether any ignore rule could apply to these paths: a .gitignore in a folder on their way (but
+    the vault's own, which ignores .memvault/ alone), .git/info/exclude with a rule, a global ignore
+    file, or a config that names one. Where none can, no `git check-ignore` runs."""
+    from memvault.vault.store import GITIGNORE_LINE
+
+    work_dir = Path(git.work_dir)
+    folders = {work_dir / folder for path in repo_paths for folder in (Path(path).parents)}
+    for folder in folders:
+        ignore = folder / ".gitignore"
+        if ignore.exists() and (folder != git.root or rules(ignore) - {GITIGNORE_LINE}):
+            return True
+    if rules(Path(git.git_dir) / "info" / "exclude"):
+        return True
+    home = Path.home()
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+    if (xdg / "ignore").exists():
+        return True
+    configs = [Path(os.environ.get("GIT_CONFIG_GLOBAL") or home / ".gitconfig"), xdg / "config",
+               Path(git.common_dir) / "config", Path("/etc/gitconfig")]
+    return any(b"excludesfile" in read_bytes(config).lower() for config in configs)
+
+
+def rules(path: Path) -> set[str]:
+    """The rule lines of an ignore file (no blank or comment lines)."""
+    lines = read_bytes(path).decode("utf-8", "replace").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def any_ignored(git: Any, repo_paths: list[str]) -> bool:
+    """Whether git ignores any of these paths (tracked or not: `--no-index` leaves git's index unread)."""
+    from memvault.vault.git_process import run_git
+
+    # Not git.run: check-ignore takes no --literal-pathspecs (its stdin paths are literal anyway).
+    done = run_git(["git", "check-ignore", "--no-index", "--stdin", "-z"], git.work_dir,
+                   "\0".join(repo_paths) + "\0", {})
+    return done.returncode != 1  # 0: some are ignored; an error: let `git add` tell
 
 
 def converting_attributes(git: Any) -> bool:
