@@ -227,9 +227,11 @@ def proxy_vault(n: int) -> Path:
 
 
 def reset_remote(path: Path) -> None:
-    """A bare copy of the vault beside it, as `origin` (sync's remote), in step with it."""
-    remote = path.parent / "remote.git"
-    shutil.rmtree(remote, ignore_errors=True)
+    """A bare copy of the vault beside it, as `origin` (sync's remote), in step with it. A new folder each
+    time: a git the last erase left running may still be writing into the old one."""
+    for old in path.parent.glob("remote-*.git"):
+        shutil.rmtree(old, ignore_errors=True)
+    remote = path.parent / f"remote-{time.time_ns()}.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(path), str(remote)], check=True)
     subprocess.run(["git", "-C", str(path), "remote", "remove", "origin"], capture_output=True)
     subprocess.run(["git", "-C", str(path), "remote", "add", "origin", str(remote)], check=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 import zlib
 from collections import defaultdict
@@ -21,6 +22,7 @@ TREE = b"40000"
 FILE = b"100644"
 FILE_MODES = (FILE, b"100755")  # a file keeps its mode when it is rewritten (a symlink's becomes a file's)
 SYMLINK = b"120000"
+TREE_ENTRY = re.compile(rb"(\d+) ([^\0]+)\0(.{20})", re.DOTALL)  # '<mode> <name>\0<20-byte sha>', found in C
 
 
 class TreeConflict(Exception):
@@ -53,15 +55,7 @@ def store(git: Any, kind: bytes, data: bytes) -> bytes:
 
 def read_tree(git: Any, sha: bytes) -> dict[bytes, tuple[bytes, bytes]]:
     """A tree's entries: name -> (mode, binary sha)."""
-    data = git.read_object(sha)
-    entries: dict[bytes, tuple[bytes, bytes]] = {}
-    at = 0
-    while at < len(data):
-        space = data.index(b" ", at)
-        nul = data.index(b"\0", space)
-        entries[data[space + 1:nul]] = (data[at:space], data[nul + 1:nul + 21])
-        at = nul + 21
-    return entries
+    return {name: (mode, sha) for mode, name, sha in TREE_ENTRY.findall(git.read_object(sha))}
 
 
 def write_tree(git: Any, entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
