@@ -206,6 +206,8 @@ def proxy_vault(n: int) -> Path:
     home = BENCH_CACHE / f"proxy-{n}"
     path, record_file = home / "vault", home / "build.json"
     if record_file.exists() and (path / ".memvault" / "index.sqlite").exists():
+        if not any(home.glob("remote-*.git")):
+            reset_remote(path)
         return path
     shutil.rmtree(home, ignore_errors=True)
     path.mkdir(parents=True)
