@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import VaultError
+from memvault.vault import layout
 from memvault.vault.git_objects import FILE, TreeConflict, rewrite_tree, store, write_tree
 
 # `git` below is a memvault.vault.git.VaultGit, which calls this module: not imported, so that the two
@@ -115,13 +116,11 @@ def may_be_ignored(git: Any, repo_paths: list[str]) -> bool:
     """Whether any ignore rule could apply to these paths: a .gitignore in a folder on their way (but
     the vault's own, which ignores .memvault/ alone), .git/info/exclude with a rule, a global ignore
     file, or a config that names one. Where none can, no `git check-ignore` runs."""
-    from memvault.vault.store import GITIGNORE_LINE
-
     work_dir = Path(git.work_dir)
     folders = {work_dir / folder for path in repo_paths for folder in (Path(path).parents)}
     for folder in folders:
         ignore = folder / ".gitignore"
-        if ignore.exists() and (folder != git.root or rules(ignore) - {GITIGNORE_LINE}):
+        if ignore.exists() and (folder != git.root or rules(ignore) - {layout.GITIGNORE_LINE}):
             return True
     if rules(Path(git.git_dir) / "info" / "exclude"):
         return True
