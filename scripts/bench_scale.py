@@ -1,7 +1,19 @@
 """Index and search at scale: synthetic vaults of 10k and 100k memories (scripts/synth_vault.py).
 
+    python scripts/bench_scale.py --n 100000 [--repeat 5]
     python scripts/bench_scale.py [--sizes 10000,100000] [--queries 50] [--cli-repeat 5]
                                   [--throughput-sample 1000] [--only reindex,search,cli]
+
+`--n N` prints issue 36's table for a vault of the proxy's shape (synth_vault.make_proxy: one huge
+conversation of turns, 200 of facts, a year of dated commits), built once and cached under
+~/.cache/memvault-bench/ (MEMVAULT_BENCH_CACHE; outside the repository, so no checkout drags it
+along): in-process add, a whole `memvault add` process, search in the huge conversation and across
+all (p50 / p95), no-change reindex, a cold `memvault search`, `--as-of` a month back, a no-change
+`sync` (a bare remote beside the vault), `erase` of one memory, and `.git` after `memvault gc`; each
+measured in a process of its own, whose peak memory (max RSS) is printed beside it. The adds and the
+erase change the cached vault a little each run.
+
+Without `--n`:
 
 For each size, with the vault and its index cached under .bench/scale/ (built on first use):
 - full reindex throughput (texts/s). Embedding dominates and is linear in the number of texts, so it
@@ -33,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import machine_noise  # noqa: E402
-from synth_vault import OBJECTS, SUBJECTS, VERBS, make  # noqa: E402
+from synth_vault import OBJECTS, SUBJECTS, VERBS, make, make_proxy  # noqa: E402
 
 from memvault import settings  # noqa: E402
 from memvault.core import Memvault  # noqa: E402
@@ -182,8 +194,135 @@ def cli_search(path: Path, repeat: int) -> tuple[str, str]:
             f"{before} -> {load()}")
 
 
+# -- issue 36's table (--n) ----------------------------------------------------------------------------
+BENCH_CACHE = Path(os.environ.get("MEMVAULT_BENCH_CACHE", Path.home() / ".cache" / "memvault-bench"))
+SELF = Path(__file__).resolve()
+
+
+def proxy_vault(n: int) -> Path:
+    """The cached proxy-shaped vault of `n` memories with a caught-up index and a bare remote."""
+    from memvault.index.sync import sync
+
+    home = BENCH_CACHE / f"proxy-{n}"
+    path, record_file = home / "vault", home / "build.json"
+    if record_file.exists() and (path / ".memvault" / "index.sqlite").exists():
+        if not any(home.glob("remote-*.git")):
+            reset_remote(path)
+        return path
+    shutil.rmtree(home, ignore_errors=True)
+    path.mkdir(parents=True)
+    print(f"[{n}] building the vault ({load()})", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    make_proxy(path, n)
+    files_s = time.perf_counter() - started
+    memvault = open_memvault(path)
+    embedder = SentenceCache(memvault.embedder())
+    with memvault.vault.lock():
+        index_s = timed(lambda: sync(memvault.vault, memvault.open_index(), embedder, full=True))
+    memvault.close()
+    reset_remote(path)
+    record_file.write_text(json.dumps({"n": n, "files_and_commits_s": files_s, "index_s": index_s,
+                                       "model_s": embedder.seconds, "load": load(),
+                                       "built": time.strftime("%Y-%m-%d %H:%M")}, indent=2))
+    return path
+
+
+def reset_remote(path: Path) -> None:
+    """A bare copy of the vault beside it, as `origin` (sync's remote), in step with it. A new folder each
+    time: a git the last erase left running may still be writing into the old one."""
+    for old in path.parent.glob("remote-*.git"):
+        shutil.rmtree(old, ignore_errors=True)
+    remote = path.parent / f"remote-{time.time_ns()}.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(path), str(remote)], check=True)
+    subprocess.run(["git", "-C", str(path), "remote", "remove", "origin"], capture_output=True)
+    subprocess.run(["git", "-C", str(path), "remote", "add", "origin", str(remote)], check=True)
+    subprocess.run(["git", "-C", str(path), "fetch", "-q", "origin"], check=True)
+    subprocess.run(["git", "-C", str(path), "branch", "-q", "-u", "origin/main"], check=True)
+
+
+def child(command: list[str], env: dict | None = None) -> tuple[float, int, str]:
+    """Run a process to its end: (wall seconds, peak memory in MiB, its stdout). The peak is GNU time's
+    (%M): a child forked from this big process would start with this process's pages counted."""
+    with tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
+        started = time.perf_counter()
+        done = subprocess.run(["/usr/bin/time", "-q", "-f", "%M", "-o", rss.name, *command], capture_output=True,
+                              text=True, env={**os.environ, **GIT_ENV, **(env or {})})
+        wall = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(command[:6])} failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+        return wall, int(rss.read().split()[-1]) // 1024, done.stdout
+
+
+def memvault_cli(path: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "memvault", *args, "--vault", str(path)]
+
+
+def measure_in_process(path: Path, what: str, repeat: int) -> str:
+    """One in-process measure, run in this (child) process: its figures as text."""
+    memvault = open_memvault(path)
+    if what == "add":
+        memvault.add_verbatim("warm up", conversation="default", role="user")
+        walls = [timed(lambda i=i: memvault.add_verbatim(f"bench turn {i}", conversation="default", role="user"))
+                 for i in range(repeat * 2)]
+        result = f"{percentile(walls, 50) * 1000:.0f} / {percentile(walls, 95) * 1000:.0f} ms"
+    elif what in ("search-one", "search-all"):
+        figures, _ = search_latency(memvault, queries(repeat * 6), "default" if what == "search-one" else None)
+        result = figures
+    else:  # no-change reindex
+        memvault.reindex()  # settles what the adds of this run left
+        runs = sorted(timed_cpu(memvault.reindex) for _ in range(3))
+        result = f"{runs[1][0]:.2f} s (CPU {runs[1][1]:.2f} s)"
+    memvault.close()
+    return result
+
+
+def table(n: int, repeat: int) -> None:
+    path = proxy_vault(n)
+    print(f"| {n} memories (proxy shape) | value | peak memory | load (1 min, 2 cores) |\n|---|---|---|---|")
+    build = json.loads((path.parent / "build.json").read_text())
+    print(f"| building it (files and dated commits; index without the model) | {build['files_and_commits_s']:.0f} s; "
+          f"{build['index_s'] - build['model_s']:.0f} s | | {build['load']} |", flush=True)
+
+    def row(label: str, value: str, peak: int | str, before: str) -> None:
+        print(f"| {label} | {value} | {peak} MiB | {before} -> {load()} |", flush=True)
+
+    for what, label in (("add", "in-process add to the huge conversation, p50 / p95"),
+                        ("search-one", "search in-process, the huge conversation, p50 / p95"),
+                        ("search-all", "search in-process, all conversations, p50 / p95"),
+                        ("reindex", "no-change reindex, median of 3")):
+        before = load()
+        _, peak, out = child([sys.executable, str(SELF), "--measure", what, "--path", str(path),
+                              "--repeat", str(repeat)])
+        row(label, out.strip(), peak, before)
+
+    def runs(label: str, count: int, *args: str) -> None:
+        before = load()
+        done = [child(memvault_cli(path, *args)) for _ in range(count)]
+        walls = [wall for wall, _, _ in done]
+        row(f"{label}, median / max of {count}", f"{percentile(walls, 50):.2f} / {max(walls):.2f} s",
+            max(peak for _, peak, _ in done), before)
+
+    runs("whole `memvault add --no-llm` process", repeat, "add", "a turn from the shell", "--no-llm", "-c", "default")
+    runs("cold `memvault search` process", repeat, "search", "green tea in Lisbon", "-c", "default")
+    month_back = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 30 * 86400))
+    runs(f"`memvault search --as-of {month_back}` (a month back)", 2, "search", "green tea", "--as-of", month_back)
+    runs("no-change `memvault sync`", repeat, "sync", "-q")
+    victim = next((path / "entries" / "c1" / "facts").glob("*.md")).name.rsplit("__", 1)[1][:-3]
+    runs("`memvault erase` of one memory", 1, "erase", victim, "--yes", "--reason", "benchmark")
+    reset_remote(path)  # erase rewrote every commit: the remote follows, for the next run's sync
+    before = load()
+    wall, peak, _ = child(memvault_cli(path, "gc", "--max-entries", str(10 ** 9)))
+    size = sum(f.stat().st_size for f in (path / ".git").rglob("*") if f.is_file()) / 2 ** 20
+    row("`.git` after `memvault gc` (its git gc)", f"{size:.0f} MiB (gc took {wall:.0f} s)", peak, before)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, help="issue 36's table for a proxy-shaped vault of N memories")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--measure", help=argparse.SUPPRESS)  # a child's one in-process measure
+    parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--cli-repeat", type=int, default=5)
@@ -192,6 +331,12 @@ def main() -> None:
     parser.add_argument("--only", default="reindex,search,cli")
     args = parser.parse_args()
     os.environ.update(GIT_ENV)
+    if args.measure:
+        print(measure_in_process(Path(args.path), args.measure, args.repeat))
+        return
+    if args.n:
+        table(args.n, args.repeat)
+        return
     only = set(args.only.split(","))
     print("| memories | measure | value | load (1 min, 2 cores) |\n|---|---|---|---|")
     rate = None

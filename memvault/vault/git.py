@@ -23,7 +23,17 @@ from memvault.vault.git_errors import (
     lock_advice,
 )
 from memvault.vault.git_log import GitLog
-from memvault.vault.git_process import OWN_CONFIG, find_repo, find_work_tree, pathspec_file, repo_class, run_git
+from memvault.vault.git_process import (
+    OWN_CONFIG,
+    ObjectReader,
+    find_repo,
+    find_work_tree,
+    git_dirs,
+    pathspec_file,
+    read_ref,
+    repo_class,
+    run_git,
+)
 from memvault.vault.git_remote import GitRemote
 
 IDENTITY = {"GIT_AUTHOR_NAME": "memvault", "GIT_AUTHOR_EMAIL": "memvault@localhost",
@@ -43,13 +53,16 @@ TEMP_FILES = ":(exclude,glob)**/.*.tmp"
 class VaultGit(GitLog, GitRemote):
     """Git operations for one vault; paths given and returned are relative to the vault root.
 
-    The gitpython repository is opened on first use: only writes, history and doctor need it."""
+    The gitpython repository is opened on first use: history, sync and doctor need it; a write does
+    not (its commit is vault.fastcommit's, reading refs and objects through git_process)."""
 
     def __init__(self, root: Path, work_dir: Path, repo=None) -> None:
         self.root = root
         self.work_dir = work_dir.resolve()
         self._repo = repo
         self._env: dict[str, str] | None = None
+        self._dirs: tuple[Path, Path] | None = None
+        self._objects = ObjectReader(self.work_dir)
 
     @property
     def repo(self):
@@ -62,7 +75,21 @@ class VaultGit(GitLog, GitRemote):
 
     @property
     def git_dir(self) -> Path:
-        return Path(self.repo.git_dir)
+        return self.dirs[0]
+
+    @property
+    def common_dir(self) -> Path:
+        """Where branches and objects live (the git dir itself, unless this is a linked worktree)."""
+        return self.dirs[1]
+
+    @property
+    def dirs(self) -> tuple[Path, Path]:
+        """(git dir, common dir), read from the files (git_process.git_dirs): no GitPython."""
+        if self._dirs is None:
+            self._dirs = git_dirs(self.work_dir)
+            if self._dirs is None:
+                raise VaultError(f"{self.root} is not a git repository: run `memvault init --vault {self.root}`")
+        return self._dirs
 
     @classmethod
     def open(cls, root: Path) -> VaultGit:
@@ -107,15 +134,14 @@ class VaultGit(GitLog, GitRemote):
     @property
     def env(self) -> dict[str, str]:
         """Identity variables for commits, only where the user has no git identity of their own."""
+        if self._env is None and all(key in os.environ for key in IDENTITY):
+            self._env = {}  # the environment names everyone: no config to read
         if self._env is None:
-            import git
-
-            try:
-                self.repo.git.config("user.email")
-                self.repo.git.config("user.name")
-                self._env = {}
-            except git.GitCommandError:
-                self._env = {k: v for k, v in IDENTITY.items() if k not in os.environ}
+            # One git for both keys (each git an add starts costs it a few ms).
+            found = run_git(["git", "config", "--get-regexp", r"^user\.(name|email)$"], self.work_dir, None, {})
+            keys = {line.split(" ", 1)[0].lower() for line in found.stdout.splitlines()}
+            has_identity = found.returncode == 0 and {"user.name", "user.email"} <= keys
+            self._env = {} if has_identity else {k: v for k, v in IDENTITY.items() if k not in os.environ}
         return self._env
 
     def check_state(self) -> None:
@@ -143,13 +169,13 @@ class VaultGit(GitLog, GitRemote):
             return None
         self.remove_stale_locks()
         with pathspec_file(repo_paths) as pathspec:
-            if self.has_commits():  # git's plumbing when only these paths are staged (vault.fastcommit)
-                from memvault.vault.fastcommit import NotForUs, commit_staged_alone
+            if self.head_sha() is not None:  # objects written in-process, then three small gits (vault.fastcommit)
+                from memvault.vault.fastcommit import NotForUs, commit_paths
 
                 try:
-                    return commit_staged_alone(self, pathspec, message)
+                    return commit_paths(self, repo_paths, message)
                 except NotForUs:
-                    pass  # the user's own staged changes, or HEAD moved: `commit --only` leaves theirs alone
+                    pass  # HEAD moved meanwhile, or files git converts: `commit --only` as before
                 except BaseException:
                     self.unstage(pathspec)
                     raise
@@ -168,21 +194,20 @@ class VaultGit(GitLog, GitRemote):
         """The commit HEAD names, None on an unborn branch. Read from the ref files alone: no git
         process (`repo.head.commit` asks the cat-file, which may be gone when a stop came, and a
         commit that has landed must not look failed because of it)."""
-        from git.refs.symbolic import SymbolicReference
+        return read_ref(*self.dirs)
 
-        try:
-            return SymbolicReference.dereference_recursive(self.repo, "HEAD")
-        except ValueError:
-            return None
+    def tree_of(self, sha: str) -> bytes:
+        """The tree (binary sha) of commit `sha`: a commit's text starts 'tree <hex>'."""
+        return bytes.fromhex(self.read_object(bytes.fromhex(sha))[5:45].decode())
 
-    def tree_of(self, sha: str) -> str:
-        """The tree of commit `sha`, from GitPython's persistent object reader (no new process); a
-        reader that died (a stop signal, a crash) is started again once."""
-        try:
-            return self.repo.commit(sha).tree.hexsha
-        except (OSError, ValueError):
-            self.repo.git.clear_cache()  # drops the dead cat-file: the next read starts a new one
-            return self.repo.commit(sha).tree.hexsha
+    def read_object(self, sha: bytes) -> bytes:
+        """An object's bytes (loose or packed), from a persistent `git cat-file --batch` (no new process
+        a read; git_process.ObjectReader)."""
+        return self._objects.read(sha)
+
+    @property
+    def objects_dir(self) -> Path:
+        return self.common_dir / "objects"
 
     def unstage_paths(self, paths: list[str]) -> None:
         """Put git's index back to HEAD for these vault paths (with the vault's write lock held)."""
@@ -237,7 +262,7 @@ class VaultGit(GitLog, GitRemote):
     def lock_files(self) -> list[Path]:
         """Git's lock files present now (index.lock, HEAD.lock, refs/.../*.lock, ...)."""
         found: list[Path] = []
-        for folder in dict.fromkeys((self.git_dir, Path(self.repo.common_dir))):
+        for folder in dict.fromkeys((self.git_dir, self.common_dir)):
             found += [folder / name for name in TOP_LOCKS if (folder / name).is_file()]
             found += sorted(p for p in (folder / "refs").rglob("*.lock") if p.is_file())
         return list(dict.fromkeys(found))

@@ -4,6 +4,7 @@ end in a session of its own, its paths passed in a file."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -127,3 +128,110 @@ def pathspec_file(repo_paths: list[str]) -> Iterator[list[str]]:
         handle.write(b"\0".join(p.encode("utf-8", "surrogateescape") for p in repo_paths))
         handle.flush()
         yield [f"--pathspec-from-file={handle.name}", "--pathspec-file-nul"]
+
+
+def git_dirs(work_dir: Path) -> tuple[Path, Path] | None:
+    """(git dir, common dir) of the work tree at `work_dir`, read from the files as git lays them out:
+    `.git` a folder, or a file naming it (a linked worktree, a submodule), whose `commondir` names where
+    branches and objects live. None when there is none. No GitPython: importing it and its two
+    `git version` runs cost an add more than the commit itself."""
+    dot = work_dir / ".git"
+    if dot.is_dir():
+        git_dir = dot
+    elif dot.is_file():
+        text = dot.read_text(encoding="utf-8", errors="replace").strip()
+        if not text.startswith("gitdir:"):
+            return None
+        git_dir = (work_dir / text[len("gitdir:"):].strip()).resolve()
+    else:
+        return None
+    common = git_dir / "commondir"
+    if common.is_file():
+        return git_dir, (git_dir / common.read_text(encoding="utf-8").strip()).resolve()
+    return git_dir, git_dir
+
+
+SHA_HEX = re.compile(r"^[0-9a-f]{40}$")
+
+
+def read_ref(git_dir: Path, common_dir: Path, name: str = "HEAD") -> str | None:
+    """The commit a ref names (HEAD by default, followed through symbolic refs), from the ref files
+    and packed-refs; None when it names none yet (an unborn branch)."""
+    for _ in range(5):  # git follows at most 5 levels of symbolic refs
+        text = None
+        for folder in dict.fromkeys((git_dir, common_dir)):  # HEAD in the git dir, branches in the common one
+            path = folder / name
+            if path.is_file():
+                text = path.read_text(encoding="utf-8", errors="replace").strip()
+                break
+        if text is None:
+            text = packed_ref(common_dir, name)
+        if text is None:
+            return None
+        if not text.startswith("ref:"):
+            return text if SHA_HEX.match(text) else None
+        name = text[len("ref:"):].strip()
+    return None
+
+
+def packed_ref(common_dir: Path, name: str) -> str | None:
+    try:
+        lines = (common_dir / "packed-refs").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        sha, _, ref = line.partition(" ")
+        if ref == name and not line.startswith(("#", "^")):
+            return sha
+    return None
+
+
+class ObjectReader:
+    """One `git cat-file --batch` kept running for a repository: an object's bytes without a git
+    process each (in a session of its own, as every git memvault starts: OWN_SESSION)."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.work_dir = work_dir
+        self.proc: subprocess.Popen | None = None
+
+    def read(self, sha: bytes) -> bytes:
+        """The object's bytes; a reader that died (a stop signal, a crash) is started again once."""
+        try:
+            return self._read(sha)
+        except (OSError, EOFError):
+            self.close()
+            return self._read(sha)
+
+    def _read(self, sha: bytes) -> bytes:
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen(["git", "cat-file", "--batch"], cwd=self.work_dir, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, **OWN_SESSION)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(sha.hex().encode() + b"\n")
+        self.proc.stdin.flush()
+        header = self.proc.stdout.readline().split()
+        if not header:
+            raise EOFError("git cat-file ended")
+        if len(header) != 3:
+            raise VaultError(f"git object {sha.hex()} is missing from the vault's repository")
+        size = int(header[2])
+        data = self.proc.stdout.read(size + 1)  # the object and git's newline after it
+        if len(data) != size + 1:
+            raise EOFError("git cat-file ended")
+        return data[:size]
+
+    def close(self) -> None:
+        if self.proc is not None:
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
+            self.proc.wait()
+            self.proc = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit there is nothing left to tell
+            pass

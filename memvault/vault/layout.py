@@ -16,6 +16,7 @@ from memvault.vault.fields import check_conversation_id  # noqa: F401 - layout.c
 GLOBAL = "global"
 ENTRIES = "entries"
 STATE_DIR = ".memvault"
+GITIGNORE_LINE = f"{STATE_DIR}/"  # the one rule of the vault's own .gitignore
 SESSION_STATE_DIR = "session"  # .memvault/session/<conversation>/: held candidates, never committed
 KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assistant", "summary": "summaries",
              "rule": "rules", "session": "sessions"}  # session: one episodic summary per finished session

@@ -32,7 +32,7 @@ from memvault.vault.recovery import CrashRecovery
 from memvault.vault.redact import redact_entry
 from memvault.vault.transaction import Change, Transaction
 
-GITIGNORE_LINE = f"{layout.STATE_DIR}/"
+GITIGNORE_LINE = layout.GITIGNORE_LINE
 # .memvault/ ignores itself (as a venv does): whoever made the vault, and whichever command made the
 # folder, a `git add .` (agent-cli commits that way) never commits the index.
 STATE_GITIGNORE = "# memvault's derived data (index, locks, queues): never committed\n*\n"
