@@ -51,9 +51,10 @@ BIAS = -7.0
 FALLBACK_NAME = "cosine+bm25+day+length+speaker+neighbours"
 # With the fallback, the threshold drops clear junk only: it sees the relevance of a candidate's own
 # cosine and words (no day, length or speaker term; its own cosine stands for its neighbours'), and
-# passes what a cosine of PARAPHRASE_COSINE alone reaches. A paraphrase that shares no word with the query has cosine 0.26-0.40 ("any pets?" /
-# "Bob has two cats": 0.26; "favourite food" / "enjoys spicy Thai curry": 0.40), an unrelated memory
-# -0.06-0.04: so paraphrases are kept, and any shared word adds to the cosine.
+# passes what a cosine of PARAPHRASE_COSINE alone reaches. A paraphrase that shares no word with the
+# query has cosine 0.26-0.40 ("any pets?" / "Bob has two cats": 0.26; "favourite food" / "enjoys spicy
+# Thai curry": 0.40), an unrelated memory -0.06-0.04: so paraphrases are kept, and any shared word adds
+# to the cosine.
 PARAPHRASE_COSINE = 0.17
 CROSS_ENCODER_THRESHOLD = 0.35
 
