@@ -326,11 +326,10 @@ def _neighbour_cosines(index, qvec, rowids: list[int], cosines) -> list[float]:
     around = index.adjacent_turns(rowids)
     own = dict(zip(rowids, (float(c) for c in cosines), strict=True))
     missing = {n for found in around.values() for n in found if n not in own}
-    vectors = index.vectors(missing)
-    dims = qvec.shape[0]
-    query = _unit(qvec, dims)
-    own.update({n: float(_unit(vectors.get(n), dims) @ query) for n in missing})
-    return [max((own[n] for n in around.get(rowid, ())), default=own[rowid]) for rowid in rowids]
+    if missing:
+        query = _unit(qvec, qvec.shape[0])
+        own.update((n, float(vector @ query)) for n, vector in index.vectors(missing).items())  # stored unit
+    return [max((own[n] for n in around.get(rowid, ()) if n in own), default=own[rowid]) for rowid in rowids]
 
 
 def _day_shares(rows: dict[int, dict], shares: dict[int, float]) -> dict[tuple[str, int], float]:
