@@ -6,7 +6,8 @@ For every question (scripts/bench_locomo.py's protocol, its cached vault), the c
 default pipeline builds (both lanes of the conversation and `global`, fused) with each candidate's
 features and whether it is evidence. Then, with no index and no model, each way of ordering that pool
 is scored by recall@5 / @10 on both halves: the stages of the pipeline added one at a time (the
-ablation), and the logistic fit of the relevance slopes (retrieve/scoring.py) on 0-4.
+ablation), and the pairwise logistic fit of the relevance slopes (retrieve/scoring.py) on 0-4 beside a
+pointwise one.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def pools(data: Path, retrieval) -> list[Pool]:
             matrix = np.stack([search_mod._unit(vectors.get(r), qvec.shape[0]) for r in rowids])
             cosines = matrix @ search_mod._unit(qvec, qvec.shape[0])
             _, _, _, feats = search_mod._relevance(None, question.text, rows, rowids, cosines, lanes, index, qvec)
-            lane_shares = _lane_shares(lanes)  # before: a candidate below the lexical lane's depth had none
+            # before: a candidate below the lexical lane's depth had no share
+            lane_shares = search_mod.relative(search_mod.lane_bm25(lanes))
             lane_days = search_mod._day_shares(rows, lane_shares)
             ranks = {kind: {} for kind in ("dense", "lexical")}
             for lane in lanes:
@@ -97,17 +99,6 @@ def pools(data: Path, retrieval) -> list[Pool]:
                               days, [dia.get(rowid) for rowid in rowids]))
     memvault.close()
     return found
-
-
-def _lane_shares(lanes) -> dict[int, float]:
-    """The lexical share as it was before every candidate's BM25 was looked up: the lexical lanes' only."""
-    bm25: dict[int, float] = {}
-    for lane in lanes:
-        if lane.kind == "lexical":
-            for rowid, score in zip(lane.rowids, lane.scores, strict=True):
-                bm25[rowid] = max(score, bm25.get(rowid, score))
-    best = max(bm25.values(), default=0.0)
-    return {rowid: score / best for rowid, score in bm25.items()} if best > 0 else {}
 
 
 def logistic(x, w, b):

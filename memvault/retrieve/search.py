@@ -307,15 +307,25 @@ def _lexical_shares(lanes: list[_Lane], index, query: str, rowids: list[int]) ->
     query: a candidate the lexical lanes ranked below their depth (or only the dense lane found) keeps
     its words' weight instead of counting as none (LoCoMo 5-9, held out: recall@10 +0.004 alone). With
     the lexical lane switched off, nothing is looked up: no candidate has a share."""
+    bm25 = lane_bm25(lanes)
+    if bm25:
+        bm25.update(index.lexical_of(query, [rowid for rowid in rowids if rowid not in bm25]))
+    return relative(bm25)
+
+
+def lane_bm25(lanes: list[_Lane]) -> dict[int, float]:
+    """rowid -> its best BM25 in the lexical lanes (one FTS table: scores of different scopes share a scale)."""
     bm25: dict[int, float] = {}
     for lane in lanes:
-        if lane.kind == "lexical":  # one FTS table: scores of different scopes share a scale
+        if lane.kind == "lexical":
             for rowid, score in zip(lane.rowids, lane.scores, strict=True):
                 bm25[rowid] = max(score, bm25.get(rowid, score))
-    if not bm25:
-        return {}
-    bm25.update(index.lexical_of(query, [rowid for rowid in rowids if rowid not in bm25]))
-    best = max(bm25.values())
+    return bm25
+
+
+def relative(bm25: dict[int, float]) -> dict[int, float]:
+    """Each score over the best (empty when there is no positive best)."""
+    best = max(bm25.values(), default=0.0)
     return {rowid: score / best for rowid, score in bm25.items()} if best > 0 else {}
 
 
