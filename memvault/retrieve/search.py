@@ -343,7 +343,7 @@ def _neighbour_cosines(index, qvec, rowids: list[int], cosines) -> list[float]:
 
 
 def _day_shares(rows: dict[int, dict], shares: dict[int, float]) -> dict[tuple[str, int], float]:
-    """(conversation, day) -> the best lexical share among that day's lexical hits (scoring.DAY_SLOPE)."""
+    """(conversation, day) -> the best lexical share among that day's candidates (scoring.DAY_SLOPE)."""
     best: dict[tuple[str, int], float] = {}
     for rowid, share in shares.items():
         if rowid in rows:
