@@ -6,7 +6,8 @@ For every question (scripts/bench_locomo.py's protocol, its cached vault), the c
 default pipeline builds (both lanes of the conversation and `global`, fused) with each candidate's
 features and whether it is evidence. Then, with no index and no model, each way of ordering that pool
 is scored by recall@5 / @10 on both halves: the stages of the pipeline added one at a time (the
-ablation), and the logistic fit of the relevance slopes (retrieve/scoring.py) on 0-4.
+ablation), and the pairwise logistic fit of the relevance slopes (retrieve/scoring.py) on 0-4 beside a
+pointwise one.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from memvault.retrieve.mmr import mmr_steps  # noqa: E402
 from memvault.settings import RetrievalSettings  # noqa: E402
 
 search_mod = importlib.import_module("memvault.retrieve.search")  # the package exports a function of that name
-FEATURES = ("cosine", "lexical_share", "day_share", "longer", "other_speaker", "recency", "fused", "dense_rr",
-            "lexical_rr")
+FEATURES = ("cosine", "lexical_share", "day_share", "longer", "other_speaker", "neighbour_cosine", "recency", "fused",
+            "dense_rr", "lexical_rr", "lane_share", "lane_day_share")
+RELEVANCE = ("cosine", "lexical_share", "day_share", "longer", "other_speaker", "neighbour_cosine")
 
 
 @dataclasses.dataclass
@@ -72,7 +74,10 @@ def pools(data: Path, retrieval) -> list[Pool]:
             vectors = index.vectors(rowids)
             matrix = np.stack([search_mod._unit(vectors.get(r), qvec.shape[0]) for r in rowids])
             cosines = matrix @ search_mod._unit(qvec, qvec.shape[0])
-            _, _, _, feats = search_mod._relevance(None, question.text, rows, rowids, cosines, lanes)
+            _, _, _, feats = search_mod._relevance(None, question.text, rows, rowids, cosines, lanes, index, qvec)
+            # before: a candidate below the lexical lane's depth had no share
+            lane_shares = search_mod.relative(search_mod.lane_bm25(lanes))
+            lane_days = search_mod._day_shares(rows, lane_shares)
             ranks = {kind: {} for kind in ("dense", "lexical")}
             for lane in lanes:
                 for position, rowid in enumerate(lane.rowids, start=1):
@@ -81,10 +86,13 @@ def pools(data: Path, retrieval) -> list[Pool]:
             table = []
             for (rowid, fused_score), cosine, feat in zip(fused, cosines, feats, strict=True):
                 age = (now - search_mod._freshest(rows[rowid])) / search_mod.DAY
+                lane_share = lane_shares.get(rowid, 0.0)
                 table.append([float(cosine), feat["lexical_share"], feat["day_share"], feat["longer"],
-                              float(feat["other_speaker"]), scoring.recency(age, settings.recency_days), fused_score,
+                              float(feat["other_speaker"]), feat["neighbour_cosine"],
+                              scoring.recency(age, settings.recency_days), fused_score,
                               1.0 / (60 + ranks["dense"][rowid]) if rowid in ranks["dense"] else 0.0,
-                              1.0 / (60 + ranks["lexical"][rowid]) if rowid in ranks["lexical"] else 0.0])
+                              1.0 / (60 + ranks["lexical"][rowid]) if rowid in ranks["lexical"] else 0.0,
+                              lane_share, max(lane_days.get(search_mod._day(rows[rowid]), 0.0), lane_share)])
             labels = np.array([dia.get(rowid) in question.evidence for rowid in rowids])
             days = np.array([search_mod._day(rows[rowid])[1] for rowid in rowids])
             found.append(Pool(number, question.category, np.array(table), matrix, labels, len(question.evidence),
@@ -109,6 +117,26 @@ def fit(pools_: list[Pool], columns: list[int], l2: float = 1e-3, steps: int = 6
         hessian = (design * (prob * (1 - prob))[:, None]).T @ design + l2 * np.eye(len(theta))
         theta -= np.linalg.solve(hessian, gradient)
     return theta[:-1], float(theta[-1])
+
+
+def fit_pairwise(pools_: list[Pool], columns: list[int], l2: float = 1.0, steps: int = 30) -> np.ndarray:
+    """Newton's method for a pairwise logistic fit (RankNet): for every question, every pair of an
+    evidence candidate and another candidate, P(evidence above) = sigmoid(w . (x_evidence - x_other)).
+    No bias: a ranking has none (it is chosen afterwards, for the pipeline's threshold and recency)."""
+    pairs = []
+    for pool in pools_:
+        x = pool.features[:, columns]
+        good, other = x[pool.evidence], x[~pool.evidence]
+        if len(good) and len(other):
+            pairs.append((good[:, None, :] - other[None, :, :]).reshape(-1, len(columns)))
+    diff = np.concatenate(pairs)
+    theta = np.zeros(len(columns))
+    for _ in range(steps):
+        prob = 1.0 / (1.0 + np.exp(-(diff @ theta)))
+        gradient = diff.T @ (prob - 1.0) + l2 * theta
+        hessian = (diff * (prob * (1 - prob))[:, None]).T @ diff + l2 * np.eye(len(theta))
+        theta -= np.linalg.solve(hessian, gradient)
+    return theta
 
 
 def mmr_order(scores: np.ndarray, vectors: np.ndarray, lambda_: float, k: int, floor: float) -> list[int]:
@@ -142,21 +170,34 @@ def main() -> None:
     report(fitted, held, found, RetrievalSettings())
 
 
+# The relevance before the neighbours' cosine (2026-11-29): pointwise slopes, the lexical lanes' BM25 only.
+BEFORE = {"cosine": 3.01, "lane_share": 4.35, "lane_day_share": 3.50, "longer": 1.32, "other_speaker": -2.19}
+BEFORE_BIAS = -7.6
+
+
 def report(fitted: list[Pool], held: list[Pool], everything: list[Pool], settings: RetrievalSettings) -> None:
     """The ablation: each stage of the default pipeline added in turn, and the choices it replaced."""
     col = {name: i for i, name in enumerate(FEATURES)}
     slopes = np.array([scoring.DENSE_SLOPE, scoring.LEXICAL_SLOPE, scoring.DAY_SLOPE, scoring.LENGTH_SLOPE,
-                       scoring.OTHER_SPEAKER_SLOPE])
-    relevance_columns = [col[c] for c in ("cosine", "lexical_share", "day_share", "longer", "other_speaker")]
+                       scoring.OTHER_SPEAKER_SLOPE, scoring.NEIGHBOUR_SLOPE])
+    relevance_columns = [col[c] for c in RELEVANCE]
     threshold = scoring.threshold_for(settings.score_threshold, False)
+    gate_of = np.vectorize(scoring.fallback_relevance)
+
+    def slopes_on(names_slopes: dict, bias: float):
+        columns, weights = [col[c] for c in names_slopes], np.array(list(names_slopes.values()))
+        return lambda pool: logistic(pool.features[:, columns], weights, bias)
+
+    before = slopes_on(BEFORE, BEFORE_BIAS)
+    renamed = {"lane_share": "lexical_share", "lane_day_share": "day_share"}
+    every_bm25 = slopes_on({renamed.get(name, name): slope for name, slope in BEFORE.items()}, BEFORE_BIAS)
 
     def relevance(pool: Pool) -> np.ndarray:
         return logistic(pool.features[:, relevance_columns], slopes, scoring.BIAS)
 
     def passing(pool: Pool) -> np.ndarray:
         """The threshold's gate: the relevance of a candidate's own cosine and words (search._relevance)."""
-        gates = logistic(pool.features[:, [col["cosine"], col["lexical_share"]]], slopes[:2], scoring.BIAS)
-        return gates >= threshold
+        return gate_of(pool.features[:, col["cosine"]], pool.features[:, col["lexical_share"]]) >= threshold
 
     def ordered(score_of, gate=False, recency_weight=0.0, mmr=None):
         def order(pool: Pool) -> list[int]:
@@ -174,22 +215,27 @@ def report(fitted: list[Pool], held: list[Pool], everything: list[Pool], setting
         ("dense alone (cosine top-k)", ordered(lambda p: p.features[:, col["cosine"]])),
         ("+ lexical lane, fused by RRF (the candidate pool, in fused order)",
          ordered(lambda p: p.features[:, col["fused"]])),
-        ("+ relevance without a cross-encoder (cosine, words, day, length, speaker)", ordered(relevance)),
+        ("+ relevance as before (cosine, the lexical lanes' words, day, length, speaker)", ordered(before)),
+        ("+ every candidate's BM25 (slopes as before)", ordered(every_bm25)),
+        ("+ neighbours' cosine, slopes fitted pairwise (the relevance now)", ordered(relevance)),
         (f"+ threshold ({threshold:.4f})", ordered(relevance, gate=True)),
         (f"+ recency (weight {w:g})", ordered(relevance, True, w)),
         (f"+ MMR (λ {mmr[0]:g}, near-duplicates only: cosine >= {mmr[1]:g}): **the default pipeline**",
          ordered(relevance, True, w, mmr)),
-        ("before: recency 0.2, classic MMR (λ 0.7)", ordered(relevance, True, 0.2, (0.7, 0.0))),
-        ("recency 0.2, MMR as now", ordered(relevance, True, 0.2, mmr)),
-        (f"recency {w:g}, classic MMR", ordered(relevance, True, w, (mmr[0], 0.0))),
+        ("default, recency 0", ordered(relevance, True, 0.0, mmr)),
+        ("default, no MMR", ordered(relevance, True, w)),
+        ("before: the relevance as before, threshold, recency, MMR", ordered(before, True, w, mmr)),
     ]
     print("| stage | fitted 0-4 R@5 | R@10 | held-out 5-9 R@5 | R@10 | all R@5 | R@10 |\n|---|---|---|---|---|---|---|")
     for name, order in rows:
         a, b, c = recall(fitted, order), recall(held, order), recall(everything, order)
         print(f"| {name} | {a[0]:.3f} | {a[1]:.3f} | {b[0]:.3f} | {b[1]:.3f} | {c[0]:.3f} | {c[1]:.3f} |")
+    pairwise = fit_pairwise(fitted, relevance_columns)
+    print("the pairwise fit on 0-4 (scoring.py's slopes, rounded):",
+          dict(zip(RELEVANCE, np.round(pairwise, 2).tolist(), strict=True)))
     weights, bias = fit(fitted, relevance_columns)
-    print("a logistic refit of the relevance slopes on 0-4 (not shipped: its scale, bias "
-          f"{bias:.2f}, leaves recency to swamp it):", dict(zip(FEATURES, np.round(weights, 2).tolist(), strict=False)))
+    print(f"a pointwise logistic fit on 0-4 (bias {bias:.2f}):",
+          dict(zip(RELEVANCE, np.round(weights, 2).tolist(), strict=True)))
 
 
 if __name__ == "__main__":

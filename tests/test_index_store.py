@@ -24,9 +24,9 @@ def index(tmp_path):
     store.close()
 
 
-def add(index, text, conversation="work", role="memory", vector=None, **fields):
+def add(index, text, conversation="work", role="memory", vector=None, created_at=None, **fields):
     entry = Entry(text=text, conversation_id=conversation, role=role,
-                  created_at=datetime(2025, 1, 1, tzinfo=timezone.utc), **fields)
+                  created_at=created_at or datetime(2025, 1, 1, tzinfo=timezone.utc), **fields)
     row = IndexRow.from_entry(entry, f"entries/{conversation}/facts/{entry.id}.md", "hash-" + entry.id)
     if vector is None:
         vector = WordEmbedder(dims=DIMS).embed([text])[0]
@@ -145,6 +145,33 @@ def test_lexical_respects_where_and_empty_queries(index):
     assert index.lexical("?!", 5) == [] and index.lexical("", 5) == []
     assert fts_query("the of") == '"the" OR "of"'  # only stop words: keep them rather than search nothing
     assert normalise("Ｆｕｌｌ-width ＡＢＣ") == "full width abc"
+
+
+def test_lexical_of_scores_the_rows_asked_for_on_the_lexical_scale(index):
+    rows = [add(index, text)[0] for text in ("hiking, more hiking", "Bob hiked once", "cooking pasta")]
+    ranked = dict(index.lexical("hike", 5))
+    # the same BM25 as the lexical lane, for the rows asked only (a candidate below the lane's depth)
+    assert index.lexical_of("hike", rows[1:]) == {rows[1]: pytest.approx(ranked[rows[1]])}
+    assert index.lexical_of("hike", []) == {} and index.lexical_of("?!", rows) == {}
+
+
+def at(day, hour):
+    return datetime(2025, 1, day, hour, tzinfo=timezone.utc)
+
+
+def test_adjacent_turns_are_the_same_days_turns_before_and_after(index):
+    def turn(text, when, conversation="chat", role="user"):
+        return add(index, text, conversation=conversation, role=role, created_at=when)[0]
+
+    # the turns of one conversation over two days, a fact and another conversation's turn between them
+    first = turn("we went hiking", at(1, 9))
+    reply = turn("where did you go?", at(1, 10), role="assistant")
+    fact = turn("Bob likes hiking", at(1, 10), role="memory")
+    turn("elsewhere", at(1, 10), conversation="other")
+    last = turn("the lake trail", at(1, 11))
+    next_day = turn("good morning", at(2, 8))
+    found = index.adjacent_turns([first, reply, fact, last, next_day])
+    assert found == {first: [reply], reply: [first, last], last: [reply], next_day: []}  # not the fact
 
 
 def test_rows_vectors_lookups_and_removal(index):

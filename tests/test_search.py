@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from memvault.errors import EmbeddingError, UsageError
+from memvault.index.queries import IndexQueries
 from memvault.retrieve import conversations_for, search
 from memvault.retrieve.scoring import FALLBACK_NAME, NO_RERANKER_THRESHOLD, fallback_relevance, length_excess
 from memvault.settings import RetrievalSettings
@@ -82,6 +83,18 @@ class SqlIndex:
 
     def nearest(self, query_vec, k, where="1", params=(), conversation=None):
         return self.dense(query_vec, k, where, params)
+
+    def lexical_of(self, query_text, rowids):
+        asked = set(words(query_text))
+        found = self.db.execute(f"SELECT rowid, text FROM entries WHERE rowid IN ({','.join('?' * len(rowids))})",
+                                list(rowids))
+        return {rowid: float(len(asked & set(words(text)))) for rowid, text in found if asked & set(words(text))}
+
+    @property
+    def conn(self):
+        return self.db
+
+    adjacent_turns = IndexQueries.adjacent_turns  # the real SQL, run on this table
 
     def lexical_scopes(self, query_text, k, where, params, conversations):
         if conversations is None:
@@ -162,6 +175,34 @@ def test_hits_carry_scores_and_explain():
     assert info["relevance_source"] == FALLBACK_NAME and info["dense_rank"] == 1 and info["lexical_rank"] == 1
     assert info["scope"] == "work" and info["rank"] == 1 and info["threshold"] == NO_RERANKER_THRESHOLD
     assert json.loads(json.dumps(hit.as_dict()))["created_at"].startswith("2025-05-22")
+
+
+def test_a_reply_next_to_the_turn_about_the_question_rises():
+    index = SqlIndex()
+    query = "when did nate get his turtles"
+    asked = index.add("Nate: my two turtles are so cute", role="user", age_days=10.0)
+    reply = index.add("Nate: I have had them for three years", role="user", age_days=10.0 - 1 / 86400)
+    alone = index.add("Nate: I have had them for three years", role="user", age_days=40.0)  # another day
+    q = index.embedder.embed([query])[0]
+    other = np.roll(q, 1) - (np.roll(q, 1) @ q) * q  # a direction the query does not share
+    index.vecs[asked] = q  # the turn about the question, and two equal replies (cosine 0.3) on different days
+    index.vecs[reply] = index.vecs[alone] = 0.3 * q + np.sqrt(1 - 0.09) * other / np.linalg.norm(other)
+    hits = {h.rowid: h for h in run(index, query, top_k=3, recency_weight=0.0, mmr_lambda=1.0)}
+    assert set(hits) == {asked, reply, alone} and hits[reply].dense == pytest.approx(hits[alone].dense)
+    assert hits[reply].explain["neighbour_cosine"] == pytest.approx(1.0)  # the turn before it
+    assert hits[alone].explain["neighbour_cosine"] == pytest.approx(0.3)  # none that day: its own cosine
+    assert hits[reply].relevance > hits[alone].relevance and hits[reply].rank < hits[alone].rank
+
+
+def test_a_candidate_below_the_lexical_depth_keeps_its_words():
+    index = SqlIndex()
+    for i in range(6):  # three shared words among many: lexically first, but far from the query's vector
+        index.add(f"garden roses tulips and a lot of other words in note {i}")
+    deep = index.add("roses")  # one shared word: the dense lane's first, below the lexical lane's depth of 3
+    hits = {h.rowid: h for h in run(index, "garden roses tulips", top_k=3, candidate_multiplier=1,
+                                     conversations=("work",), mmr_lambda=0.3)}  # near-repeat notes give way
+    assert deep in hits and hits[deep].explain["lexical_rank"] is None and hits[deep].explain["dense_rank"] == 1
+    assert hits[deep].explain["lexical_share"] == pytest.approx(1 / 3)  # one word of the best hit's three
 
 
 def test_each_conversation_gets_its_own_candidates():

@@ -14,7 +14,7 @@ from typing import Any
 
 from memvault.index import db
 from memvault.index.db import guarded, ids_json
-from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT, fts_query
+from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT, TURN_ROLES, fts_query
 
 # More conversations than this in a filtered dense search: one scan of the whole vec0 table with a
 # rowid filter costs less than one partition query per conversation.
@@ -31,6 +31,12 @@ FEW_LEFT_OUT = 8  # rows a filter may drop from a partition before listing the k
 COARSE_ABOVE = 20_000
 COARSE_SHARE = 0.01
 COARSE_CANDIDATES = 400
+_TURN_ROLES = ", ".join(repr(role) for role in TURN_ROLES)
+# The nearest turn of `e`'s conversation on one side of it (format: "<" DESC or ">" ASC), the same UTC day.
+_ADJACENT = (f"SELECT n.rowid FROM entries n WHERE n.conversation_id = e.conversation_id AND n.role IN ({_TURN_ROLES}) "
+             "AND (n.created_at, n.rowid) {0} (e.created_at, e.rowid) "
+             "AND CAST(n.created_at / 86400 AS INTEGER) = CAST(e.created_at / 86400 AS INTEGER) "
+             "ORDER BY n.created_at {1}, n.rowid {1} LIMIT 1")
 
 
 class IndexQueries:
@@ -186,6 +192,31 @@ class IndexQueries:
         sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
         return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
+
+    @guarded
+    def lexical_of(self, query_text: str, rowids: Sequence[int]) -> dict[int, float]:
+        """rowid -> BM25 (higher better, `lexical`'s scale) for those of these rows that share a word with
+        the query: the words of a candidate the lexical lane ranked below its depth, or only the dense
+        lane found, still count (retrieve.search, the lexical share)."""
+        match = fts_query(query_text)
+        if match is None or not rowids:
+            return {}
+        # The unary + keeps FTS5 from taking the rowids as lookups: one walk of the matches, checked
+        # against the list, costs less than a MATCH per rowid.
+        return {rowid: float(score) for rowid, score in self.conn.execute(
+            f"SELECT rowid, -{_bm25()} FROM entries_fts WHERE entries_fts MATCH ? "
+            "AND +rowid IN (SELECT value FROM json_each(?))", (match, ids_json(list(rowids))))}
+
+    @guarded
+    def adjacent_turns(self, rowids: Sequence[int]) -> dict[int, list[int]]:
+        """rowid -> the turns just before and after it in its conversation (by time) written the same UTC
+        day, for those of these rows that are turns: the turns of the exchange it belongs to."""
+        if not rowids:
+            return {}
+        return {rowid: [n for n in (before, after) if n is not None] for rowid, before, after in self.conn.execute(
+            f"SELECT e.rowid, ({_ADJACENT.format('<', 'DESC')}), ({_ADJACENT.format('>', 'ASC')}) FROM entries e "
+            f"WHERE e.rowid IN (SELECT value FROM json_each(?)) AND e.role IN ({_TURN_ROLES})",
+            (ids_json(list(rowids)),))}
 
     @guarded
     def lexical_scopes(self, query_text: str, k: int, where: str, params: Sequence[Any],

@@ -14,13 +14,13 @@ import statistics
 from memvault.index.text import normalise
 
 # Without a cross-encoder: relevance = sigmoid(DENSE_SLOPE * cosine + LEXICAL_SLOPE * lexical share
-# + DAY_SLOPE * day share + LENGTH_SLOPE * longer
-# + OTHER_SPEAKER_SLOPE * [another speaker's words] + BIAS).
-# - lexical share: the candidate's BM25 over the best BM25 of this query (0 when the lexical lane
-#   did not find it);
-# - day share: the best lexical share among the entries of the candidate's conversation written the
-#   same (UTC) day: a question names what an exchange was about, and the other turns of that exchange
-#   are likelier answers than a stray match;
+# + DAY_SLOPE * day share + LENGTH_SLOPE * longer + OTHER_SPEAKER_SLOPE * [another speaker's words]
+# + NEIGHBOUR_SLOPE * neighbours' cosine + BIAS).
+# - lexical share: the candidate's BM25 over the best BM25 of this query (0 when it shares no word
+#   with the query; a candidate below the lexical lane's depth keeps its BM25);
+# - day share: the best lexical share among the candidates of the candidate's conversation written
+#   the same (UTC) day: a question names what an exchange was about, and the other turns of that
+#   exchange are likelier answers than a stray match;
 # - longer: log(1 + words) of the candidate minus the median of that over the query's candidates.
 #   BM25 (FTS5's b = 0.75, fixed) and a mean-pooled embedding both favour short texts, while the
 #   turns that answer questions are the longer ones that carry news ("Yes! So fun." answers nothing):
@@ -28,29 +28,34 @@ from memvault.index.text import normalise
 #   facts keeps its relevance scale (and recency its weight);
 # - another speaker: when the query names who said some candidates (their `actor_id`, the `name`
 #   a message was sent with), the words of the others. "What did Caroline research?" is about
-#   what Caroline said; on LoCoMo 96% of the evidence of a question naming one speaker is theirs.
-# The slopes are a logistic fit of "is this candidate evidence" over the candidates (top 30 of each
-# lane) of LoCoMo conversations 0-4, the same on 5-9 within 0.15 each. The bias was then chosen on
-# 0-4 from -6.4, -7.0, -7.6, -8.2 (pipeline recall@10 0.791, 0.791, 0.788, 0.786; recall@5 0.698,
-# 0.711, 0.721, 0.719, with the length then counted against 20 words; against the median candidate,
-# as now, 0-4 give 0.787) and is above the fit's -10.8 so that relevance spreads over [0, 1] as a
-# cross-encoder's does (too low, and recency (w 0.2) and MMR swamp good hits). So: the best lexical
-# hit of median length with cosine 0.5 scores 0.85; no shared word and cosine 0.2, 0.0009.
+#   what Caroline said; on LoCoMo 96% of the evidence of a question naming one speaker is theirs;
+# - neighbours' cosine: the best cosine of the query to the turns just before and after the
+#   candidate the same day (its own cosine when it has none): "I've had them for 3 years now!"
+#   answers "When did Nate get his turtles?" because the turn before it is about the turtles.
+# The slopes are a pairwise logistic fit (RankNet: "this evidence candidate above that other one",
+# over every such pair of a question's candidates, top 30 of each lane) on LoCoMo conversations 0-4;
+# a pointwise fit of "is evidence" weighs the many easy negatives and left the neighbours' cosine
+# at +0.003 recall@10 (docs/figures.md). The bias was then chosen on 0-4 from -10 to -4 (step 0.25)
+# for recall@10 + recall@5 / 2 with the threshold, recency and MMR of the default pipeline; it keeps
+# relevance spread over [0, 1] as a cross-encoder's is, so recency (w 0.05) stays a tie-breaker.
+# Held out (5-9): recall@5 0.709 -> 0.717, recall@10 0.777 -> 0.796. So: the best lexical hit of
+# median length with cosine 0.5 (its neighbours too) scores 0.95; no shared word and cosine 0.2, 0.0035.
 # The cosine scale is all-MiniLM-L6-v2's (the default model); other embedders work, less calibrated.
-DENSE_SLOPE = 3.01
-LEXICAL_SLOPE = 4.35
-DAY_SLOPE = 3.50
-LENGTH_SLOPE = 1.32
-OTHER_SPEAKER_SLOPE = -2.19
-BIAS = -7.6
-FALLBACK_NAME = "cosine+bm25+day+length+speaker"
+DENSE_SLOPE = 3.76
+LEXICAL_SLOPE = 4.06
+DAY_SLOPE = 2.41
+LENGTH_SLOPE = 1.44
+OTHER_SPEAKER_SLOPE = -2.38
+NEIGHBOUR_SLOPE = 3.01
+BIAS = -7.0
+FALLBACK_NAME = "cosine+bm25+day+length+speaker+neighbours"
 # With the fallback, the threshold drops clear junk only: it sees the relevance of a candidate's own
-# cosine and words (no day, length or speaker term), and passes what a cosine of PARAPHRASE_COSINE
-# alone reaches. A paraphrase that shares no word with the query has cosine 0.26-0.40 ("any pets?" /
-# "Bob has two cats": 0.26; "favourite food" / "enjoys spicy Thai curry": 0.40), an unrelated memory
-# -0.06-0.04: so paraphrases are kept, and any shared word adds to the cosine.
+# cosine and words (no day, length or speaker term; its own cosine stands for its neighbours'), and
+# passes what a cosine of PARAPHRASE_COSINE alone reaches. A paraphrase that shares no word with the
+# query has cosine 0.26-0.40 ("any pets?" / "Bob has two cats": 0.26; "favourite food" / "enjoys spicy
+# Thai curry": 0.40), an unrelated memory -0.06-0.04: so paraphrases are kept, and any shared word adds
+# to the cosine.
 PARAPHRASE_COSINE = 0.17
-NO_RERANKER_THRESHOLD = 1.0 / (1.0 + math.exp(-(DENSE_SLOPE * PARAPHRASE_COSINE + BIAS)))
 CROSS_ENCODER_THRESHOLD = 0.35
 
 
@@ -66,17 +71,19 @@ def combine(relevance: float, recency_score: float, w: float) -> float:
     return (1.0 - w) * relevance + w * recency_score
 
 
-def fallback_relevance(cosine: float, lexical_share: float, day_share: float | None = None,
-                       longer: float = 0.0, other_speaker: bool = False) -> float:
+def fallback_relevance(cosine: float, lexical_share: float, day_share: float | None = None, longer: float = 0.0,
+                       other_speaker: bool = False, neighbour_cosine: float | None = None) -> float:
     """Relevance in (0, 1) without a cross-encoder, from the dense cosine, the lexical share (this
-    candidate's BM25 / the query's best BM25, 0 if the lexical lane missed it), the day share (the
-    best lexical share of its conversation's entries that day; at least its own, which is the default),
-    how much longer it is than the other candidates (`length_excess`) and whether it is the word of
-    another speaker than the one the query names."""
+    candidate's BM25 / the query's best BM25, 0 if it shares no word with the query), the day share (the
+    best lexical share of its conversation's candidates that day; at least its own, which is the
+    default), how much longer it is than the other candidates (`length_excess`), whether it is the word
+    of another speaker than the one the query names, and the best cosine of the turns next to it (its
+    own cosine by default)."""
     lexical_share = _unit_interval(lexical_share)
     day_share = lexical_share if day_share is None else max(_unit_interval(day_share), lexical_share)
+    neighbour_cosine = cosine if neighbour_cosine is None else neighbour_cosine
     x = (DENSE_SLOPE * cosine + LEXICAL_SLOPE * lexical_share + DAY_SLOPE * day_share + LENGTH_SLOPE * longer
-         + OTHER_SPEAKER_SLOPE * other_speaker + BIAS)
+         + OTHER_SPEAKER_SLOPE * other_speaker + NEIGHBOUR_SLOPE * neighbour_cosine + BIAS)
     return 1.0 / (1.0 + math.exp(-x))
 
 
@@ -98,6 +105,10 @@ def named_actors(query: str, actors: set) -> set[str]:
 
 def _unit_interval(value: float) -> float:
     return min(max(value, 0.0), 1.0)
+
+
+# The gate of a paraphrase: what the cosine PARAPHRASE_COSINE alone reaches (search._relevance's gate).
+NO_RERANKER_THRESHOLD = fallback_relevance(PARAPHRASE_COSINE, 0.0)
 
 
 def threshold_for(configured: float | None, has_reranker: bool) -> float:
