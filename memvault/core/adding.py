@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import add_subject, short
+from memvault.core.caller import ANYONE, Caller
 from memvault.core.messages import chat_of, last_user_text, redacted_chat
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
@@ -262,14 +263,16 @@ class Adding:
 
         return StoredFacts(neighbours_of)
 
-    def live_entry(self, memory_id: str) -> Entry | None:
+    def live_entry(self, memory_id: str, caller: Caller = ANYONE) -> Entry | None:
+        """The live entry with exactly this id, when `caller` may see it (else None)."""
         rel = self.vault.path_of(memory_id)
         if rel is None or layout.is_deleted_path(rel):
             return None
         try:
-            return self.vault.read(rel)
+            entry = self.vault.read(rel)
         except EntryFormatError:
             return None
+        return entry if caller.sees(entry) else None
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                replacement: Entry | None = None) -> Entry:

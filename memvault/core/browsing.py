@@ -15,10 +15,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import short
+from memvault.core.caller import Caller, walls
 from memvault.errors import NotFoundError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
-from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.vault.timetravel import PastCommit
@@ -66,7 +66,7 @@ def scoped_sql(conversation: str | None, role: str | None, scopes: dict[str, Any
     if role is not None:
         parts.append("e.role = ?")
         params.append(role)
-    for key, value in check_scopes(scopes).items():
+    for key, value in walls(scopes).items():
         parts.append(f"e.{key} = ?")
         params.append(value)
     return " AND ".join(parts) or "1", params
@@ -176,7 +176,7 @@ class Browsing:
         listing = [(rel, blob) for rel, blob in names_at(self.vault.git, past) if rel.startswith(start)
                    and ((folder is None and kind is None) or _in_folder(rel.split("/"), folder, kind))]
         listing.sort(key=lambda pair: pair[0].rpartition("/")[2], reverse=True)  # names start with their time
-        wanted = check_scopes(scopes)
+        wanted = walls(scopes)
         if (role is None or kind is not None) and not wanted:
             chosen = parsed_at(self.vault.git, past, _paths(listing[offset:offset + limit]))
             return Page([e for _, e in chosen if isinstance(e, Entry)], len(listing), offset, limit), past
@@ -276,7 +276,7 @@ class Browsing:
 
     def require_scopes(self, entry: Entry, scopes: dict[str, Any] | None) -> Entry:
         """`entry` if it carries every one of these scopes; NotFoundError otherwise (scopes are walls)."""
-        if any(getattr(entry, key) != value for key, value in check_scopes(scopes).items()):
+        if not Caller.of(scopes).sees(entry):
             raise NotFoundError(f"no memory with id {entry.id[:8]}")
         return entry
 

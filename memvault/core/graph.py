@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memvault.core.caller import walls
 from memvault.errors import UsageError
 from memvault.vault import layout
-from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.vault.timetravel import PastCommit
@@ -25,7 +25,7 @@ class Graphing:
 
         if conversation is not None:
             layout.check_conversation_id(conversation)
-        where, params = and_where(scope_where(conversations_for(conversation), check_scopes(scopes)),
+        where, params = and_where(scope_where(conversations_for(conversation), walls(scopes)),
                                   compile_filter(unexpired(filters, show_expired)))
         return GraphQuery(index.conn, where, params)
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
+from memvault.core.caller import ANYONE, Caller, walls
 from memvault.errors import EntryFormatError, NotFoundError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
-from memvault.vault.fields import check_scopes
 from memvault.vault.history import Event, memory_events
 
 
@@ -37,11 +37,17 @@ def in_conversation(rel: PurePosixPath, entry: Entry, conversation: str | None) 
 class Reading:
     """Reads straight from the files (the source of truth); nothing is embedded."""
 
-    def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
-        return self.vault.resolve(memory_id, include_deleted=include_deleted)
+    def get(self, memory_id: str, include_deleted: bool = True,
+            caller: Caller = ANYONE) -> tuple[PurePosixPath, Entry]:
+        """The entry whose id is `memory_id` or starts with it, when `caller` may see it; NotFoundError
+        otherwise, as for an id the vault does not hold (scopes are walls)."""
+        rel, entry = self.vault.resolve(memory_id, include_deleted=include_deleted)
+        if not caller.sees(entry):
+            raise NotFoundError(f"no memory with id {str(memory_id)[:40]}")
+        return rel, entry
 
-    def get_live(self, memory_id: str) -> tuple[PurePosixPath, Entry]:
-        rel, entry = self.vault.resolve(memory_id, include_deleted=True)
+    def get_live(self, memory_id: str, caller: Caller = ANYONE) -> tuple[PurePosixPath, Entry]:
+        rel, entry = self.get(memory_id, caller=caller)
         if entry.deleted:
             raise NotFoundError(f"memory {entry.id[:8]} is deleted (see `memvault history {entry.id[:8]}`)")
         return rel, entry
@@ -50,7 +56,7 @@ class Reading:
              include_deleted: bool = False, limit: int = 0) -> Listing:
         """Entries oldest first; `limit` > 0: only the newest `limit`, reading as few files as it can
         (files that fail to parse are then reported only among those read)."""
-        scopes = check_scopes(scopes)
+        scopes = walls(scopes)
         if limit > 0:
             return self._newest(conversation, role, scopes, include_deleted, limit)
         listing = Listing()

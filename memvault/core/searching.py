@@ -9,11 +9,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memvault.core.caller import walls
 from memvault.errors import UsageError
 from memvault.settings import RetrievalSettings
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS
-from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.vault.timetravel import PastCommit
@@ -105,7 +105,7 @@ class Searching:
         if conversation is not None:
             conversation = layout.check_conversation_id(conversation)
         retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
-        scopes = check_scopes(scopes)
+        scopes = walls(scopes)
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         owner = owner_reach(retrieval, scopes) if follow_owner else None
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
@@ -121,7 +121,7 @@ class Searching:
         nor memories past their expiration_date unless `show_expired`."""
         from memvault.retrieve.filters import and_where, compile_filter, scope_where, unexpired
 
-        where, params = and_where(scope_where(None, check_scopes(scopes)),
+        where, params = and_where(scope_where(None, walls(scopes)),
                                   compile_filter(unexpired(filters, show_expired)),
                                   ("e.role = ?", [role]) if role else ("1", []))
         with self.keeper.caught_up() as index:
@@ -159,4 +159,4 @@ def owner_reach(retrieval: RetrievalSettings, scopes: dict[str, str]):
     if not retrieval.follow_user:
         return None
     roles = ("memory", "user") if retrieval.follow_user_turns else ("memory",)
-    return OwnerReach(layout.owner_scopes(scopes), roles)
+    return OwnerReach(walls(scopes, person=True), roles)

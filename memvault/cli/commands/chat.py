@@ -8,7 +8,7 @@ from memvault.cli.base import command, open_memvault, read_text_argument
 from memvault.cli.chat_repl import Repl, report_policy, stream_reply
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import err_console, for_terminal, warn
-from memvault.vault.layout import scopes_of
+from memvault.core.caller import named_scopes
 
 
 @command("chat")
@@ -49,7 +49,7 @@ def chat(
     else:
         memvault = open_memvault(vault, config, **{"llm.model": model})
         llm = require_llm(memvault.llm())
-        session = MemoryChat(memvault, conversation or "default", scopes_of(user, agent, run),
+        session = MemoryChat(memvault, conversation or "default", named_scopes(user, agent, run),
                              use_memory=not no_memory, retrieval={"top_k": top_k}, llm=llm)
         if not no_memory:
             memvault.ensure_core()  # an older vault gets its core files (one commit) before the first prompt

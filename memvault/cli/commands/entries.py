@@ -28,8 +28,8 @@ from memvault.cli.options import (
     VaultOpt,
 )
 from memvault.cli.output import age, for_terminal, print_json, result_line, say, table, warn
+from memvault.core.caller import named_scopes
 from memvault.errors import EntryFormatError, UsageError
-from memvault.vault.layout import scopes_of
 
 
 def parse_meta(pairs: list[str] | None) -> dict[str, str]:
@@ -73,7 +73,7 @@ def add(
     memvault = open_memvault(vault, config, **{"llm.model": model}).target(to)
     if jsonl or (len(items) > 1 and (no_llm or not memvault.settings.llm.model)):
         defaults = {"conversation_id": conversation, "metadata": parse_meta(meta) or None,
-                    **scopes_of(user, agent, run)}
+                    **named_scopes(user, agent, run)}
         given = {key: value for key, value in defaults.items() if value}
         events = add_verbatim(memvault, [{**given, **item} for item in items])
         show_added({"results": [e.to_dict() for e in events], "notes": [], "turn_id": None, "curated": False},
@@ -83,7 +83,7 @@ def add(
     for item in items:  # validated before the first is stored
         memvault.clean_text(item["text"])
     write = memvault.policy_add if policy and not no_llm else functools.partial(memvault.add, infer=not no_llm)
-    results = [write(item["text"], conversation or "default", scopes_of(user, agent, run), parse_meta(meta),
+    results = [write(item["text"], conversation or "default", named_scopes(user, agent, run), parse_meta(meta),
                      prompt=prompt) for item in items]
     shown = results[0].to_dict() if len(results) == 1 else {
         "results": [e.to_dict() for r in results for e in r.events], "notes": [n for r in results for n in r.notes],
@@ -167,7 +167,7 @@ def list_(
     if role and role not in ROLES:
         raise UsageError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     memvault = open_memvault(vault, config)
-    listing = memvault.list(conversation, role, scopes_of(user, agent, run), include_deleted=deleted, limit=limit)
+    listing = memvault.list(conversation, role, named_scopes(user, agent, run), include_deleted=deleted, limit=limit)
     for problem in listing.broken:
         warn(f"skipped {problem}")
     entries = listing.entries

@@ -18,8 +18,8 @@ from memvault.cli.options import (
     finite,
 )
 from memvault.cli.output import age, console, print_json, table
+from memvault.core.caller import named_scopes
 from memvault.retrieve.filters import filter_from_json
-from memvault.vault.layout import scopes_of
 
 
 def show_notices(memvault) -> None:
@@ -60,7 +60,7 @@ def search(
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)
     show_notices(memvault)
-    scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
+    scopes, filters = named_scopes(user, agent, run), filter_from_json(filter, "--filter")
     as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
     hits = memvault.search_together(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired,
                                     top_k=top_k, recency_weight=recency_weight, score_threshold=threshold,

@@ -7,8 +7,8 @@ import typer
 from memvault.cli.base import app, command, open_memvault, read_text_argument
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, LiveIdArg, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import age, print_json, say, table
+from memvault.core.caller import named_scopes
 from memvault.errors import MemvaultError
-from memvault.vault.layout import scopes_of
 
 rules_app = typer.Typer(help="Standing instructions to the assistant (procedural rules), capped per scope.",
                         no_args_is_help=True)
@@ -24,7 +24,7 @@ def graph(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Print an entity's neighbourhood in the graph derived from facts' triples (aliases merged)."""
-    found = open_memvault(vault, config).graph(entity, depth, conversation, scopes_of(user, agent, run))
+    found = open_memvault(vault, config).graph(entity, depth, conversation, named_scopes(user, agent, run))
     if json:
         print_json(found.to_dict())
         return
@@ -48,7 +48,7 @@ def rules_add(
     """Add a rule (one commit). Rules it supersedes, and the oldest past rules.max_active, are archived.
     A request to drop safety is refused."""
     memvault = open_memvault(vault, config)
-    result = memvault.add_rule(read_text_argument(text), conversation, scopes_of(user, agent, run),
+    result = memvault.add_rule(read_text_argument(text), conversation, named_scopes(user, agent, run),
                                llm=None if no_llm else memvault.llm())
     if result.event == "DROP":
         raise MemvaultError(f"not stored: {result.reason}")
@@ -72,7 +72,7 @@ def rules_list(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """List the active (or archived) rules of a scope, oldest first."""
-    rules = open_memvault(vault, config).rules(conversation, scopes_of(user, agent, run), archived)
+    rules = open_memvault(vault, config).rules(conversation, named_scopes(user, agent, run), archived)
     if json:
         print_json([rule.to_dict() for rule in rules])
     else:
