@@ -1,5 +1,6 @@
-"""`Memvault.write`: the one way a change reaches the vault. A transaction (one commit with the given
-subject and trailers, everything undone on an error), then the index told what it touched."""
+"""`Memvault._write`, core's own (no door's): the one way a change reaches the vault. A transaction (one
+commit with the given subject and trailers, everything undone on an error), then the index told what it
+touched."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def git(core, *args: str) -> str:
 def test_a_write_is_one_commit_and_the_open_index_follows_it_at_once(core):
     core.index()  # open: a write is embedded now, not left in the journal for the next search
     entry = Entry(text="The user keeps bees on the roof", conversation_id="garden")
-    with core.write("add", "memvault add: bees", "garden") as tx:
+    with core._write("add", "memvault add: bees", "garden") as tx:
         tx.write(entry, event="ADD")
     assert tx.commit_sha == git(core, "rev-parse", "HEAD").strip()
     message = git(core, "log", "-1", "--format=%B")
@@ -41,7 +42,7 @@ def test_a_write_is_one_commit_and_the_open_index_follows_it_at_once(core):
 def test_a_write_that_fails_leaves_no_commit_no_file_and_tells_the_index_nothing_new(core):
     head = git(core, "rev-parse", "HEAD").strip()
     entry = Entry(text="A fact that never lands", conversation_id="c")
-    with pytest.raises(RuntimeError), core.write("add", "memvault add: never") as tx:
+    with pytest.raises(RuntimeError), core._write("add", "memvault add: never") as tx:
         rel = tx.write(entry, event="ADD")
         assert (core.root / rel).is_file()
         raise RuntimeError("the caller failed mid-way")

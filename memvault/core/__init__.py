@@ -12,6 +12,7 @@ from memvault.core.base import MemvaultBase, clean_text, short
 from memvault.core.browsing import Browsing
 from memvault.core.erasing import Erasing, Erasure
 from memvault.core.graph import Graphing
+from memvault.core.importing import Importing
 from memvault.core.maintenance import Maintenance
 from memvault.core.reading import Listing, Reading, matches
 from memvault.core.repairing import Repairs
@@ -25,7 +26,7 @@ from memvault.core.workspace import Workspace
 
 
 class Memvault(Adding, TurnWriting, Searching, Graphing, Rules, Reading, Maintenance, Sessions, Workspace,
-               Browsing, Erasing, Syncing, Sharing, Repairs, MemvaultBase):
+               Browsing, Erasing, Syncing, Sharing, Repairs, Importing, MemvaultBase):
     """A vault and what is derived from it, configured by one Settings object."""
 
 

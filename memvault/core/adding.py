@@ -114,7 +114,7 @@ class Adding:
         """Store new entries in one commit (`subject`: the commit's; default: the memory, or how many)."""
         subject = subject or add_subject(entries)
         conversation = entries[0].conversation_id if entries else None
-        with self.write(operation, subject, conversation) as tx:
+        with self._write(operation, subject, conversation) as tx:
             for entry in entries:
                 tx.write(entry, event="ADD")
         return entries
@@ -237,7 +237,7 @@ class Adding:
                                  whole=whole, embedder=self.embedder())
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
-        with self.write("add", subject, conversation) as tx:
+        with self._write("add", subject, conversation) as tx:
             if turn is not None and self.vault.path_of(turn.id) is None:
                 tx.write(turn, event="TURN")
             source = turn.id if turn else None
@@ -300,7 +300,7 @@ class Adding:
         refused = refusal(updated.text) if updated.text != entry.text else None
         if refused:
             raise UsageError(f"not stored: {refused.reason}")
-        with self.write("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
+        with self._write("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                         entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")
         return updated
@@ -314,7 +314,7 @@ class Adding:
         subject = (f"memvault rm: {short(targets[0].text)} [{targets[0].id[:8]}]" if len(targets) == 1
                    else f"memvault rm: {len(targets)} memories")
         conversations = {t.conversation_id for t in targets}
-        with self.write("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
+        with self._write("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
             for entry in targets:
                 tx.soft_delete(entry)
         return targets

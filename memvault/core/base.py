@@ -56,7 +56,7 @@ class MemvaultBase:
         self.keeper.close()
 
     @contextmanager
-    def write(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
+    def _write(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
         """The one way a change reaches the vault: a transaction (one commit with `subject` and the
         `Memvault-Operation` trailer; everything undone on an error), then the index told what it
         touched. The transaction's `commit_sha` names the commit once the block is left."""

@@ -234,7 +234,7 @@ class Browsing:
             raise UsageError(f"memory {entry.id[:8]} is not deleted: nothing to restore")
         if entry.role == "summary":
             raise UsageError("a deleted summary cannot be restored here: the conversation has a new one")
-        with self.write("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
+        with self._write("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
                         entry.conversation_id) as tx:
             _, live = tx.restore(entry.id)
         return live

@@ -42,7 +42,7 @@ class Maintenance:
             return plan
         if plan.evict or plan.purge:
             subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
-            with self.write("gc", subject) as tx:
+            with self._write("gc", subject) as tx:
                 # Planned before the lock: another writer may have deleted or purged some since.
                 plan.evict = [entry for entry in plan.evict if self.vault.is_live(entry.id)]
                 plan.purge = [(rel, entry) for rel, entry in plan.purge if (self.vault.root / rel).is_file()]
@@ -115,7 +115,7 @@ class Maintenance:
     def reset(self) -> int:
         """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
         from the files. Files with broken front matter are left alone. Returns how many were deleted."""
-        with self.write("reset", "memvault reset: soft-deleted every entry") as tx:
+        with self._write("reset", "memvault reset: soft-deleted every entry") as tx:
             # Listed under the vault lock, so an entry another process writes meanwhile is included.
             for entry in [item for _, item in self.vault.iter_entries() if isinstance(item, Entry)]:
                 tx.soft_delete(entry)

@@ -87,7 +87,7 @@ class Repairs:
         with self.vault.lock():
             wrong = wrong_triples(self.vault)  # again under the lock
         if wrong:
-            with self.write("doctor", f"memvault doctor: drop {len(wrong)} triple(s) their facts do not say") as tx:
+            with self._write("doctor", f"memvault doctor: drop {len(wrong)} triple(s) their facts do not say") as tx:
                 for _, fact, _ in wrong:
                     tx.write(fact.replace(subject=None, predicate=None, object=None), event="UPDATE")
         return [rel for rel, _, _ in wrong]

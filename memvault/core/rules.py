@@ -97,7 +97,7 @@ class Rules:
         result = self.plan_rule(text, conversation, scopes, llm, source)
         if result.event == "ADD":
             rule = result.rule
-            with self.write("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
+            with self._write("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
                             rule.conversation_id) as tx:
                 self.write_planned_rule(tx, result)
         return result

@@ -267,7 +267,7 @@ class Sessions:
         # promoted facts say which model judged them and which session they were learned in
         place = Placement(conversation, scopes, provenance={"model": self.model_name(llm) if llm else "",
                                                             "session": iso(record.state.get("started_at")) or ""})
-        with self.write("session", subject, conversation) as tx:
+        with self._write("session", subject, conversation) as tx:
             if curation is not None:
                 result.events += apply_curation(tx, curation, place, self.live_entry, previous)
             else:

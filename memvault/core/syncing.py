@@ -117,7 +117,7 @@ class Syncing:
             over += active[:max(0, len(active) - self.settings.rules.max_active)]
         if not over:
             return
-        with self.write("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
+        with self._write("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
             for rule in over:
                 if self.vault.is_live(rule.id):
                     tx.soft_delete(rule)
@@ -150,7 +150,7 @@ class Syncing:
         if not texts:
             return []
         listed = ", ".join(rel.name for rel in texts)
-        with self.write("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
+        with self._write("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
             for rel, text in texts.items():
                 tx.write_file(rel, text)
         return list(texts)

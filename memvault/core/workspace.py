@@ -114,7 +114,7 @@ class Workspace:
                    and self.vault.linked_part(layout.core_path(name)) is None]
         if not missing:
             return []
-        with self.write("core", f"memvault core: create {', '.join(f'{n}.md' for n in missing)}") as tx:
+        with self._write("core", f"memvault core: create {', '.join(f'{n}.md' for n in missing)}") as tx:
             for name in missing:
                 rel = layout.core_path(name)
                 if not (self.vault.root / rel).exists():  # another process may have made it meanwhile
@@ -141,7 +141,7 @@ class Workspace:
         if self.vault.read_workspace(rel) == text:
             return rel, False
         summary = short(layout.workspace_text(text) or "(emptied)", 40)
-        with self.write("core", f"memvault core: edit {rel.name}: {summary}") as tx:
+        with self._write("core", f"memvault core: edit {rel.name}: {summary}") as tx:
             tx.write_file(rel, text)
         return rel, True
 
@@ -164,7 +164,7 @@ class Workspace:
             wanted[rel] = text
         if wanted:
             names = ", ".join(str(rel) for rel in wanted)
-            with self.write("import", f"memvault import: {short(names, 60)}") as tx:
+            with self._write("import", f"memvault import: {short(names, 60)}") as tx:
                 for rel, text in wanted.items():
                     written_paths.append(tx.write_file(rel, text))
         return written_paths, notes
