@@ -16,6 +16,7 @@ import pytest
 import memvault
 from memvault import settings
 from memvault.core import Memvault
+from memvault.core.base import Storage
 from memvault.core.caller import ANYONE, Caller
 from memvault.errors import NotFoundError
 from memvault.mcp.server import MemoryTools
@@ -116,7 +117,7 @@ def test_the_cli_lists_by_scope_and_a_chat_forgets_only_its_owner_s_memory(vault
         class settings:
             model = "scripted"
 
-    monkeypatch.setattr(Memvault, "llm", lambda self: ChatLLM([("", lambda prompt: json.dumps([]))], default="Ok."))
+    monkeypatch.setattr(Storage, "llm", lambda self: ChatLLM([("", lambda prompt: json.dumps([]))], default="Ok."))
     for who in ((), ("--user", "bob")):  # the chat's owner and bob: alice's memory is not theirs
         result = cli.ok("chat", *who, input=f"/forget {memory_id}\n/exit\n")
         assert "no memory" in result.stderr and "forgot" not in result.stderr

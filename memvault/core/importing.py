@@ -6,9 +6,14 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memvault.vault.entry import Entry
+
+if TYPE_CHECKING:
+    from memvault.core.adding import Adding
+    from memvault.core.base import Storage
+    from memvault.core.browsing import Browsing
 
 # What a curated fact keeps of its turn's metadata: where it came from (the turn itself is `source`).
 FACT_METADATA = ("imported_from", "source_conversation", "title")
@@ -34,6 +39,12 @@ class Imported:
 class Importing:
     """Brings entries in: `import_entries` gates, then writes under one transaction."""
 
+    def __init__(self, storage: Storage, adding: Adding, browsing: Browsing) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.adding = adding
+        self.browsing = browsing
+
     def import_entries(self, conversation: str, title: str, items: Sequence[ImportItem],
                        curate: Callable[[list], list[tuple[Any, Entry]]] | None = None) -> Imported:
         """Write a batch of `items` into `conversation` in one commit, after the gate every add passes
@@ -42,7 +53,7 @@ class Importing:
         what was redacted). `curate(kept)`, before the vault is locked: each kept user turn's planned
         facts, as (CurationPlan, turn), written in the same commit with the rolling summary last. An
         item whose file appeared meanwhile (an import of the same source beside this one) is left out."""
-        kept, refused = self.gate([item.entry for item in items])
+        kept, refused = self.adding.gate([item.entry for item in items])
         by_id = {entry.id: entry for entry in kept}
         items = [dataclasses.replace(item, entry=by_id[item.entry.id],
                                      data=item.data if by_id[item.entry.id] is item.entry else None)
@@ -52,8 +63,8 @@ class Importing:
             return result
         plans = curate(items) if curate is not None else []
         subject = f"memvault import: {len(items)} entr{'y' if len(items) == 1 else 'ies'} of {title!r}"[:200]
-        with self._write("import", subject, conversation) as tx:
-            items = [item for item in items if not (self.root / item.path).exists()]  # under the lock now
+        with self.storage.write("import", subject, conversation) as tx:
+            items = [item for item in items if not (self.storage.root / item.path).exists()]  # under the lock now
             for item in items:
                 if item.data is not None:
                     tx.write_exact(item.path, item.data, item.entry)
@@ -76,9 +87,9 @@ class Importing:
             summary = plan.summary or summary
             kept = {key: turn.metadata[key] for key in FACT_METADATA if key in turn.metadata}
             place = Placement(conversation, turn.scopes, kept, source=turn.id)
-            events = apply_curation(tx, dataclasses.replace(plan, summary=None), place, self.live_entry, None)
+            events = apply_curation(tx, dataclasses.replace(plan, summary=None), place, self.adding.live_entry, None)
             facts += sum(1 for event in events if event.event in ("ADD", "UPDATE"))
         if summary:
-            apply_curation(tx, CurationPlan([], Plan(), summary), Placement(conversation), self.live_entry,
-                           self.summary(conversation))
+            apply_curation(tx, CurationPlan([], Plan(), summary), Placement(conversation), self.adding.live_entry,
+                           self.browsing.summary(conversation))
         return facts

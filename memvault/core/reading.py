@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.core.caller import ANYONE, Caller, walls
 from memvault.errors import EntryFormatError, NotFoundError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
 from memvault.vault.history import Event, memory_events
+
+if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.searching import Searching
+    from memvault.vault.timetravel import PastCommit
 
 
 @dataclass
@@ -36,6 +41,11 @@ def in_conversation(rel: PurePosixPath, entry: Entry, conversation: str | None) 
 
 class Reading:
     """Reads straight from the files (the source of truth); nothing is embedded."""
+
+    def __init__(self, storage: Storage, searching: Searching) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.searching = searching
 
     def get(self, memory_id: str, include_deleted: bool = True,
             caller: Caller = ANYONE) -> tuple[PurePosixPath, Entry]:
@@ -118,11 +128,16 @@ class Reading:
         """A memory's events; with `as_of` (a date, time, commit or PastCommit), those up to then."""
         rel, entry = self.get(memory_id)
         events = memory_events(self.vault.git, entry.id, rel)
-        past = self.resolve_as_of(as_of)
+        past = self.searching.resolve_as_of(as_of)
         if past is None:
             return events
         later = self.commits_after(past)
         return [event for event in events if event.commit not in later]
+
+    def commits_after(self, past: PastCommit) -> set[str]:
+        """The shas of the vault's commits since `past` (a log or a history as it read then leaves them out)."""
+        git = self.vault.git
+        return set(git.run("rev-list", f"{past.sha}..HEAD", *git.vault_scope()).split())
 
     def log(self, limit: int = 20) -> list:
         return self.vault.git.log(limit=limit)

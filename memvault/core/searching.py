@@ -16,6 +16,7 @@ from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS
 
 if TYPE_CHECKING:
+    from memvault.core.base import Storage
     from memvault.vault.timetravel import PastCommit
 
 
@@ -49,6 +50,10 @@ HELD = threading.local()  # the past index a thread has open (index_as_of)
 class Searching:
     """Queries over the index (caught up with every write first)."""
 
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+
     def resolve_as_of(self, as_of: str | PastCommit | None) -> PastCommit | None:
         """The commit a date, time or commit name stands for (None stays None): resolved once, a
         search and its relations read the same past."""
@@ -76,7 +81,7 @@ class Searching:
         if ranking:
             from memvault.index.past import past_index
 
-            opened = past_index(self.vault, self.embedder(), past)
+            opened = past_index(self.vault, self.storage.embedder(), past)
             held = opened  # closed when the block ends
         else:
             from memvault.index.past_rows import past_rows
@@ -109,10 +114,10 @@ class Searching:
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         owner = owner_reach(retrieval, scopes) if follow_owner else None
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
-        query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
+        query_vector = embed_query(self.storage.embedder(), query) if isinstance(query, str) and query.strip() else None
         with self.index_as_of(as_of) as (index, moment):
-            return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes,
-                          unexpired(filters, show_expired), now=moment, query_vector=query_vector, owner=owner)
+            return search(index, self.storage.embedder(), self.storage.reranker(), query, retrieval, conversations,
+                          scopes, unexpired(filters, show_expired), now=moment, query_vector=query_vector, owner=owner)
 
     def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
                limit: int | None = None, show_expired: bool = False) -> list[dict[str, Any]]:
