@@ -94,3 +94,28 @@ def test_the_check_can_fail():
     given = ("class Rules:\n    def __init__(self, adding):\n        self.adding = adding\n"
              "    def remove(self, memory_id):\n        return self.adding.delete([memory_id])\n")
     assert reached_through_self(given, "Rules") == set()
+
+
+def test_the_architecture_doc_lists_the_facade_s_surface_by_service():
+    """docs/architecture.md, The facade: each public name of `Memvault` is listed once, under the service
+    its call is handed to (`Memvault` itself: open, clone, close and the properties)."""
+    import re
+    from pathlib import Path
+
+    from memvault.core import Memvault
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("The facade's public surface", 1)[1].split("Beside them", 1)[0]
+    listed = {}
+    for line in section.splitlines():
+        if line.startswith("- `"):
+            owner, names = line[2:].split(":", 1)
+            for name in re.findall(r"`([^`]+)`", names):
+                listed[name] = owner.strip("` ").removesuffix("` itself")
+    public = {name for name in dir(Memvault) if not name.startswith("_")}
+    assert set(listed) == public
+    for name, owner in listed.items():
+        attr = Memvault.__dict__[name]
+        made_by = "Memvault" if isinstance(attr, property | classmethod) or name == "close" else \
+            attr.__qualname__.split(".")[0]
+        assert made_by == owner, name
