@@ -51,13 +51,6 @@ class Caller:
 ANYONE = Caller()  # no scope named: the whole vault
 
 
-def named_scopes(user_id: str | None = None, agent_id: str | None = None,
-                 run_id: str | None = None) -> dict[str, str | None]:
-    """The scopes a door names with its three arguments (the CLI's --user/--agent/--run, MCP's
-    user_id/agent_id/run_id), as the facade takes them (None: not given; checked by check_scopes)."""
-    return Caller(user_id, agent_id, run_id).scopes()
-
-
 def walls(scopes: dict[str, Any] | None, person: bool = False) -> dict[str, str | None]:
     """The walls of the caller these scopes name: what a listing or a search filters on."""
     return Caller.of(scopes, person).walls()

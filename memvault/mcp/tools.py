@@ -21,7 +21,6 @@ from pydantic import Field
 
 from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
 from memvault.core import Memvault
-from memvault.core.caller import named_scopes
 from memvault.errors import MemvaultError, UsageError
 from memvault.mcp.fields import (
     LIST_LIMIT,
@@ -38,6 +37,7 @@ from memvault.mcp.fields import (
 )
 from memvault.settings import Settings
 from memvault.vault import layout
+from memvault.vault.layout import named_scopes
 
 
 def described(entry, rel=None) -> dict[str, Any]:

@@ -134,6 +134,14 @@ def conversation_for_scopes(scopes: dict) -> str:
     return scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
 
 
+def named_scopes(user_id: str | None = None, agent_id: str | None = None,
+                 run_id: str | None = None) -> dict[str, str | None]:
+    """The scopes a door names with its three arguments (the CLI's --user/--agent/--run, MCP's
+    user_id/agent_id/run_id), as the facade takes them (None: not given; checked by check_scopes; what
+    they may see is core.caller's to decide). Here, not in core: the CLI's start-up must not load core."""
+    return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
+
+
 def scope_conversation(user_id: str | None, agent_id: str | None, run_id: str | None) -> str:
     """The conversation folder for mem0-style scopes: readable, one folder per combination.
 

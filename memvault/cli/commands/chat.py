@@ -8,7 +8,7 @@ from memvault.cli.base import command, open_memvault, read_text_argument
 from memvault.cli.chat_repl import Repl, report_policy, stream_reply
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import err_console, for_terminal, warn
-from memvault.core.caller import named_scopes
+from memvault.vault.layout import named_scopes
 
 
 @command("chat")

@@ -28,8 +28,8 @@ from memvault.cli.options import (
     VaultOpt,
 )
 from memvault.cli.output import age, for_terminal, print_json, result_line, say, table, warn
-from memvault.core.caller import named_scopes
 from memvault.errors import EntryFormatError, UsageError
+from memvault.vault.layout import named_scopes
 
 
 def parse_meta(pairs: list[str] | None) -> dict[str, str]:

@@ -18,8 +18,8 @@ from memvault.cli.options import (
     finite,
 )
 from memvault.cli.output import age, console, print_json, table
-from memvault.core.caller import named_scopes
 from memvault.retrieve.filters import filter_from_json
+from memvault.vault.layout import named_scopes
 
 
 def show_notices(memvault) -> None:

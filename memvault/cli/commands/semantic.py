@@ -7,8 +7,8 @@ import typer
 from memvault.cli.base import app, command, open_memvault, read_text_argument
 from memvault.cli.options import AgentOpt, ConfigOpt, ConversationOpt, JsonOpt, LiveIdArg, RunOpt, UserOpt, VaultOpt
 from memvault.cli.output import age, print_json, say, table
-from memvault.core.caller import named_scopes
 from memvault.errors import MemvaultError
+from memvault.vault.layout import named_scopes
 
 rules_app = typer.Typer(help="Standing instructions to the assistant (procedural rules), capped per scope.",
                         no_args_is_help=True)
