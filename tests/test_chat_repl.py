@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from memvault.core import Memvault
+from memvault.core.base import Storage
 from tests.support.cli import Cli
 from tests.support.scripted_llm import ScriptedLLM, chunks
 
@@ -38,7 +38,7 @@ def cli(tmp_path):
 
 
 def use(monkeypatch, llm):
-    monkeypatch.setattr(Memvault, "llm", lambda self: llm)
+    monkeypatch.setattr(Storage, "llm", lambda self: llm)
     return llm
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from memvault.core import Memvault
+from memvault.core.base import Storage
 from tests.support.cli import Cli
 from tests.support.scripted_llm import ScriptedLLM
 
@@ -19,7 +19,7 @@ def llm(monkeypatch):
     fake = ScriptedSettingsLLM([("Latest user message", json.dumps(["The user is planning a trip to Oslo"])),
                                 ("Previous summary:", "The user plans a trip to Oslo.")],
                                default="Bring a warm coat for Oslo.")
-    monkeypatch.setattr(Memvault, "llm", lambda self: fake)
+    monkeypatch.setattr(Storage, "llm", lambda self: fake)
     return fake
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
+from memvault.core.base import Storage
 from memvault.curate.resummary import refusal
 from memvault.errors import LLMError
 from memvault.vault.entry import Entry
@@ -39,7 +40,7 @@ def vault_with_quotes(tmp_path, monkeypatch, llm) -> tuple[Memvault, object]:
                        role="summary", conversation_id="chat"))
         tx.write(Entry(text=f"The user set a locker code ({SECRET}) today. They asked about jasmine tea.",
                        role="session", conversation_id="chat"))
-    monkeypatch.setattr(Memvault, "llm", lambda self: llm)
+    monkeypatch.setattr(Storage, "llm", lambda self: llm)
     return m, root
 
 

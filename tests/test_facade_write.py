@@ -1,5 +1,7 @@
-"""`Memvault.write`: the one way a change reaches the vault. A transaction (one commit with the given
-subject and trailers, everything undone on an error), then the index told what it touched."""
+"""`Storage.write`, core's own (no door's: the facade has no `write`): the one way a change reaches the
+vault. A transaction (one commit with the given subject and trailers, everything undone on an error),
+then the index told what it touched. The storage service is built alone, with the search service
+beside it to read the index back."""
 
 from __future__ import annotations
 
@@ -8,16 +10,18 @@ import subprocess
 import pytest
 
 from memvault import settings
-from memvault.core import Memvault
+from memvault.core.base import Storage
+from memvault.core.searching import Searching
 from memvault.index import journal
 from memvault.vault.entry import Entry
+from memvault.vault.store import Vault
 
 
 @pytest.fixture
 def core(tmp_path):
-    memvault = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
-    yield memvault
-    memvault.close()
+    storage = Storage(settings.load(None, {"vault.path": str(tmp_path / "vault")}), Vault.init(tmp_path / "vault"))
+    yield storage
+    storage.close()
 
 
 def git(core, *args: str) -> str:
@@ -35,7 +39,7 @@ def test_a_write_is_one_commit_and_the_open_index_follows_it_at_once(core):
     assert "Memvault-Operation: add" in message and f"Memvault-Event: ADD {entry.id}" in message
     assert "Memvault-Conversation: garden" in message
     assert journal.peek(core.state_dir) == {}  # the index was told: nothing waits for a catch-up
-    assert [row["id"] for row in core.select({}, role="memory")] == [entry.id]
+    assert [row["id"] for row in Searching(core).select({}, role="memory")] == [entry.id]
 
 
 def test_a_write_that_fails_leaves_no_commit_no_file_and_tells_the_index_nothing_new(core):
@@ -48,4 +52,4 @@ def test_a_write_that_fails_leaves_no_commit_no_file_and_tells_the_index_nothing
     assert git(core, "rev-parse", "HEAD").strip() == head
     assert not (core.root / rel).exists()
     assert tx.commit_sha is None
-    assert core.select({}, role="memory") == []
+    assert Searching(core).select({}, role="memory") == []

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from memvault.core import Memvault
+from memvault.core.base import Storage
 from memvault.server.run import running
 from memvault.transfer import import_source
 from tests.support.cli import Cli
@@ -43,7 +44,7 @@ def cli(tmp_path, monkeypatch):
     cli = Cli(tmp_path / "vault")
     cli.ok("init")
     cli.llm = curating_llm()
-    monkeypatch.setattr(Memvault, "llm", lambda self: cli.llm)
+    monkeypatch.setattr(Storage, "llm", lambda self: cli.llm)
     return cli
 
 

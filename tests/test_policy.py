@@ -8,6 +8,7 @@ import pytest
 
 from memvault import settings
 from memvault.core import Memvault
+from memvault.core.base import Storage
 from memvault.curate.policy import guard, jaccard, label_candidates, same_candidate
 from memvault.errors import LLMError
 from tests.support.crash import kill_when_ready
@@ -219,7 +220,7 @@ def test_cli_add_policy_reports_hold_and_drop_as_json_events(memvault, monkeypat
     held, dropped = "The user may learn Dutch.", "The user said thanks."
     llm = policy_llm({"Maybe I'll learn Dutch, thanks": [held, dropped]},
                      {held: ("hold", "fact"), dropped: ("drop", "fact")})
-    monkeypatch.setattr(Memvault, "llm", lambda self: llm)
+    monkeypatch.setattr(Storage, "llm", lambda self: llm)
     cli = Cli(memvault.vault.root)
     events = cli.ok("add", "Maybe I'll learn Dutch, thanks", "--policy", "--json").json()["results"]
     assert [(e["event"], e["memory"]) for e in events] == [("HOLD", held), ("DROP", dropped)]

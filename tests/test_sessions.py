@@ -23,6 +23,7 @@ from memvault.converse.prompt import (
     gather,
 )
 from memvault.core import Memvault
+from memvault.core.base import Storage
 from memvault.server.run import running
 from memvault.vault.entry import Entry
 from tests.support.cli import run_memvault
@@ -129,7 +130,7 @@ def test_chat_cli_exit_ends_the_session(tmp_path, monkeypatch):
     fact = "The user is planning a trip to Oslo."
     llm = policy_llm({TURNS[0]: [fact]}, {fact: ("hold", "fact")}, promote={fact: True}, summary="Oslo trip.")
     llm.settings = type("settings", (), {"model": "scripted"})  # what the chat banner reads
-    monkeypatch.setattr(Memvault, "llm", lambda self: llm)
+    monkeypatch.setattr(Storage, "llm", lambda self: llm)
     vault = tmp_path / "vault"
     cli = Cli(vault)
     cli.ok("init")

@@ -72,6 +72,17 @@ def test_each_listed_call_is_on_the_facade_and_made_by_the_surface(surface):
     assert [call for call in calls if call not in made] == [], f"{surface}: listed but never made"
 
 
+def test_no_door_is_handed_a_transaction():
+    """Imports wrote through `Memvault.write`, the one door handed a raw transaction, and so skipped the
+    add path's gate: a door now asks for a named operation (`import_entries`), and the transaction is
+    core's own."""
+    from memvault.core import Memvault
+
+    assert not hasattr(Memvault, "write")
+    doors = sorted({module for modules, _ in TABLE.values() for module in modules})
+    assert {"write", "_write"} & facade_attributes(doors) == set()
+
+
 def test_the_check_can_fail():
     text = f"{SECTION}\n\n| surface | modules | facade calls |\n|---|---|---|\n" \
            "| CLI | `memvault/cli/commands` | `add`, `no_such_call` |\n| MCP | `memvault/mcp` | `overview` |\n"

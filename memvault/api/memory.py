@@ -44,7 +44,8 @@ from memvault.api.arguments import (
 from memvault.api.config import build_settings
 from memvault.api.errors import NotFoundError, ValidationError, translated
 from memvault.api.shapes import event_dict, history_record, item_from_entry, item_from_hit, item_from_row
-from memvault.core import Memvault, matches
+from memvault.core import Memvault
+from memvault.core.caller import Caller
 from memvault.settings import MEMORY_MODES, Settings
 from memvault.vault import layout
 from memvault.vault.entry import Entry
@@ -181,7 +182,7 @@ class Memory:
         text = data if text is None else text
         if text is None and metadata is None and expiration_date is UNSET:
             raise ValidationError("At least one of text, metadata, or expiration_date must be provided.")
-        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id), UPDATE_NOT_FOUND)
+        entry = self._require(memory_id, caller(user_id, agent_id, run_id), UPDATE_NOT_FOUND)
         if text is not None and not isinstance(text, str):
             raise ValidationError(f"Memory with id {memory_id} does not have text content to update")
         changed = entry.replace(
@@ -197,7 +198,7 @@ class Memory:
         """Soft-delete one memory (its file moves to deleted/; history keeps it). Scopes given must
         all match the memory's (else: not found). `erase=True` (default: vault.delete = "erase")
         removes it from every commit instead: irreversible (memvault erase)."""
-        entry = self._require(memory_id, given_scopes(user_id, agent_id, run_id), DELETE_NOT_FOUND)
+        entry = self._require(memory_id, caller(user_id, agent_id, run_id), DELETE_NOT_FOUND)
         if self._erasing(erase):
             self._core.erase(ids=[entry.id], reason="Memory.delete(erase=True)")
             return {"message": "Memory erased successfully!"}
@@ -268,7 +269,7 @@ class Memory:
             run_id: Any = None) -> dict[str, Any] | None:
         """One memory, or None when no live memory has this id within the scopes given (all must
         match: an id of another user is not found, as in mem0)."""
-        entry = self._memory(memory_id, given_scopes(user_id, agent_id, run_id))
+        entry = self._memory(memory_id, caller(user_id, agent_id, run_id))
         return item_from_entry(entry) if entry else None
 
     @serialised
@@ -292,10 +293,10 @@ class Memory:
         if not isinstance(memory_id, str):
             return []
         try:
-            _, entry = self._core.get(layout.check_full_id(memory_id))
+            _, entry = self._core.get(layout.check_full_id(memory_id), caller=caller(user_id, agent_id, run_id))
         except (errors.UsageError, errors.NotFoundError):
             return []
-        if not matches(entry, None, "memory", given_scopes(user_id, agent_id, run_id)):
+        if entry.role != "memory":  # turns and summaries are not memories here
             return []
         return [history_record(event) for event in self._core.history(entry.id)]
 
@@ -310,8 +311,8 @@ class Memory:
     def _extraction_prompt(self, prompt: str | None) -> str | None:
         return self._core.extraction_prompt(prompt or self._prompt)
 
-    def _memory(self, memory_id: str, scopes: dict[str, str]) -> Entry | None:
-        """The live fact with exactly this id within `scopes`, or None (turns and summaries are not
+    def _memory(self, memory_id: str, asking: Caller) -> Entry | None:
+        """The live fact with exactly this id that `asking` may see, or None (turns and summaries are not
         memories)."""
         if not isinstance(memory_id, str):
             return None
@@ -319,11 +320,11 @@ class Memory:
             memory_id = layout.check_full_id(memory_id)
         except errors.UsageError:
             return None
-        entry = self._core.live_entry(memory_id)
-        return entry if entry is not None and matches(entry, None, "memory", scopes) else None
+        entry = self._core.live_entry(memory_id, asking)
+        return entry if entry is not None and entry.role == "memory" else None
 
-    def _require(self, memory_id: str, scopes: dict[str, str], message: str = DELETE_NOT_FOUND) -> Entry:
-        entry = self._memory(memory_id, scopes)
+    def _require(self, memory_id: str, asking: Caller, message: str = DELETE_NOT_FOUND) -> Entry:
+        entry = self._memory(memory_id, asking)
         if entry is None:
             raise NotFoundError(message.format(memory_id=str(memory_id)[:80]))
         return entry
@@ -332,6 +333,11 @@ class Memory:
         """A note when writes wait in the journal because the embedder failed (they are stored)."""
         failed, self._index_failure = self._index_failure, None
         return [failed] if failed else []
+
+
+def caller(user_id: Any, agent_id: Any, run_id: Any) -> Caller:
+    """Who asks for a memory by id: the scopes given, as mem0 checks them (core decides what they see)."""
+    return Caller(**given_scopes(user_id, agent_id, run_id))
 
 
 def is_incognito(mode: Any) -> bool:

@@ -232,16 +232,15 @@ class Repl:
         show_memories(hits)
 
     def forget(self, rest: str) -> None:
-        from memvault.errors import NotFoundError, UsageError
-        from memvault.vault.layout import owned
+        from memvault.core.caller import Caller
+        from memvault.errors import UsageError
 
         if not rest or " " in rest:
             raise UsageError("usage: /forget ID (an id or its first 8 characters, as /memories shows)")
         if self.session.memvault is None:
             raise UsageError("this chat opened no vault (--incognito): there is nothing to forget")
-        _, entry = self.session.memvault.get_live(rest)
-        if not owned(entry, self.session.scopes):  # another user's memory is not this chat's to see
-            raise NotFoundError(f"no memory {rest[:40]!r}")
+        # Only a memory of the chat's owner: another user's is not this chat's to see.
+        _, entry = self.session.memvault.get_live(rest, caller=Caller.of(self.session.scopes, person=True))
         self.session.memvault.delete([entry.id])
         self.last_hits = [hit for hit in self.last_hits if hit.id != entry.id]
         say(f"forgot {entry.id[:8]}  {for_terminal(entry.text)}")

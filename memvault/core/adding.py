@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import add_subject, short
+from memvault.core.caller import ANYONE, Caller
 from memvault.core.messages import chat_of, last_user_text, redacted_chat
 from memvault.errors import EntryFormatError, UsageError
 from memvault.vault import layout
@@ -16,6 +17,9 @@ from memvault.vault.entry import TRIPLE_KEYS, Entry, now
 from memvault.vault.fields import check_scopes, check_text
 
 if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.reading import Reading
+    from memvault.core.searching import Searching
     from memvault.curate.ingest import Placement
 
 
@@ -90,12 +94,18 @@ def speaker_of(chat: list[dict]) -> str | None:
 class Adding:
     """Writes: verbatim adds, LLM-curated adds, in-place updates, soft deletes."""
 
+    def __init__(self, storage: Storage, reading: Reading, searching: Searching) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.reading = reading
+        self.searching = searching
+
     @functools.cached_property
     def refusal_log(self):
         """The refusals noted under .memvault/ (memvault.curate.refusals): `memvault log`, doctor, the proxy."""
         from memvault.curate.refusals import RefusalLog
 
-        return RefusalLog(self.state_dir)
+        return RefusalLog(self.storage.state_dir)
 
     def note_refusals(self, events: list, conversation: str | None, scopes: dict[str, Any] | None = None,
                       turn: Entry | None = None, operation: str = "add") -> None:
@@ -113,7 +123,7 @@ class Adding:
         """Store new entries in one commit (`subject`: the commit's; default: the memory, or how many)."""
         subject = subject or add_subject(entries)
         conversation = entries[0].conversation_id if entries else None
-        with self.write(operation, subject, conversation) as tx:
+        with self.storage.write(operation, subject, conversation) as tx:
             for entry in entries:
                 tx.write(entry, event="ADD")
         return entries
@@ -153,7 +163,7 @@ class Adding:
     def add_verbatim(self, text: str, conversation: str = "default", role: str = "memory",
                      scopes: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> Entry:
         """Store the text as given, as one fact (or turn), in one commit."""
-        text = self.clean_text(text)
+        text = self.storage.clean_text(text)
         entry = Entry(text=text, role=role, conversation_id=layout.check_conversation_id(conversation),
                       metadata=dict(metadata or {}), **check_scopes(scopes))
         self.add_entries([entry])
@@ -180,7 +190,7 @@ class Adding:
         chat, dropped = guarded_messages(chat)
         carried = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None}}
         infer = infer and not carried.get("memory_type")
-        llm = (llm or self.llm()) if infer else None
+        llm = (llm or self.storage.llm()) if infer else None
         if not chat:
             result = AddResult()
         elif llm is None:
@@ -190,7 +200,7 @@ class Adding:
         else:
             speaker = speaker_of(chat)
             place = Placement(conversation, scopes, {**carried, **({"actor_id": speaker} if speaker else {})})
-            result = self._curated_add(llm, chat, place, prompt, turn, whole=whole)
+            result = self.curated_add(llm, chat, place, prompt, turn, whole=whole)
         result.events = dropped + result.events
         self.note_refusals(result.events, conversation, scopes, result.turn)
         result.notes = notes + result.notes
@@ -207,7 +217,7 @@ class Adding:
             given = {**carried, **({"role": message["role"]} if keep_role else {}),
                      **({"actor_id": message["name"]} if message.get("name") else {})}
             fields, rest = split_fields(given)
-            entries.append(Entry(text=self.clean_text(message["content"]), conversation_id=conversation,
+            entries.append(Entry(text=self.storage.clean_text(message["content"]), conversation_id=conversation,
                                  metadata=rest, **fields, **scopes))
         self.add_entries(entries)
         return AddResult([MemoryEvent("ADD", e.id, None, e.text) for e in entries], stored=entries)
@@ -220,7 +230,7 @@ class Adding:
 
         return given or load_prompt(self.settings.llm.extraction_prompt_file)
 
-    def _curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
+    def curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
                      turn: Entry | None, select=None, whole: bool = False) -> AddResult:
         """`select`: the write policy's choice of the extracted facts to store now (core.sessions)."""
         from memvault.curate.ingest import apply_curation, plan_curation
@@ -228,15 +238,16 @@ class Adding:
         conversation = place.conversation
         latest = last_user_text(chat)
         if turn is None and latest.strip():
-            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **place.scopes)
+            turn = Entry(text=self.storage.clean_text(latest), role="user", conversation_id=conversation,
+                         **place.scopes)
 
         previous = self.vault.summary(conversation)
         curation = plan_curation(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
                                  previous.text if previous else None, self.extraction_prompt(prompt), select,
-                                 whole=whole, embedder=self.embedder())
+                                 whole=whole, embedder=self.storage.embedder())
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
-        with self.write("add", subject, conversation) as tx:
+        with self.storage.write("add", subject, conversation) as tx:
             if turn is not None and self.vault.path_of(turn.id) is None:
                 tx.write(turn, event="TURN")
             source = turn.id if turn else None
@@ -256,27 +267,29 @@ class Adding:
         from memvault.curate.ingest import StoredFacts
 
         def neighbours_of(fact: str) -> list[tuple[str, str]]:
-            hits = self.search(fact, conversation, scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
+            hits = self.searching.search(fact, conversation, scopes, {"role": "memory"}, top_k=5, score_threshold=0.0,
                                recency_weight=0.0, mmr_lambda=1.0, include_global=False)
             return [(h.id, h.text) for h in hits]
 
         return StoredFacts(neighbours_of)
 
-    def live_entry(self, memory_id: str) -> Entry | None:
+    def live_entry(self, memory_id: str, caller: Caller = ANYONE) -> Entry | None:
+        """The live entry with exactly this id, when `caller` may see it (else None)."""
         rel = self.vault.path_of(memory_id)
         if rel is None or layout.is_deleted_path(rel):
             return None
         try:
-            return self.vault.read(rel)
+            entry = self.vault.read(rel)
         except EntryFormatError:
             return None
+        return entry if caller.sees(entry) else None
 
     def update(self, memory_id: str, text: str | None = None, metadata: dict[str, Any] | None = None,
                replacement: Entry | None = None) -> Entry:
         """Rewrite a live memory in place (same id): git keeps the old text. A new text passes the
         guards every add runs: one they refuse is a UsageError, and nothing changes. When nothing
         would change, no commit is made and the entry comes back as it was (equal to `get`'s)."""
-        _, entry = self.get_live(memory_id)
+        _, entry = self.reading.get_live(memory_id)
         if replacement is not None:
             if replacement.id != entry.id:
                 raise UsageError(f"the id of a memory cannot be changed (was {entry.id}, now {replacement.id})")
@@ -284,10 +297,10 @@ class Adding:
                 raise UsageError("a memory cannot be moved to another conversation by editing it")
             if replacement.role != entry.role:
                 raise UsageError("the role of a memory cannot be changed by editing it")
-            updated = replacement.replace(text=self.clean_text(replacement.text), updated_at=now(),
+            updated = replacement.replace(text=self.storage.clean_text(replacement.text), updated_at=now(),
                                           created_at=entry.created_at)
         else:
-            new_text = self.clean_text(text) if text is not None else entry.text
+            new_text = self.storage.clean_text(text) if text is not None else entry.text
             # A fact's triple describes its old text: a new text without one leaves none (the graph drops it).
             stale = {key: None for key in TRIPLE_KEYS} if new_text != entry.text else {}
             updated = entry.replace(text=new_text, metadata={**entry.metadata, **(metadata or {})}, updated_at=now(),
@@ -297,21 +310,21 @@ class Adding:
         refused = refusal(updated.text) if updated.text != entry.text else None
         if refused:
             raise UsageError(f"not stored: {refused.reason}")
-        with self.write("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
+        with self.storage.write("update", f"memvault update: {short(updated.text)} [{entry.id[:8]}]",
                         entry.conversation_id) as tx:
             tx.write(updated, event="UPDATE")
         return updated
 
     def delete(self, memory_ids: Iterable[str]) -> list[Entry]:
         """Soft-delete memories: each moves to deleted/ as a tombstone, all in one commit."""
-        found = (self.get_live(memory_id)[1] for memory_id in memory_ids)
+        found = (self.reading.get_live(memory_id)[1] for memory_id in memory_ids)
         targets = list({entry.id: entry for entry in found}.values())  # an id named twice is deleted once
         if not targets:
             return []
         subject = (f"memvault rm: {short(targets[0].text)} [{targets[0].id[:8]}]" if len(targets) == 1
                    else f"memvault rm: {len(targets)} memories")
         conversations = {t.conversation_id for t in targets}
-        with self.write("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
+        with self.storage.write("delete", subject, conversations.pop() if len(conversations) == 1 else None) as tx:
             for entry in targets:
                 tx.soft_delete(entry)
         return targets

@@ -1,22 +1,19 @@
-"""The facade's foundation: settings, the vault, the index keeper and the models, opened on first need."""
+"""Storage, the service every other one stands on: settings, the vault, the index keeper, the one
+write context, and the models, opened on first need."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memvault.errors import UsageError
 from memvault.index.keeper import IndexKeeper
 from memvault.settings import Settings
-from memvault.vault import redact
 from memvault.vault.fields import check_text
 from memvault.vault.store import Vault
 from memvault.vault.transaction import Transaction
-
-if TYPE_CHECKING:
-    from memvault.core import Memvault  # the facade this class is the base of
 
 
 def clean_text(text: str, max_chars: int | None = None) -> str:
@@ -42,8 +39,9 @@ def add_subject(entries: list) -> str:
     return f"memvault add: {len(entries)} memories"
 
 
-class MemvaultBase:
-    """A vault and what is derived from it, configured by one Settings object."""
+class Storage:
+    """A vault and what is derived from it, configured by one Settings object: the vault, the index's
+    keeper, the one write context (`write`, core's own: never a door's) and the models."""
 
     def __init__(self, settings: Settings, vault: Vault) -> None:
         self.settings = settings
@@ -141,14 +139,6 @@ class MemvaultBase:
         """True when the index holds a fact taken from this turn (its curation was committed)."""
         with self.keeper.caught_up() as index:
             return index.count("e.role = 'memory' AND e.source = ?", (turn_id,)) > 0
-
-    @classmethod
-    def open(cls, settings: Settings, create: bool = False, use_enclosing_repo: bool = False) -> Memvault:
-        path = settings.vault.path
-        vault = Vault.init(path, use_enclosing_repo) if create else Vault.open(path)
-        vault.max_file_bytes = settings.limits.max_file_bytes
-        redact.configure(settings.redaction.enabled, settings.redaction.allow)
-        return cls(settings, vault)
 
     def clean_text(self, text: str) -> str:
         return clean_text(text, self.settings.limits.max_text_chars)

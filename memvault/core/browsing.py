@@ -15,12 +15,15 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import short
+from memvault.core.caller import Caller, walls
 from memvault.errors import NotFoundError, UsageError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
-from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.reading import Reading
+    from memvault.core.searching import Searching
     from memvault.vault.timetravel import PastCommit
 
 MAX_CHANGES = 500  # changes between two moments shown at once: a page, not a dump of a bulk import
@@ -66,7 +69,7 @@ def scoped_sql(conversation: str | None, role: str | None, scopes: dict[str, Any
     if role is not None:
         parts.append("e.role = ?")
         params.append(role)
-    for key, value in check_scopes(scopes).items():
+    for key, value in walls(scopes).items():
         parts.append(f"e.{key} = ?")
         params.append(value)
     return " AND ".join(parts) or "1", params
@@ -75,12 +78,18 @@ def scoped_sql(conversation: str | None, role: str | None, scopes: dict[str, Any
 class Browsing:
     """Reads for browsing the vault, and the restore of a soft delete."""
 
+    def __init__(self, storage: Storage, reading: Reading, searching: Searching) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.reading = reading
+        self.searching = searching
+
     def overview(self, scopes: dict[str, Any] | None = None,
                  as_of: str | PastCommit | None = None) -> dict[str, list[dict[str, Any]]]:
         """Per conversation: how many entries of each role, and the last activity (epoch seconds);
         and the scopes (user, agent, run) with their counts."""
         where, params = scoped_sql(None, None, scopes)
-        with self.index_as_of(as_of, ranking=False) as (index, _):
+        with self.searching.index_as_of(as_of, ranking=False) as (index, _):
             rows = index.conn.execute(
                 "SELECT conversation_id, role, count(*), max(max(created_at, updated_at)) FROM entries e "
                 f"WHERE {where} GROUP BY conversation_id, role", params).fetchall()
@@ -101,7 +110,7 @@ class Browsing:
                   as_of: str | PastCommit | None = None) -> Page:
         """Index rows, newest first, one page of them."""
         where, params = scoped_sql(conversation, role, scopes)
-        with self.index_as_of(as_of, ranking=False) as (index, _):
+        with self.searching.index_as_of(as_of, ranking=False) as (index, _):
             total = index.count(where, params)
             rowids = [r for (r,) in index.conn.execute(
                 f"SELECT rowid FROM entries e WHERE {where} ORDER BY e.created_at DESC, e.rowid DESC "
@@ -115,7 +124,7 @@ class Browsing:
         whose turn is not on the page (or has none) come as their own items."""
         where, params = scoped_sql(conversation, None, scopes)
         where += " AND e.role IN ('user', 'assistant', 'memory')"
-        with self.index_as_of(as_of, ranking=False) as (index, _):
+        with self.searching.index_as_of(as_of, ranking=False) as (index, _):
             total = index.count(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params)
             turns = index.select(where + " AND (e.role <> 'memory' OR e.source IS NULL)", params, None,
                                  newest_first=False)[offset:offset + limit]
@@ -137,7 +146,7 @@ class Browsing:
     def conversation_named(self, name: str) -> str:
         """The conversation a page's link names: by its folder (layout.folder_for: "a/b" lives in a
         hashed folder), else the name itself as an id."""
-        with self.index_as_of(None, ranking=False) as (index, _):
+        with self.searching.index_as_of(None, ranking=False) as (index, _):
             ids = {row[0] for row in index.conn.execute("SELECT DISTINCT conversation_id FROM entries")}
         if name in ids:
             return name
@@ -149,14 +158,14 @@ class Browsing:
 
     def entry_file(self, memory_id: str) -> tuple[PurePosixPath, Entry, str]:
         """A memory (live or a tombstone) with its file's whole text."""
-        rel, entry = self.get(memory_id)
+        rel, entry = self.reading.get(memory_id)
         return rel, entry, self.vault.read_content(rel)
 
     def entry_as_of(self, memory_id: str, as_of: str | PastCommit) -> tuple[PurePosixPath, Entry, str, PastCommit]:
         """A memory as its file read at a past moment (a tombstone if it was deleted by then)."""
         from memvault.vault.timetravel import entry_at
 
-        past = self.resolve_as_of(as_of)
+        past = self.searching.resolve_as_of(as_of)
         rel, entry, content = entry_at(self.vault.git, past, memory_id)
         return rel, entry, content, past
 
@@ -167,7 +176,7 @@ class Browsing:
         from memvault.core.reading import matches
         from memvault.vault.timetravel import names_at, parsed_at
 
-        past = self.resolve_as_of(as_of)
+        past = self.searching.resolve_as_of(as_of)
         folder = layout.folder_for(layout.check_conversation_id(conversation)) if conversation else None
         kind = layout.KIND_DIRS.get(role) if role else None  # the role from the folder: nothing parsed
         # Paths as strings: only the files read become PurePosixPaths (10k of them cost a page's time).
@@ -176,7 +185,7 @@ class Browsing:
         listing = [(rel, blob) for rel, blob in names_at(self.vault.git, past) if rel.startswith(start)
                    and ((folder is None and kind is None) or _in_folder(rel.split("/"), folder, kind))]
         listing.sort(key=lambda pair: pair[0].rpartition("/")[2], reverse=True)  # names start with their time
-        wanted = check_scopes(scopes)
+        wanted = walls(scopes)
         if (role is None or kind is not None) and not wanted:
             chosen = parsed_at(self.vault.git, past, _paths(listing[offset:offset + limit]))
             return Page([e for _, e in chosen if isinstance(e, Entry)], len(listing), offset, limit), past
@@ -190,8 +199,8 @@ class Browsing:
         from memvault.vault.history import Texts
 
         git = self.vault.git
-        first = self.resolve_as_of(start)
-        last = self.resolve_as_of(end or "HEAD")
+        first = self.searching.resolve_as_of(start)
+        last = self.searching.resolve_as_of(end or "HEAD")
         found = Changes(first, last)
         if first.sha == last.sha:
             return found
@@ -229,12 +238,12 @@ class Browsing:
 
     def restore(self, memory_id: str) -> Entry:
         """Bring a soft-deleted memory back to its live place, one commit (a RESTORE in its history)."""
-        _, entry = self.get(memory_id)
+        _, entry = self.reading.get(memory_id)
         if not entry.deleted:
             raise UsageError(f"memory {entry.id[:8]} is not deleted: nothing to restore")
         if entry.role == "summary":
             raise UsageError("a deleted summary cannot be restored here: the conversation has a new one")
-        with self.write("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
+        with self.storage.write("restore", f"memvault restore: {short(entry.text)} [{entry.id[:8]}]",
                         entry.conversation_id) as tx:
             _, live = tx.restore(entry.id)
         return live
@@ -245,23 +254,18 @@ class Browsing:
         the log as it read then (its commit and those before it)."""
         from memvault.vault.history import vault_log
 
-        past = self.resolve_as_of(as_of)
+        past = self.searching.resolve_as_of(as_of)
         if past is None:
             return vault_log(self.vault.git, limit, operation or None, conversation or None)
         # The commits since then, left out: as many more are asked for, so a page is still whole.
-        later = self.commits_after(past)
+        later = self.reading.commits_after(past)
         found = vault_log(self.vault.git, limit + len(later) if limit else 0, operation or None, conversation or None)
         kept = [commit for commit in found if commit.sha not in later]
         return kept[:limit] if limit else kept
 
-    def commits_after(self, past: PastCommit) -> set[str]:
-        """The shas of the vault's commits since `past` (a log or a history as it read then leaves them out)."""
-        git = self.vault.git
-        return set(git.run("rev-list", f"{past.sha}..HEAD", *git.vault_scope()).split())
-
     def journal_days(self, limit: int = 60, as_of: str | PastCommit | None = None) -> list[str]:
         """The days the daily log has a file for (at `as_of`: had then), newest first."""
-        past = self.resolve_as_of(as_of)
+        past = self.searching.resolve_as_of(as_of)
         if past is not None:
             git = self.vault.git
             listed = git.run("ls-tree", "--name-only", "-z", past.sha, "--", git.repo_path(layout.JOURNAL_DIR) + "/")
@@ -276,7 +280,7 @@ class Browsing:
 
     def require_scopes(self, entry: Entry, scopes: dict[str, Any] | None) -> Entry:
         """`entry` if it carries every one of these scopes; NotFoundError otherwise (scopes are walls)."""
-        if any(getattr(entry, key) != value for key, value in check_scopes(scopes).items()):
+        if not Caller.of(scopes).sees(entry):
             raise NotFoundError(f"no memory with id {entry.id[:8]}")
         return entry
 

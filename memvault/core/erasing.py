@@ -9,11 +9,15 @@ import json
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
 from memvault.vault import erase, erase_intent, erasure_record, layout, rewrites, state_purge
 from memvault.vault.entry import format_time, now
+
+if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.turns import TurnWriting
 
 
 @dataclass
@@ -47,6 +51,11 @@ class Erasure:
 class Erasing:
     """`erase`: the GDPR-grade delete, for every surface (CLI, REST, API, MCP)."""
 
+    def __init__(self, storage: Storage, turns: TurnWriting) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.turns = turns
+
     def erase(self, ids: tuple[str, ...] | list[str] = (), conversation: str | None = None, user: str | None = None,
               matching: str | None = None, regex: bool = False, dry_run: bool = False, reason: str = "",
               who: str | None = None) -> Erasure:
@@ -68,7 +77,7 @@ class Erasing:
         criteria = erase.Criteria(ids=full_ids, conversation=conversation, user=user, matching=matching, regex=regex)
         erase.check_erasable(self.vault.git)
         if not dry_run:
-            self.commit_leftover_turns()  # a proxy's turn files not yet committed are history too
+            self.turns.commit_leftover_turns()  # a proxy's turn files not yet committed are history too
         if self.has_index():  # journalled writes indexed: the index's rows are what it holds (none built)
             with self.keeper.caught_up():
                 pass
@@ -101,7 +110,7 @@ class Erasing:
                                asdict(criteria))
             erase_intent.reached("rewriting")
             result.rewritten = self.rewrite_history(selection)
-            llm = self.llm()
+            llm = self.storage.llm()
             if llm is not None and selection.scrubbed:
                 from memvault.core.erased_summaries import resummarise
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memvault.core.caller import walls
 from memvault.errors import UsageError
 from memvault.vault import layout
-from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.searching import Searching
     from memvault.vault.timetravel import PastCommit
 
 MAX_RELATIONS = 20  # relations returned with one search: a neighbourhood, not the whole graph
@@ -16,6 +18,11 @@ MAX_RELATIONS = 20  # relations returned with one search: a neighbourhood, not t
 
 class Graphing:
     """Reads of the graph the index derives from triples (docs/architecture.md, Graph)."""
+
+    def __init__(self, storage: Storage, searching: Searching) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.searching = searching
 
     def _graph_query(self, index, conversation: str | None, scopes: dict[str, Any] | None,
                      filters: dict | None = None, show_expired: bool = False):
@@ -25,7 +32,7 @@ class Graphing:
 
         if conversation is not None:
             layout.check_conversation_id(conversation)
-        where, params = and_where(scope_where(conversations_for(conversation), check_scopes(scopes)),
+        where, params = and_where(scope_where(conversations_for(conversation), walls(scopes)),
                                   compile_filter(unexpired(filters, show_expired)))
         return GraphQuery(index.conn, where, params)
 
@@ -40,7 +47,7 @@ class Graphing:
             raise UsageError("the entity name is empty")
         if not 1 <= int(depth) <= MAX_DEPTH:
             raise UsageError(f"depth must be between 1 and {MAX_DEPTH}, got {depth}")
-        with self.index_as_of(as_of, ranking=False) as (index, _):
+        with self.searching.index_as_of(as_of, ranking=False) as (index, _):
             return self._graph_query(index, conversation, scopes).neighbourhood(entity, int(depth))
 
     def relations(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
@@ -52,5 +59,5 @@ class Graphing:
         `as_of`: from the vault as it was then (the past's own index, as `search` reads it)."""
         if not self.settings.graph.enabled or not isinstance(query, str) or not query.strip():
             return []
-        with self.index_as_of(as_of, ranking=False) as (index, _):  # the past's relations, never today's
+        with self.searching.index_as_of(as_of, ranking=False) as (index, _):  # the past's relations, never today's
             return self._graph_query(index, conversation, scopes, filters, show_expired).for_query(query, limit)

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
 from memvault.vault import erasure_record, rewrites
 from memvault.vault.entry import Entry, now
 from memvault.vault.fields import check_scopes
 from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
+
+if TYPE_CHECKING:
+    from memvault.core.adding import Adding
+    from memvault.core.base import Storage
+    from memvault.core.erasing import Erasing
+    from memvault.core.reading import Reading
+    from memvault.core.searching import Searching
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,15 @@ class Repository:
 class Maintenance:
     """Whole-vault operations."""
 
+    def __init__(self, storage: Storage, reading: Reading, searching: Searching, adding: Adding,
+                 erasing: Erasing) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.reading = reading
+        self.searching = searching
+        self.adding = adding
+        self.erasing = erasing
+
     def gc(self, max_entries: int | None = None, purge_older_than: str | None = None, dry_run: bool = False,
            git_gc: bool = True) -> GcPlan:
         """Evict the oldest facts and turns above the limit (soft), purge old tombstones, compact git."""
@@ -42,7 +58,7 @@ class Maintenance:
             return plan
         if plan.evict or plan.purge:
             subject = f"memvault gc: evicted {len(plan.evict)}, purged {len(plan.purge)}"
-            with self.write("gc", subject) as tx:
+            with self.storage.write("gc", subject) as tx:
                 # Planned before the lock: another writer may have deleted or purged some since.
                 plan.evict = [entry for entry in plan.evict if self.vault.is_live(entry.id)]
                 plan.purge = [(rel, entry) for rel, entry in plan.purge if (self.vault.root / rel).is_file()]
@@ -85,9 +101,9 @@ class Maintenance:
                 self.vault.git.pull(remote or self.settings.vault.git_remote or None)
                 erasure_record.drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
         except PullClash:
-            self.reindex()  # what arrived is in the files: the index follows them, then the error is told
+            self.storage.reindex()  # what arrived is in the files: the index follows them, then the error is told
             raise
-        return self.reindex()
+        return self.storage.reindex()
 
     def stray_files(self) -> list:
         """Markdown files under entries/ that are in no folder memvault reads (see Vault.stray_files)."""
@@ -102,22 +118,22 @@ class Maintenance:
         if not scopes:
             raise UsageError("name at least one scope (user_id, agent_id, run_id): reset() deletes everything")
         if erase and set(scopes) == {"user_id"}:
-            self.erase(user=scopes["user_id"], reason=reason)
+            self.erasing.erase(user=scopes["user_id"], reason=reason)
             return 0
-        ids = [row["id"] for row in self.select(scopes, role=None, show_expired=True)]  # facts and turns
-        ids += [entry.id for _, entry in self.list(role="summary", scopes=scopes).entries]
+        ids = [row["id"] for row in self.searching.select(scopes, role=None, show_expired=True)]  # facts and turns
+        ids += [entry.id for _, entry in self.reading.list(role="summary", scopes=scopes).entries]
         if erase:
             if ids:
-                self.erase(ids=ids, reason=reason)
+                self.erasing.erase(ids=ids, reason=reason)
             return len(ids)
-        return len(self.delete(ids))
+        return len(self.adding.delete(ids))
 
     def reset(self) -> int:
         """Soft-delete every live entry (facts, turns, summaries) in one commit, then rebuild the index
         from the files. Files with broken front matter are left alone. Returns how many were deleted."""
-        with self.write("reset", "memvault reset: soft-deleted every entry") as tx:
+        with self.storage.write("reset", "memvault reset: soft-deleted every entry") as tx:
             # Listed under the vault lock, so an entry another process writes meanwhile is included.
             for entry in [item for _, item in self.vault.iter_entries() if isinstance(item, Entry)]:
                 tx.soft_delete(entry)
-        self.reindex(full=True)
+        self.storage.reindex(full=True)
         return len(tx.events)

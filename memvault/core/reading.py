@@ -5,13 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memvault.core.caller import ANYONE, Caller, walls
 from memvault.errors import EntryFormatError, NotFoundError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
-from memvault.vault.fields import check_scopes
 from memvault.vault.history import Event, memory_events
+
+if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.searching import Searching
+    from memvault.vault.timetravel import PastCommit
 
 
 @dataclass
@@ -37,11 +42,22 @@ def in_conversation(rel: PurePosixPath, entry: Entry, conversation: str | None) 
 class Reading:
     """Reads straight from the files (the source of truth); nothing is embedded."""
 
-    def get(self, memory_id: str, include_deleted: bool = True) -> tuple[PurePosixPath, Entry]:
-        return self.vault.resolve(memory_id, include_deleted=include_deleted)
+    def __init__(self, storage: Storage, searching: Searching) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.searching = searching
 
-    def get_live(self, memory_id: str) -> tuple[PurePosixPath, Entry]:
-        rel, entry = self.vault.resolve(memory_id, include_deleted=True)
+    def get(self, memory_id: str, include_deleted: bool = True,
+            caller: Caller = ANYONE) -> tuple[PurePosixPath, Entry]:
+        """The entry whose id is `memory_id` or starts with it, when `caller` may see it; NotFoundError
+        otherwise, as for an id the vault does not hold (scopes are walls)."""
+        rel, entry = self.vault.resolve(memory_id, include_deleted=include_deleted)
+        if not caller.sees(entry):
+            raise NotFoundError(f"no memory with id {str(memory_id)[:40]}")
+        return rel, entry
+
+    def get_live(self, memory_id: str, caller: Caller = ANYONE) -> tuple[PurePosixPath, Entry]:
+        rel, entry = self.get(memory_id, caller=caller)
         if entry.deleted:
             raise NotFoundError(f"memory {entry.id[:8]} is deleted (see `memvault history {entry.id[:8]}`)")
         return rel, entry
@@ -50,7 +66,7 @@ class Reading:
              include_deleted: bool = False, limit: int = 0) -> Listing:
         """Entries oldest first; `limit` > 0: only the newest `limit`, reading as few files as it can
         (files that fail to parse are then reported only among those read)."""
-        scopes = check_scopes(scopes)
+        scopes = walls(scopes)
         if limit > 0:
             return self._newest(conversation, role, scopes, include_deleted, limit)
         listing = Listing()
@@ -112,11 +128,16 @@ class Reading:
         """A memory's events; with `as_of` (a date, time, commit or PastCommit), those up to then."""
         rel, entry = self.get(memory_id)
         events = memory_events(self.vault.git, entry.id, rel)
-        past = self.resolve_as_of(as_of)
+        past = self.searching.resolve_as_of(as_of)
         if past is None:
             return events
         later = self.commits_after(past)
         return [event for event in events if event.commit not in later]
+
+    def commits_after(self, past: PastCommit) -> set[str]:
+        """The shas of the vault's commits since `past` (a log or a history as it read then leaves them out)."""
+        git = self.vault.git
+        return set(git.run("rev-list", f"{past.sha}..HEAD", *git.vault_scope()).split())
 
     def log(self, limit: int = 20) -> list:
         return self.vault.git.log(limit=limit)

@@ -6,10 +6,13 @@ not say. `doctor` finds the problems by reading the vault; it mends them only th
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
 from memvault.vault import layout
+
+if TYPE_CHECKING:
+    from memvault.core.base import Storage
 
 
 def uncommitted_entry_files(vault) -> tuple[list[str], dict[str, str]]:
@@ -52,6 +55,10 @@ def wrong_triples(vault) -> list[tuple[str, Any, str]]:
 class Repairs:
     """The safe fixes, each under the vault's lock."""
 
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+
     def remove_stale_git_locks(self) -> list[Path]:
         """Git lock files no running git holds (a killed git left them)."""
         with self.vault.lock():
@@ -87,7 +94,8 @@ class Repairs:
         with self.vault.lock():
             wrong = wrong_triples(self.vault)  # again under the lock
         if wrong:
-            with self.write("doctor", f"memvault doctor: drop {len(wrong)} triple(s) their facts do not say") as tx:
+            subject = f"memvault doctor: drop {len(wrong)} triple(s) their facts do not say"
+            with self.storage.write("doctor", subject) as tx:
                 for _, fact, _ in wrong:
                     tx.write(fact.replace(subject=None, predicate=None, object=None), event="UPDATE")
         return [rel for rel, _, _ in wrong]

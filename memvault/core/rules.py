@@ -11,13 +11,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import short
 from memvault.errors import EntryFormatError, NotFoundError
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS, Entry
 from memvault.vault.fields import check_scopes
+
+if TYPE_CHECKING:
+    from memvault.core.adding import Adding
+    from memvault.core.base import Storage
+    from memvault.core.reading import Reading
 
 RULES_DIR = layout.KIND_DIRS["rule"]
 
@@ -48,6 +53,12 @@ def same_scopes(entry: Entry, scopes: dict[str, str]) -> bool:
 
 class Rules:
     """Storing, listing, archiving procedural rules, and the ones in force for a prompt."""
+
+    def __init__(self, storage: Storage, reading: Reading, adding: Adding) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.reading = reading
+        self.adding = adding
 
     def rule_entries(self, conversation: str, archived: bool = False) -> list[Entry]:
         """The rules in one conversation's rules/ folder (deleted/rules/ when `archived`), oldest
@@ -97,7 +108,7 @@ class Rules:
         result = self.plan_rule(text, conversation, scopes, llm, source)
         if result.event == "ADD":
             rule = result.rule
-            with self.write("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
+            with self.storage.write("rule", f"memvault rule: {short(rule.text)} [{rule.id[:8]}]",
                             rule.conversation_id) as tx:
                 self.write_planned_rule(tx, result)
         return result
@@ -108,7 +119,7 @@ class Rules:
         NONE when a rule in force says it already, else ADD with the rules it archives."""
         from memvault.curate.rules import review_rule, safety_problem, same_rule
 
-        text = self.clean_text(text)
+        text = self.storage.clean_text(text)
         problem = safety_problem(text)
         if problem:
             return RuleResult("DROP", reason=problem)
@@ -143,7 +154,7 @@ class Rules:
 
     def remove_rule(self, rule_id: str) -> Entry:
         """Archive one rule (soft delete, one commit)."""
-        _, entry = self.get_live(rule_id)
+        _, entry = self.reading.get_live(rule_id)
         if entry.role != "rule":
             raise NotFoundError(f"{entry.id[:8]} is not a rule (it is a {entry.role}): use `memvault rm`")
-        return self.delete([entry.id])[0]
+        return self.adding.delete([entry.id])[0]

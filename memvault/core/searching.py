@@ -9,13 +9,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memvault.core.caller import walls
 from memvault.errors import UsageError
 from memvault.settings import RetrievalSettings
 from memvault.vault import layout
 from memvault.vault.entry import SCOPE_KEYS
-from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
+    from memvault.core.base import Storage
     from memvault.vault.timetravel import PastCommit
 
 
@@ -49,6 +50,10 @@ HELD = threading.local()  # the past index a thread has open (index_as_of)
 class Searching:
     """Queries over the index (caught up with every write first)."""
 
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+
     def resolve_as_of(self, as_of: str | PastCommit | None) -> PastCommit | None:
         """The commit a date, time or commit name stands for (None stays None): resolved once, a
         search and its relations read the same past."""
@@ -76,7 +81,7 @@ class Searching:
         if ranking:
             from memvault.index.past import past_index
 
-            opened = past_index(self.vault, self.embedder(), past)
+            opened = past_index(self.vault, self.storage.embedder(), past)
             held = opened  # closed when the block ends
         else:
             from memvault.index.past_rows import past_rows
@@ -105,14 +110,14 @@ class Searching:
         if conversation is not None:
             conversation = layout.check_conversation_id(conversation)
         retrieval = RetrievalOverrides.of(overrides).applied_to(self.settings.retrieval)
-        scopes = check_scopes(scopes)
+        scopes = walls(scopes)
         conversations = conversations_for(conversation) if include_global or conversation is None else [conversation]
         owner = owner_reach(retrieval, scopes) if follow_owner else None
         # The model runs outside the index lock: it is most of a search's time, and threads can share it.
-        query_vector = embed_query(self.embedder(), query) if isinstance(query, str) and query.strip() else None
+        query_vector = embed_query(self.storage.embedder(), query) if isinstance(query, str) and query.strip() else None
         with self.index_as_of(as_of) as (index, moment):
-            return search(index, self.embedder(), self.reranker(), query, retrieval, conversations, scopes,
-                          unexpired(filters, show_expired), now=moment, query_vector=query_vector, owner=owner)
+            return search(index, self.storage.embedder(), self.storage.reranker(), query, retrieval, conversations,
+                          scopes, unexpired(filters, show_expired), now=moment, query_vector=query_vector, owner=owner)
 
     def select(self, scopes: dict[str, Any] | None = None, filters: dict | None = None, role: str | None = "memory",
                limit: int | None = None, show_expired: bool = False) -> list[dict[str, Any]]:
@@ -121,7 +126,7 @@ class Searching:
         nor memories past their expiration_date unless `show_expired`."""
         from memvault.retrieve.filters import and_where, compile_filter, scope_where, unexpired
 
-        where, params = and_where(scope_where(None, check_scopes(scopes)),
+        where, params = and_where(scope_where(None, walls(scopes)),
                                   compile_filter(unexpired(filters, show_expired)),
                                   ("e.role = ?", [role]) if role else ("1", []))
         with self.keeper.caught_up() as index:
@@ -159,4 +164,4 @@ def owner_reach(retrieval: RetrievalSettings, scopes: dict[str, str]):
     if not retrieval.follow_user:
         return None
     roles = ("memory", "user") if retrieval.follow_user_turns else ("memory",)
-    return OwnerReach(layout.owner_scopes(scopes), roles)
+    return OwnerReach(walls(scopes, person=True), roles)

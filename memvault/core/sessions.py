@@ -28,6 +28,10 @@ from memvault.vault.entry import SCOPE_KEYS, Entry
 from memvault.vault.fields import check_scopes
 
 if TYPE_CHECKING:
+    from memvault.core.adding import Adding
+    from memvault.core.base import Storage
+    from memvault.core.rules import Rules
+    from memvault.core.workspace import Workspace
     from memvault.curate.ingest import MemoryEvent, Placement
     from memvault.curate.policy import Candidate
     from memvault.vault.transaction import Transaction
@@ -55,6 +59,13 @@ class SessionEnd:
 class Sessions:
     """The write policy for chat/proxy turns, the session buffer, and ending sessions."""
 
+    def __init__(self, storage: Storage, adding: Adding, rules: Rules, workspace: Workspace) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.adding = adding
+        self.rules = rules
+        self.workspace = workspace
+
     @functools.cached_property
     def session_buffer(self) -> SessionBuffer:
         """The open sessions' buffers under .memvault/session/ (one object: its lock serves every thread)."""
@@ -70,16 +81,16 @@ class Sessions:
         session. Without an LLM nothing can be labelled: the text is stored as given, as `add` does."""
         from memvault.curate.ingest import Placement
 
-        llm = llm or self.llm()
+        llm = llm or self.storage.llm()
         if llm is None:  # nothing can label the text: stored as given (`add` holds the hard guards)
-            return self.add(messages, conversation, scopes, metadata, fields=fields)
+            return self.adding.add(messages, conversation, scopes, metadata, fields=fields)
         conversation, scopes, chat, notes = placed(messages, conversation, scopes, self.settings.limits.max_text_chars)
         speaker = speaker_of(chat)
         metadata = {**(metadata or {}), **{key: value for key, value in (fields or {}).items() if value is not None},
                     **({"actor_id": speaker} if speaker else {})}
         latest = last_user_text(chat)
         if turn is None and latest.strip():
-            turn = Entry(text=self.clean_text(latest), role="user", conversation_id=conversation, **scopes)
+            turn = Entry(text=self.storage.clean_text(latest), role="user", conversation_id=conversation, **scopes)
         buffer = self.session_buffer
         with buffer.locked():
             record = buffer.read(conversation)
@@ -94,14 +105,14 @@ class Sessions:
             labelled = label_candidates(llm, facts, latest)
             return self._apply_labels(conversation, labelled, turn, policy_events, rules)
 
-        result = self._curated_add(llm, chat, Placement(conversation, scopes, metadata, provenance=session),
+        result = self.adding.curated_add(llm, chat, Placement(conversation, scopes, metadata, provenance=session),
                                    prompt, turn, select)
         for text in rules:
             result.events.append(self.store_rule(text, Placement(conversation, scopes, metadata,
                                                                  turn.id if turn else None), llm))
         self._note_learned(conversation, result.events)
         result.events.extend(policy_events)
-        self.note_refusals(result.events, conversation, scopes, turn, "policy")
+        self.adding.note_refusals(result.events, conversation, scopes, turn, "policy")
         result.notes = notes + result.notes
         return result
 
@@ -158,13 +169,13 @@ class Sessions:
     def store_rule(self, text: str, place: Placement, llm=None) -> MemoryEvent:
         """Store an explicit instruction the policy classified as a rule, in its own commit, through
         the one rule writer (memvault.core.rules: capped, superseded ones archived, safety guard)."""
-        return rule_event(self.add_rule(text, place.conversation, place.scopes, llm, place.source), text)
+        return rule_event(self.rules.add_rule(text, place.conversation, place.scopes, llm, place.source), text)
 
     def write_rule(self, tx: Transaction, text: str, place: Placement, llm=None) -> MemoryEvent:
         """The same inside the caller's transaction (a session end's one commit)."""
-        result = self.plan_rule(text, place.conversation, place.scopes, llm, place.source)
+        result = self.rules.plan_rule(text, place.conversation, place.scopes, llm, place.source)
         if result.event == "ADD":
-            self.write_planned_rule(tx, result)
+            self.rules.write_planned_rule(tx, result)
         return rule_event(result, text)
 
     # -- ending sessions ---------------------------------------------------------------------------
@@ -209,7 +220,7 @@ class Sessions:
         if taken is None:
             return None
         record, folder = taken
-        llm = llm if llm is not None else self.llm()
+        llm = llm if llm is not None else self.storage.llm()
         result = SessionEnd(conversation, user_turns=record.user_turns)
         for item in record.held:
             if item.get("label") == "repeat":
@@ -223,7 +234,7 @@ class Sessions:
                           for item, yes in zip(held, keep, strict=True) if not yes]
         chosen = []
         for item in (item for item, yes in zip(held, keep, strict=True) if yes):
-            reason = unsupported_by(str(item["text"]), user_turns, self.embedder())
+            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder())
             if reason:  # a held candidate is re-checked against what the session's user said
                 result.events.append(MemoryEvent("DROP", None, None, str(item["text"]), reason=reason))
             else:
@@ -235,14 +246,14 @@ class Sessions:
             summary = session_summary(None, user_turns)
         self._commit_session_end(result, record, chosen, summary, llm)
         self.session_buffer.finish(folder)
-        self.note_refusals(result.events, conversation, record.scopes, operation="session end")
+        self.adding.note_refusals(result.events, conversation, record.scopes, operation="session end")
         return result
 
     def _session_turns(self, record: SessionRecord) -> list[str]:
         """The texts of the session's user turns still in the vault, oldest first."""
         texts = []
         for turn_id in record.state.get("turn_ids") or []:
-            entry = self.live_entry(str(turn_id)) if isinstance(turn_id, str) else None
+            entry = self.adding.live_entry(str(turn_id)) if isinstance(turn_id, str) else None
             if entry is not None and entry.role == "user":
                 texts.append(entry.text)
         return texts
@@ -258,32 +269,33 @@ class Sessions:
         curation = None
         previous = self.vault.summary(conversation)
         if facts and llm is not None:
-            curation = plan_curation(llm, [], conversation, self.stored_facts(conversation, scopes),
-                                     previous.text if previous else None, facts=facts, embedder=self.embedder())
+            curation = plan_curation(llm, [], conversation, self.adding.stored_facts(conversation, scopes),
+                                     previous.text if previous else None, facts=facts, embedder=self.storage.embedder())
             result.notes += curation.notes
         if not (facts or rules or summary or record.state.get("learned")):
             return
         subject = f"memvault session end: {conversation}" + (f" ({short(summary, 40)})" if summary else "")
         # promoted facts say which model judged them and which session they were learned in
-        place = Placement(conversation, scopes, provenance={"model": self.model_name(llm) if llm else "",
+        place = Placement(conversation, scopes, provenance={"model": self.adding.model_name(llm) if llm else "",
                                                             "session": iso(record.state.get("started_at")) or ""})
-        with self.write("session", subject, conversation) as tx:
+        with self.storage.write("session", subject, conversation) as tx:
             if curation is not None:
-                result.events += apply_curation(tx, curation, place, self.live_entry, previous)
+                result.events += apply_curation(tx, curation, place, self.adding.live_entry, previous)
             else:
                 for text in facts:
-                    entry = Entry(text=self.clean_text(text), conversation_id=conversation, **scopes)
+                    entry = Entry(text=self.storage.clean_text(text), conversation_id=conversation, **scopes)
                     tx.write(entry, event="ADD")
                     result.events.append(MemoryEvent("ADD", entry.id, None, entry.text))
             for text in rules:
                 result.events.append(self.write_rule(tx, text, place, llm))
             if summary:
-                result.summary = Entry(text=self.clean_text(summary), role="session", conversation_id=conversation,
+                result.summary = Entry(text=self.storage.clean_text(summary), role="session",
+                                       conversation_id=conversation,
                                        metadata={"user_turns": record.user_turns,
                                                  "started_at": iso(record.state.get("started_at"))},
                                        **scopes)
                 tx.write(result.summary, event="SESSION")
-            self.log_day(tx, learned_events(record, result.events), f"session in {conversation}")
+            self.workspace.log_day(tx, learned_events(record, result.events), f"session in {conversation}")
         result.commit = tx.commit_sha  # this session's commit, not HEAD: another writer may have come since
 
     # -- reading sessions --------------------------------------------------------------------------

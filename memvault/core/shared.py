@@ -16,16 +16,18 @@ import copy
 import dataclasses
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import MemvaultError, NotFoundError, UsageError, VaultError, first_line
-from memvault.settings import PERSONAL_VAULT, shared_vault_paths
+from memvault.settings import PERSONAL_VAULT, Settings, shared_vault_paths
 
 if TYPE_CHECKING:
     from memvault.core import Memvault
+    from memvault.core.base import Storage
+    from memvault.core.searching import Searching
     from memvault.vault.devicesync import SyncReport
 
 log = logging.getLogger("memvault")
@@ -51,6 +53,16 @@ class SharedSync:
 class Sharing:
     """The team vaults beside this one."""
 
+    def __init__(self, storage: Storage, searching: Searching, personal: Memvault,
+                 open_vault: Callable[[Settings], Memvault]) -> None:
+        """`personal`: the facade of this vault (what a write without `--to` goes to); `open_vault`: how
+        a team vault is opened (Memvault.open)."""
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.searching = searching
+        self.personal = personal
+        self.open_vault = open_vault
+
     def open_shared(self, name: str, path: Path) -> Memvault:
         """A shared vault as a Memvault of its own: these settings, its folder, no remote or team
         vaults of its own (a team vault never reaches further)."""
@@ -58,7 +70,7 @@ class Sharing:
             raise UsageError(f"vault.shared: {name!r} is the personal vault itself ({path})")
         settings = copy.deepcopy(self.settings)
         settings.vault.path, settings.vault.shared, settings.vault.git_remote = str(path), [], ""
-        return type(self).open(settings)
+        return self.open_vault(settings)
 
     @functools.cached_property
     def shared_opened(self) -> dict[str, Memvault]:
@@ -73,7 +85,7 @@ class Sharing:
         return opened
 
     def shared_warning(self, name: str, exc: Exception) -> None:
-        (self.on_notice or log.warning)(f"warning: shared vault {name!r} left out: {first_line(exc)}")
+        (self.storage.on_notice or log.warning)(f"warning: shared vault {name!r} left out: {first_line(exc)}")
 
     def search_together(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                         filters: dict | None = None, shared: bool = True, **kwargs: Any) -> list:
@@ -83,9 +95,9 @@ class Sharing:
         team's conventions are everyone's), mem0 filters and retrieval overrides apply to both."""
         from memvault.core.searching import RetrievalOverrides
 
-        past = self.resolve_as_of(kwargs.pop("as_of", None))
+        past = self.searching.resolve_as_of(kwargs.pop("as_of", None))
         hits = [dataclasses.replace(hit, vault_name=PERSONAL_VAULT)
-                for hit in self.search(query, conversation, scopes, filters, as_of=past, **kwargs)]
+                for hit in self.searching.search(query, conversation, scopes, filters, as_of=past, **kwargs)]
         team = self.shared_opened if shared and self.settings.vault.shared else {}
         if not team:
             return hits
@@ -109,9 +121,9 @@ class Sharing:
         reach it: a shared vault is written only when asked."""
         if to is None:
             self.refuse_shared_ids(memory_ids)
-            return self
+            return self.personal
         if to == PERSONAL_VAULT:
-            return self
+            return self.personal
         paths = shared_vault_paths(self.settings.vault.shared)
         if not paths:
             raise UsageError(f"--to {to}: no shared vault is configured (set vault.shared, e.g. "
@@ -139,7 +151,7 @@ class Sharing:
         each team vault; NotFoundError when none does."""
         try:
             self.vault.resolve(memory_id)
-            return PERSONAL_VAULT, self
+            return PERSONAL_VAULT, self.personal
         except NotFoundError as missing:
             for name, other in self.shared_opened.items():
                 try:
@@ -173,7 +185,7 @@ class Sharing:
     def has_remote(self) -> bool:
         return bool(self.vault.git.repo.remotes)
 
-    def close(self) -> None:
+    def close_shared(self) -> None:
+        """Close the team vaults opened (none is opened only to be closed)."""
         for other in self.__dict__.get("shared_opened", {}).values():
             other.close()
-        super().close()

@@ -11,12 +11,20 @@ from memvault.errors import EntryFormatError, UsageError, VaultError
 from memvault.vault import layout
 
 if TYPE_CHECKING:
-    from memvault.core import Memvault
+    from memvault.core.base import Storage
+    from memvault.core.erasing import Erasing
+    from memvault.core.rules import Rules
     from memvault.vault.devicesync import SyncReport
 
 
 class Syncing:
     """Sync with other devices through git."""
+
+    def __init__(self, storage: Storage, rules: Rules, erasing: Erasing) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.rules = rules
+        self.erasing = erasing
 
     def ensure_merge_setup(self) -> bool:
         """Merge drivers registered in this clone's .git/config and .gitattributes committed (the
@@ -49,45 +57,14 @@ class Syncing:
     def caught_up(self, report: SyncReport) -> SyncReport:
         """The index follows the files the sync changed."""
         if report.changed:
-            self.resync_paths([PurePosixPath(path) for path in report.changed])
+            self.storage.resync_paths([PurePosixPath(path) for path in report.changed])
         return report
 
     def forget_adopted(self, adoptions) -> None:
         """Another device's erase arrived (before the sync prunes the stale history): the index and
         state files forget it too."""
-        self.forget_erased_elsewhere({i for a in adoptions for i in a.ids}, {t for a in adoptions for t in a.texts})
-
-    @classmethod
-    def clone(cls, url: str, settings) -> Memvault:
-        """`git clone` a vault into `vault.path` (a new or empty folder) and make it this machine's:
-        merge drivers registered, state folder made; the index is built on first use."""
-        from pathlib import Path
-
-        from memvault.vault.git_errors import first_cause
-        from memvault.vault.git_process import run_git
-
-        target = Path(settings.vault.path)
-        if target.exists() and (not target.is_dir() or any(target.iterdir())):
-            raise UsageError(f"{target} exists and is not an empty folder: clone into a new one")
-        existed = target.exists()
-        try:
-            done = run_git(["git", "clone", "--quiet", "--", url, str(target)], Path.cwd(), None, {},
-                           network_timeout=settings.sync.timeout_seconds)  # GitTimeout: one line, as sync's
-        except BaseException:  # stopped (timeout, Ctrl-C): git had no time to clean up after itself
-            import shutil
-
-            for leftover in [target] if not existed else list(target.iterdir()):
-                if leftover.is_dir():
-                    shutil.rmtree(leftover, ignore_errors=True)
-                else:
-                    leftover.unlink(missing_ok=True)
-            raise
-        if done.returncode != 0:
-            raise VaultError(f"git clone of {url} failed: {first_cause(done.stderr) or 'no output'}")
-        check_out_remote_branch(target)
-        memvault = cls.open(settings, create=True)
-        memvault.ensure_merge_setup()
-        return memvault
+        self.erasing.forget_erased_elsewhere({i for a in adoptions for i in a.ids},
+                                             {t for a in adoptions for t in a.texts})
 
     def add_remote(self, url: str, name: str = "origin") -> None:
         """Point the vault at a remote (`init --remote URL`): added, or its address changed."""
@@ -113,11 +90,11 @@ class Syncing:
             scopes_seen[(rule.conversation_id, *sorted(rule.scopes.items()))] = (rule.conversation_id, rule.scopes)
         over = []
         for conversation, scopes in scopes_seen.values():
-            active = self.rules(conversation, scopes)
+            active = self.rules.rules(conversation, scopes)
             over += active[:max(0, len(active) - self.settings.rules.max_active)]
         if not over:
             return
-        with self.write("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
+        with self.storage.write("sync", f"memvault sync: {len(over)} rule(s) over rules.max_active archived") as tx:
             for rule in over:
                 if self.vault.is_live(rule.id):
                     tx.soft_delete(rule)
@@ -150,10 +127,39 @@ class Syncing:
         if not texts:
             return []
         listed = ", ".join(rel.name for rel in texts)
-        with self.write("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
+        with self.storage.write("resolve", f"memvault resolve: {listed}: kept {keep}") as tx:
             for rel, text in texts.items():
                 tx.write_file(rel, text)
         return list(texts)
+
+
+def clone_vault(url: str, settings) -> None:
+    """`git clone` a vault into `vault.path` (a new or empty folder), its branch checked out
+    (Memvault.clone then makes it this machine's)."""
+    from pathlib import Path
+
+    from memvault.vault.git_errors import first_cause
+    from memvault.vault.git_process import run_git
+
+    target = Path(settings.vault.path)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"{target} exists and is not an empty folder: clone into a new one")
+    existed = target.exists()
+    try:
+        done = run_git(["git", "clone", "--quiet", "--", url, str(target)], Path.cwd(), None, {},
+                       network_timeout=settings.sync.timeout_seconds)  # GitTimeout: one line, as sync's
+    except BaseException:  # stopped (timeout, Ctrl-C): git had no time to clean up after itself
+        import shutil
+
+        for leftover in [target] if not existed else list(target.iterdir()):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+        raise
+    if done.returncode != 0:
+        raise VaultError(f"git clone of {url} failed: {first_cause(done.stderr) or 'no output'}")
+    check_out_remote_branch(target)
 
 
 def check_out_remote_branch(work_dir) -> None:

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from memvault.errors import MemvaultError
 from memvault.vault import layout
 from memvault.vault.entry import Entry
 from memvault.vault.transaction import Change
 
+if TYPE_CHECKING:
+    from memvault.core.base import Storage
+
 
 class TurnWriting:
     """Turn files written now, committed later; leftovers of a hard stop committed at the next start."""
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
 
     def write_turns(self, entries: list[Entry]) -> list[Change]:
         """Write chat turns' files now, durable but not committed: a client need not wait for git.

@@ -22,6 +22,8 @@ from memvault.vault import layout
 from memvault.vault.scratchpad import Scratchpad
 
 if TYPE_CHECKING:
+    from memvault.core.base import Storage
+    from memvault.core.searching import Searching
     from memvault.vault.timetravel import PastCommit
 
 log = logging.getLogger("memvault")
@@ -106,6 +108,11 @@ def journal_text(before: str | None, day: str, block: str) -> str:
 class Workspace:
     """Core files, the daily log and scratchpads, over the vault's transactions."""
 
+    def __init__(self, storage: Storage, searching: Searching) -> None:
+        self.storage = storage
+        self.settings, self.vault, self.keeper = storage.settings, storage.vault, storage.keeper
+        self.searching = searching
+
     # -- core files ------------------------------------------------------------------------------
     def ensure_core(self) -> list[str]:
         """Create the core files a vault lacks (empty but explained), in one commit; returns their names.
@@ -114,7 +121,7 @@ class Workspace:
                    and self.vault.linked_part(layout.core_path(name)) is None]
         if not missing:
             return []
-        with self.write("core", f"memvault core: create {', '.join(f'{n}.md' for n in missing)}") as tx:
+        with self.storage.write("core", f"memvault core: create {', '.join(f'{n}.md' for n in missing)}") as tx:
             for name in missing:
                 rel = layout.core_path(name)
                 if not (self.vault.root / rel).exists():  # another process may have made it meanwhile
@@ -141,7 +148,7 @@ class Workspace:
         if self.vault.read_workspace(rel) == text:
             return rel, False
         summary = short(layout.workspace_text(text) or "(emptied)", 40)
-        with self.write("core", f"memvault core: edit {rel.name}: {summary}") as tx:
+        with self.storage.write("core", f"memvault core: edit {rel.name}: {summary}") as tx:
             tx.write_file(rel, text)
         return rel, True
 
@@ -164,7 +171,7 @@ class Workspace:
             wanted[rel] = text
         if wanted:
             names = ", ".join(str(rel) for rel in wanted)
-            with self.write("import", f"memvault import: {short(names, 60)}") as tx:
+            with self.storage.write("import", f"memvault import: {short(names, 60)}") as tx:
                 for rel, text in wanted.items():
                     written_paths.append(tx.write_file(rel, text))
         return written_paths, notes
@@ -225,7 +232,7 @@ class Workspace:
 
     def workspace_as_of(self, rel: PurePosixPath, as_of: str | PastCommit) -> str | None:
         """A core file's or journal day's text at a past moment, read from git (None: it had none)."""
-        return self.vault.git.show(self.resolve_as_of(as_of).sha, str(rel))
+        return self.vault.git.show(self.searching.resolve_as_of(as_of).sha, str(rel))
 
     # -- scratchpads -----------------------------------------------------------------------------
     def scratchpad(self, conversation: str) -> Scratchpad:

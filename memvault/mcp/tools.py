@@ -37,7 +37,7 @@ from memvault.mcp.fields import (
 )
 from memvault.settings import Settings
 from memvault.vault import layout
-from memvault.vault.layout import scopes_of
+from memvault.vault.layout import named_scopes
 
 
 def described(entry, rel=None) -> dict[str, Any]:
@@ -108,7 +108,7 @@ class MemoryTools:
                      'Extra fields kept with the memory, e.g. {"topic": "food"} (filterable later).'))] = None,
                  ) -> CallToolResult:
         conversation = layout.check_conversation_id(conversation) if conversation else None  # as recall names them
-        result = self.core.add(text, conversation, scopes_of(user_id, agent_id, run_id), metadata)  # core's guards
+        result = self.core.add(text, conversation, named_scopes(user_id, agent_id, run_id), metadata)  # core's guards
         events = [event_dict(event) for event in result.events if event.event != "NONE"]
         structured = {"results": events, "notes": list(result.notes), "curated": result.curated}
         text_lines = [f"{e['event']} [{e['id'][:8]}] {e['memory']}" if e["id"] else
@@ -130,11 +130,11 @@ class MemoryTools:
         if not query.strip():
             raise UsageError("the query is empty")
         conversation = layout.check_conversation_id(conversation) if conversation else None
-        hits = self.core.search(query, conversation, scopes_of(user_id, agent_id, run_id), filters, top_k=top_k,
+        hits = self.core.search(query, conversation, named_scopes(user_id, agent_id, run_id), filters, top_k=top_k,
                                 score_threshold=threshold)
         items = [{**item_from_hit(hit), "role": hit.role, "conversation": hit.conversation_id} for hit in hits]
         found: dict[str, Any] = {"results": items}
-        relations = self.core.relations(query, conversation, scopes_of(user_id, agent_id, run_id), filters)
+        relations = self.core.relations(query, conversation, named_scopes(user_id, agent_id, run_id), filters)
         if relations:  # mem0's graph memory, from the facts' triples
             found["relations"] = [relation.to_dict() for relation in relations]
         text = lines_of(items, "No memory matches that.") + "".join(
@@ -159,7 +159,7 @@ class MemoryTools:
             conversation = layout.check_conversation_id(conversation)
             filters = {"AND": [{"conversation_id": conversation}, filters]} if filters else {
                 "conversation_id": conversation}
-        rows = self.core.select(scopes_of(user_id, agent_id, run_id), filters, role=role, limit=limit)
+        rows = self.core.select(named_scopes(user_id, agent_id, run_id), filters, role=role, limit=limit)
         items = [{**item_from_row(row), "role": row["role"], "conversation": row["conversation_id"]} for row in rows]
         return answer(lines_of(items, "No memories."), {"results": items})
 
@@ -203,7 +203,7 @@ class MemoryTools:
                    archived: Annotated[bool, Field(description="List archived (superseded or removed) rules "
                                                                "instead of the ones in force.")] = False,
                    ) -> CallToolResult:
-        rules = self.core.rules(conversation, scopes_of(user_id, agent_id, run_id), archived)
+        rules = self.core.rules(conversation, named_scopes(user_id, agent_id, run_id), archived)
         items = [{"id": rule.id, "rule": rule.text, "conversation": rule.conversation_id,
                   "created_at": rule.to_dict()["created_at"]} for rule in rules]
         text = "\n".join(f"[{item['id'][:8]}] {item['rule']}" for item in items) or "No rules."
@@ -213,7 +213,7 @@ class MemoryTools:
                                                               "British English\").")],
                  conversation: Conversation = None, user_id: UserId = None, agent_id: AgentId = None,
                  run_id: RunId = None) -> CallToolResult:
-        result = self.core.add_rule(text, conversation, scopes_of(user_id, agent_id, run_id), llm=self.core.llm())
+        result = self.core.add_rule(text, conversation, named_scopes(user_id, agent_id, run_id), llm=self.core.llm())
         if result.event == "DROP":
             raise UsageError(f"not stored: {result.reason}")
         lines = [f"{'ADD' if result.event == 'ADD' else 'ALREADY IN FORCE'} [{result.rule.id[:8]}] {result.rule.text}"]
@@ -302,7 +302,7 @@ class MemoryTools:
         from memvault.converse import MemoryChat
         from memvault.core.messages import message_text
 
-        scopes = scopes_of(user_id, agent_id, run_id)
+        scopes = named_scopes(user_id, agent_id, run_id)
         conversation = conversation or layout.scope_conversation(user_id, agent_id, run_id)
         try:
             with self.lock:

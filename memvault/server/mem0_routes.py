@@ -29,7 +29,7 @@ from memvault import __version__
 from memvault.errors import MemvaultError
 from memvault.server import memories
 from memvault.server.auth import EVERYTHING, allowed_scopes
-from memvault.server.memories import ListQuery, NullIsOmitted, Scopes, call, scopes_of
+from memvault.server.memories import ListQuery, NullIsOmitted, Scopes, call, request_scopes
 from memvault.vault.entry import SCOPE_KEYS
 
 router = APIRouter(tags=["mem0"])
@@ -91,7 +91,7 @@ def scopes_and_filters(request: Request, body: Scopes, filters: dict[str, Any] |
                       and rest[key] != "*"})
     if allowed_scopes(request) is not EVERYTHING and any(key in rest for key in SCOPE_KEYS):
         raise HTTPException(403, "this API key must name its scope ids plainly (no '*' or operators in filters)")
-    return scopes_of(request, body, named), rest or None
+    return request_scopes(request, body, named), rest or None
 
 
 # -- the hosted MemoryClient's paths ------------------------------------------------------------------
@@ -176,7 +176,7 @@ async def delete_entity(entity_type: str, entity_id: str, request: Request) -> d
     scope = ENTITY_TYPES.get(entity_type)
     if scope is None:
         raise HTTPException(400, f"unknown entity type {entity_type[:40]!r}: memvault's are user, agent and run")
-    scopes = scopes_of(request, Scopes(**{scope: entity_id}))  # a scoped key: its own ids only (403)
+    scopes = request_scopes(request, Scopes(**{scope: entity_id}))  # a scoped key: its own ids only (403)
     if not any(item["type"] == entity_type and item["id"] == entity_id for item in await visible_entities(request)):
         raise HTTPException(404, f"no {entity_type} {entity_id[:80]!r} with memories")
     await call(request, "delete_all", **scopes)
@@ -219,7 +219,7 @@ async def list_memories(params: Annotated[ListQuery, Query()], request: Request)
 @router.delete("/memories", summary="Delete all memories of a scope (mem0 OSS server)")
 @mem0_errors
 async def delete_memories(params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    await call(request, "delete_all", **scopes_of(request, params))
+    await call(request, "delete_all", **request_scopes(request, params))
     return {"message": "All relevant memories deleted"}
 
 
@@ -227,14 +227,14 @@ async def delete_memories(params: Annotated[Scopes, Query()], request: Request) 
 @mem0_errors
 async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any] | None:
     # mem0's server returns Memory.get's None as a 200 null; memvault's own /v1 path answers 404.
-    return await call(request, "get", memory_id, **scopes_of(request, params))
+    return await call(request, "get", memory_id, **request_scopes(request, params))
 router.put("/memories/{memory_id}", summary="Update a memory (mem0 OSS server)")(mem0_errors(memories.update_memory))
 
 
 @router.delete("/memories/{memory_id}", summary="Delete a memory (mem0 OSS server)")
 @mem0_errors
 async def delete_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    await call(request, "delete", memory_id, **scopes_of(request, params))
+    await call(request, "delete", memory_id, **request_scopes(request, params))
     return {"message": "Memory deleted successfully"}
 
 
@@ -242,7 +242,7 @@ async def delete_memory(memory_id: str, params: Annotated[Scopes, Query()], requ
 @mem0_errors
 async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], request: Request
                          ) -> list[dict[str, Any]]:
-    return await call(request, "history", memory_id, **scopes_of(request, params))
+    return await call(request, "history", memory_id, **request_scopes(request, params))
 
 
 @router.post("/reset", summary="Reset all memories (mem0 OSS server; only with server.allow_reset)")

@@ -108,7 +108,7 @@ class UpdateRequest(Scopes):
         return {"text": self.text, "metadata": self.metadata, **given}
 
 
-def scopes_of(request: Request, *given: Scopes) -> dict[str, Any]:
+def request_scopes(request: Request, *given: Scopes) -> dict[str, Any]:
     """The scopes this request works in: those it names (query and body must agree), confined to
     what its key may reach."""
     named: dict[str, Any] = {}
@@ -129,24 +129,24 @@ async def call(request: Request, method: str, *args: Any, **kwargs: Any) -> Any:
 
 @router.post("/memories/", summary="Add memories (curated by the LLM unless infer=false)")
 async def add_memories(body: AddRequest, request: Request) -> dict[str, Any]:
-    return await call(request, "add", body.chat(), **scopes_of(request, body), **body.options())
+    return await call(request, "add", body.chat(), **request_scopes(request, body), **body.options())
 
 
 @router.get("/memories/search/", summary="Search memories (query parameters)")
 async def search_memories(params: Annotated[SearchQuery, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "search", params.query, **scopes_of(request, params), limit=params.limit,
+    return await call(request, "search", params.query, **request_scopes(request, params), limit=params.limit,
                       threshold=params.threshold, filters=filter_from_json(params.filters))
 
 
 @router.post("/memories/search/", summary="Search memories (JSON body, as mem0's server takes it)")
 async def search_memories_post(body: SearchRequest, request: Request) -> dict[str, Any]:
-    return await call(request, "search", body.query, **scopes_of(request, body), limit=body.limit,
+    return await call(request, "search", body.query, **request_scopes(request, body), limit=body.limit,
                       threshold=body.threshold, filters=body.filters)
 
 
 @router.get("/memories/", summary="List the memories of a scope")
 async def list_memories(params: Annotated[ListQuery, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "get_all", **scopes_of(request, params), limit=params.limit,
+    return await call(request, "get_all", **request_scopes(request, params), limit=params.limit,
                       filters=filter_from_json(params.filters), show_expired=params.show_expired)
 
 
@@ -158,12 +158,12 @@ class DeleteQuery(Scopes):
 
 @router.delete("/memories/", summary="Delete every memory of a scope (soft: git keeps them; erase=true: gone)")
 async def delete_memories(params: Annotated[DeleteQuery, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "delete_all", **scopes_of(request, params), erase=params.erase)
+    return await call(request, "delete_all", **request_scopes(request, params), erase=params.erase)
 
 
 @router.get("/memories/{memory_id}/", summary="Get one memory (404 outside the scopes named)")
 async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request: Request) -> dict[str, Any]:
-    found = await call(request, "get", memory_id, **scopes_of(request, params))
+    found = await call(request, "get", memory_id, **request_scopes(request, params))
     if found is None:
         raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
     return found
@@ -172,18 +172,18 @@ async def get_memory(memory_id: str, params: Annotated[Scopes, Query()], request
 @router.put("/memories/{memory_id}/", summary="Rewrite a memory's text in place (same id)")
 async def update_memory(memory_id: str, body: UpdateRequest, params: Annotated[Scopes, Query()],
                         request: Request) -> dict[str, Any]:
-    return await call(request, "update", memory_id, **body.options(), **scopes_of(request, params, body))
+    return await call(request, "update", memory_id, **body.options(), **request_scopes(request, params, body))
 
 
 @router.delete("/memories/{memory_id}/", summary="Delete one memory (soft: git keeps it; erase=true: gone)")
 async def delete_memory(memory_id: str, params: Annotated[DeleteQuery, Query()], request: Request) -> dict[str, Any]:
-    return await call(request, "delete", memory_id, **scopes_of(request, params), erase=params.erase)
+    return await call(request, "delete", memory_id, **request_scopes(request, params), erase=params.erase)
 
 
 @router.get("/memories/{memory_id}/history/", summary="A memory's ADD / UPDATE / DELETE events, from git")
 async def memory_history(memory_id: str, params: Annotated[Scopes, Query()], request: Request
                          ) -> list[dict[str, Any]]:
-    events = await call(request, "history", memory_id, **scopes_of(request, params))
+    events = await call(request, "history", memory_id, **request_scopes(request, params))
     if not events:  # every memory that exists, or existed, has at least its ADD
         raise NotFoundError(f"Memory with id {memory_id[:80]} not found")
     return events

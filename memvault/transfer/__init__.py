@@ -1,8 +1,8 @@
 """Import and export: other systems' conversations and memories in, a vault out as JSONL.
 
 `import_source` reads a ChatGPT or Claude export, a mem0 store, agent-cli memory folders or memvault's
-own JSONL, and writes it through the facade's `write`, one commit per conversation (runner.py:
-resumable and idempotent). `export_jsonl` writes every entry file as a line (jsonl.py).
+own JSONL, and writes it through the facade's `import_entries` (the gate every add passes), one commit
+per conversation (runner.py: resumable and idempotent). `export_jsonl` writes every entry file as a line (jsonl.py).
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ def stable_id(*parts: str) -> str:
 def chat_turn(fmt: str, chat_id: str, name: str, title: str, message_id: str, role: str, text: str,
               created: datetime) -> Item:
     """One message of an exported chat as a turn of conversation `name`: its id derived from the
-    source's ids (a re-import finds it again), the source named in metadata (FACT_METADATA reads it)."""
+    source's ids (a re-import finds it again), the source named in metadata (core.importing's
+    FACT_METADATA reads it)."""
     return Item(Entry(text=text, role=role, conversation_id=name, id=stable_id(fmt, chat_id, message_id),
                       created_at=created, metadata={"imported_from": fmt, "source_conversation": chat_id,
                                                     "source_message": message_id, "title": title}))

@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from memvault.curate.llm import LLM
 
 STATE_FOLDER = "imports"
-# What a curated fact keeps of its turn's metadata: where it came from (the turn itself is `source`).
-FACT_METADATA = ("imported_from", "source_conversation", "title")
 CONTEXT_MESSAGES = 6  # earlier turns the curation of a user turn sees (to resolve "she", "there")
 
 
@@ -127,41 +125,25 @@ class Importer:
         deleted, never comes back with the next import)."""
         return self.memvault.stored_ids_and_paths()
 
-    def gated(self, batch: Batch, new: list[Item]) -> list[Item]:
-        """The items the gate every add passes lets through (Memvault.gate: the hard guards, each
-        secret's value redacted); each one refused is counted and named in the report."""
-        kept, refused = self.memvault.gate([item.entry for item in new])
-        for event in refused:
-            self.report.notes.append(f"{batch.title}: not imported: {event.reason}: {event.new_memory[:80]!r}")
-        self.report.refused += len(refused)
-        by_id = {entry.id: entry for entry in kept}
-        self.refused_ids.update(item.entry.id for item in new if item.entry.id not in by_id)
-        # an item the gate changed is rendered anew: its exact bytes hold what was redacted
-        return [Item(by_id[item.entry.id], item.data if by_id[item.entry.id] is item.entry else None, item.rel)
-                for item in new if item.entry.id in by_id]
-
     def write(self, batch: Batch, new: list[Item]) -> int:
-        """Write the batch's new items in one commit; returns how many were written (an import of the
-        same source running beside this one may have written some since `held` looked)."""
-        new = self.gated(batch, new)
-        if not new:
-            return 0
-        plans = self.curate(batch, new) if self.llm is not None and batch.curatable else []
-        subject = f"memvault import: {len(new)} entr{'y' if len(new) == 1 else 'ies'} of {batch.title!r}"[:200]
-        with self.memvault.write("import", subject, batch.conversation) as tx:
-            new = [item for item in new if not (self.memvault.root / item.path).exists()]  # under the lock now
-            for item in new:
-                if item.data is not None:
-                    tx.write_exact(item.path, item.data, item.entry)
-                else:
-                    tx.write(item.entry, event="ADD")
-            written = {item.entry.id for item in new}
-            plans = [(plan, turn) for plan, turn in plans if turn.id in written]
-            facts = self.apply_curation(tx, batch, plans) if plans else 0
-        self.report.entries += len(new)
-        self.report.turns += sum(1 for item in new if item.entry.role in ("user", "assistant"))
-        self.report.facts += facts
-        return len(new)
+        """Write the batch's new items in one commit through the facade's import (the gate every add
+        passes, then the transaction); each item refused is counted and named in the report. Returns
+        how many were written (an import of the same source running beside this one may have written
+        some since `held` looked)."""
+        curate = None
+        if self.llm is not None and batch.curatable:
+            def curate(kept: list[Item]) -> list[tuple[Any, Entry]]:
+                kept_ids = {item.entry.id for item in kept}  # the model never sees a turn the gate refused
+                self.refused_ids.update(item.entry.id for item in new if item.entry.id not in kept_ids)
+                return self.curate(batch, kept)
+        imported = self.memvault.import_entries(batch.conversation, batch.title, new, curate)
+        for event in imported.refused:
+            self.report.notes.append(f"{batch.title}: not imported: {event.reason}: {event.new_memory[:80]!r}")
+        self.report.refused += len(imported.refused)
+        self.report.entries += len(imported.written)
+        self.report.turns += sum(1 for item in imported.written if item.entry.role in ("user", "assistant"))
+        self.report.facts += imported.facts
+        return len(imported.written)
 
     # -- curation (--curate) -------------------------------------------------------------------------
     def curate(self, batch: Batch, new: list[Item]) -> list[tuple[Any, Entry]]:
@@ -198,22 +180,3 @@ class Importer:
         hits = self.memvault.search(fact, turn.conversation_id, turn.scopes, {"role": "memory"}, top_k=5,
                                     score_threshold=0.0, recency_weight=0.0, mmr_lambda=1.0, include_global=False)
         return [(hit.id, hit.text) for hit in hits]
-
-    def apply_curation(self, tx, batch: Batch, plans: list[tuple[Any, Entry]]) -> int:
-        """Write every turn's planned facts into the open transaction; the rolling summary once, last."""
-        from memvault.curate.ingest import CurationPlan, Placement, apply_curation
-        from memvault.curate.reconcile import Plan
-
-        facts = 0
-        summary = None
-        for plan, turn in plans:
-            summary = plan.summary or summary
-            kept = {key: turn.metadata[key] for key in FACT_METADATA if key in turn.metadata}
-            place = Placement(batch.conversation, turn.scopes, kept, source=turn.id)
-            events = apply_curation(tx, dataclasses.replace(plan, summary=None), place, self.memvault.live_entry, None)
-            facts += sum(1 for event in events if event.event in ("ADD", "UPDATE"))
-        if summary:
-            apply_curation(tx, CurationPlan([], Plan(), summary), Placement(batch.conversation),
-                           self.memvault.live_entry, self.memvault.summary(batch.conversation))
-        return facts
-

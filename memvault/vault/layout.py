@@ -135,24 +135,11 @@ def conversation_for_scopes(scopes: dict) -> str:
     return scope_conversation(scopes.get("user_id"), scopes.get("agent_id"), scopes.get("run_id"))
 
 
-def owner_scopes(scopes: dict | None) -> dict[str, str | None]:
-    """Whose memory a chat reads, as scope field -> required value: the user always (None: the vault's
-    owner, whose entries carry no user_id), and the agent and run only when given. Memory follows its
-    owner into every conversation that matches (docs/architecture.md, Memory follows its owner); a
-    different user, or the owner for a named user, is a wall. `scopes` must be checked (fields.check_scopes)."""
-    given = {key: value for key, value in (scopes or {}).items() if value}
-    return {"user_id": given.get("user_id"), **{key: given[key] for key in ("agent_id", "run_id") if key in given}}
-
-
-def owned(entry, scopes: dict | None) -> bool:
-    """Whether `entry` is the memory of the owner `scopes` name (see owner_scopes)."""
-    return all(getattr(entry, key) == value for key, value in owner_scopes(scopes).items())
-
-
-def scopes_of(user_id: str | None = None, agent_id: str | None = None,
-              run_id: str | None = None) -> dict[str, str | None]:
+def named_scopes(user_id: str | None = None, agent_id: str | None = None,
+                 run_id: str | None = None) -> dict[str, str | None]:
     """The scopes a door names with its three arguments (the CLI's --user/--agent/--run, MCP's
-    user_id/agent_id/run_id), as the facade takes them (None: not given; checked by check_scopes)."""
+    user_id/agent_id/run_id), as the facade takes them (None: not given; checked by check_scopes; what
+    they may see is core.caller's to decide). Here, not in core: the CLI's start-up must not load core."""
     return {"user_id": user_id, "agent_id": agent_id, "run_id": run_id}
 
 

@@ -41,14 +41,14 @@ def chat(
 
     require("chat")
     from memvault.converse import MemoryChat
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
     if is_incognito(incognito, memory_mode):
         session, llm = incognito_chat(vault, config, model)
     else:
         memvault = open_memvault(vault, config, **{"llm.model": model})
         llm = require_llm(memvault.llm())
-        session = MemoryChat(memvault, conversation or "default", scopes_of(user, agent, run),
+        session = MemoryChat(memvault, conversation or "default", named_scopes(user, agent, run),
                              use_memory=not no_memory, retrieval={"top_k": top_k}, llm=llm)
         if not no_memory:
             memvault.ensure_core()  # an older vault gets its core files (one commit) before the first prompt

@@ -64,13 +64,13 @@ def add(
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
     text; without one, store each text verbatim, all in one commit. `--to NAME`: in that team vault."""
     from memvault.curate.extract import load_prompt
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
     items = given_items(texts or [], lines, jsonl)
     memvault = open_memvault(vault, config, **{"llm.model": model}).target(to)
     if jsonl or (len(items) > 1 and (no_llm or not memvault.settings.llm.model)):
         defaults = {"conversation_id": conversation, "metadata": parse_meta(meta) or None,
-                    **scopes_of(user, agent, run)}
+                    **named_scopes(user, agent, run)}
         given = {key: value for key, value in defaults.items() if value}
         events = add_verbatim(memvault, [{**given, **item} for item in items])
         show_added({"results": [e.to_dict() for e in events], "notes": [], "turn_id": None, "curated": False},
@@ -80,7 +80,7 @@ def add(
     for item in items:  # validated before the first is stored
         memvault.clean_text(item["text"])
     write = memvault.policy_add if policy and not no_llm else functools.partial(memvault.add, infer=not no_llm)
-    results = [write(item["text"], conversation or "default", scopes_of(user, agent, run), parse_meta(meta),
+    results = [write(item["text"], conversation or "default", named_scopes(user, agent, run), parse_meta(meta),
                      prompt=prompt) for item in items]
     shown = results[0].to_dict() if len(results) == 1 else {
         "results": [e.to_dict() for r in results for e in r.events], "notes": [n for r in results for n in r.notes],
@@ -160,12 +160,12 @@ def list_(
 ) -> None:
     """List memories, turns and summaries, oldest first (files that fail to parse are reported)."""
     from memvault.vault.entry import ROLES
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
     if role and role not in ROLES:
         raise UsageError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     memvault = open_memvault(vault, config)
-    listing = memvault.list(conversation, role, scopes_of(user, agent, run), include_deleted=deleted, limit=limit)
+    listing = memvault.list(conversation, role, named_scopes(user, agent, run), include_deleted=deleted, limit=limit)
     for problem in listing.broken:
         warn(f"skipped {problem}")
     entries = listing.entries

@@ -55,12 +55,12 @@ def search(
 
     from memvault.cli.base import read_text_argument
     from memvault.retrieve.filters import filter_from_json
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)
     show_notices(memvault)
-    scopes, filters = scopes_of(user, agent, run), filter_from_json(filter, "--filter")
+    scopes, filters = named_scopes(user, agent, run), filter_from_json(filter, "--filter")
     as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
     hits = memvault.search_together(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired,
                                     top_k=top_k, recency_weight=recency_weight, score_threshold=threshold,

@@ -21,9 +21,9 @@ def graph(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Print an entity's neighbourhood in the graph derived from facts' triples (aliases merged)."""
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
-    found = open_memvault(vault, config).graph(entity, depth, conversation, scopes_of(user, agent, run))
+    found = open_memvault(vault, config).graph(entity, depth, conversation, named_scopes(user, agent, run))
     if json:
         print_json(found.to_dict())
         return
@@ -46,10 +46,10 @@ def rules_add(
 ) -> None:
     """Add a rule (one commit). Rules it supersedes, and the oldest past rules.max_active, are archived.
     A request to drop safety is refused."""
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
     memvault = open_memvault(vault, config)
-    result = memvault.add_rule(read_text_argument(text), conversation, scopes_of(user, agent, run),
+    result = memvault.add_rule(read_text_argument(text), conversation, named_scopes(user, agent, run),
                                llm=None if no_llm else memvault.llm())
     if result.event == "DROP":
         raise MemvaultError(f"not stored: {result.reason}")
@@ -73,9 +73,9 @@ def rules_list(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """List the active (or archived) rules of a scope, oldest first."""
-    from memvault.vault.layout import scopes_of
+    from memvault.vault.layout import named_scopes
 
-    rules = open_memvault(vault, config).rules(conversation, scopes_of(user, agent, run), archived)
+    rules = open_memvault(vault, config).rules(conversation, named_scopes(user, agent, run), archived)
     if json:
         print_json([rule.to_dict() for rule in rules])
     else:
