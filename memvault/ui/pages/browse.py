@@ -7,7 +7,7 @@ import functools
 from fastapi import APIRouter, Request
 
 from memvault.errors import NotFoundError
-from memvault.ui.pages.door import Door, scopes_of
+from memvault.ui.pages.door import Door, key_scopes
 from memvault.ui.render import page, paging
 from memvault.ui.views import diff_words, entry_row, provenance
 
@@ -21,9 +21,9 @@ def add_routes(router: APIRouter, door: Door) -> None:
         from memvault.vault import layout
 
         core, moment = door.core(), door.travelled(at)
-        scoped = bool(scopes_of(request))
+        scoped = bool(key_scopes(request))
         return page("overview.html", **door.common(request, moment), title="Overview",
-                    data=core.overview(scopes_of(request), moment),
+                    data=core.overview(key_scopes(request), moment),
                     core_names=() if scoped else layout.CORE_NAMES,
                     days=[] if scoped else core.journal_days(14, moment))
 
@@ -35,9 +35,9 @@ def add_routes(router: APIRouter, door: Door) -> None:
         offset, limit = paging(offset, limit)
         role = role if role in ROLES else None
         if moment:  # the past's files, only the page's read (no past index to build for a list)
-            found, _ = core.entries_as_of(moment, conversation or None, role, scopes_of(request), offset, limit)
+            found, _ = core.entries_as_of(moment, conversation or None, role, key_scopes(request), offset, limit)
         else:
-            found = core.rows_page(conversation or None, role, scopes_of(request), offset, limit)
+            found = core.rows_page(conversation or None, role, key_scopes(request), offset, limit)
         rows = [entry_row(item) for item in found.items]
         return page("memories.html", **door.common(request, moment), title="Memories", rows=rows, found=found,
                     conversation=conversation, role=role or "", roles=ROLES)
@@ -47,7 +47,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
     def conversation_page(request: Request, conversation: str, offset: int = 0, limit: int = 0, at: str = ""):
         core, moment = door.core(), door.travelled(at)
         conversation = core.conversation_named(conversation)
-        scopes = scopes_of(request)
+        scopes = key_scopes(request)
         offset, limit = paging(offset, limit)
         listed = functools.partial(core.rows_page, conversation, scopes=scopes, offset=0, as_of=moment)
         with core.index_as_of(moment, ranking=False):  # the past's rows read once for the page's three reads
@@ -66,7 +66,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
             rel, entry, content, _ = core.entry_as_of(memory_id, moment)
         else:
             rel, entry, content = core.entry_file(memory_id)
-        core.require_scopes(entry, scopes_of(request))
+        core.require_scopes(entry, key_scopes(request))
         try:
             events = core.history(entry.id, moment)  # as of a past moment: its history up to then
         except NotFoundError:  # purged since the moment shown: its past file is all there is

@@ -34,7 +34,7 @@ def saved(updated: Any, before: Any) -> str:
     return UNCHANGED if updated == before else "1"
 
 
-def scopes_of(request: Request) -> dict[str, Any]:
+def key_scopes(request: Request) -> dict[str, Any]:
     """The scopes the request's key confines it to ({} for the server key or no key)."""
     from memvault.server.auth import EVERYTHING, allowed_scopes, confine
 
@@ -43,7 +43,7 @@ def scopes_of(request: Request) -> dict[str, Any]:
 
 
 def whole_vault(request: Request) -> None:
-    if scopes_of(request):
+    if key_scopes(request):
         raise Forbidden("this page shows the whole vault: a scoped key cannot open it")
 
 
@@ -103,7 +103,7 @@ class Door:
         kept = [] if still else [(key, value) for key, value in request.query_params.multi_items()
                                  if key not in ("at", "offset", "saved")]
         return {"csrf": self.csrf.token, "at": moment.asked if moment else "", "moment": moment, "path": path,
-                "scoped": bool(scopes_of(request)), "kept": kept, "now": url(path, **dict(kept)),
+                "scoped": bool(key_scopes(request)), "kept": kept, "now": url(path, **dict(kept)),
                 # the time box reloads a page that can show the past, else opens the list as of then
                 "travel": "/memories" if still else path}
 
@@ -121,4 +121,4 @@ class Door:
         self.checked_write(request, token)
         core = self.core()
         _, entry = core.get_live(memory_id) if live else core.get(memory_id)
-        return core, core.require_scopes(entry, scopes_of(request))
+        return core, core.require_scopes(entry, key_scopes(request))

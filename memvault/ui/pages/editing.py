@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, Request
 
 from memvault.errors import EntryFormatError, UsageError
-from memvault.ui.pages.door import Door, moved, saved, scopes_of
+from memvault.ui.pages.door import Door, moved, saved, key_scopes
 from memvault.ui.render import conversation_path
 
 
@@ -24,7 +24,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
 
         core, entry = door.written(request, csrf_token, memory_id)
         try:  # validated as `memvault edit` validates the file a person saved
-            replacement = core.require_scopes(parse(content, "the edited file"), scopes_of(request))
+            replacement = core.require_scopes(parse(content, "the edited file"), key_scopes(request))
             updated = core.update(entry.id, replacement=replacement)
         except (EntryFormatError, UsageError) as exc:
             raise UsageError(f"{exc}; nothing changed") from None
@@ -60,7 +60,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
         door.checked_write(request, csrf_token)
         core = door.core()
         conversation = core.conversation_named(conversation)
-        core.add_rule(text, conversation, scopes_of(request))
+        core.add_rule(text, conversation, key_scopes(request))
         return moved(conversation_path(conversation))
 
     @router.post("/rules/{rule_id}/remove")

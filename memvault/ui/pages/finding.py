@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from memvault.ui.pages.door import Door, scopes_of
+from memvault.ui.pages.door import Door, key_scopes
 from memvault.ui.render import page
 from memvault.ui.views import explain_rows, workspace_links
 
@@ -16,8 +16,8 @@ def add_routes(router: APIRouter, door: Door) -> None:
         core, moment = door.core(), door.travelled(at)
         hits, relations = [], []
         if q.strip():
-            hits = core.search(q, conversation or None, scopes_of(request), as_of=moment)
-            relations = core.relations(q, conversation or None, scopes_of(request), as_of=moment)
+            hits = core.search(q, conversation or None, key_scopes(request), as_of=moment)
+            relations = core.relations(q, conversation or None, key_scopes(request), as_of=moment)
         wanted = any(h.role in ("core", "journal") for h in hits)
         links = workspace_links(core.journal_days(366, moment)) if wanted else {}
         return page("search.html", **door.common(request, moment), title="Search", q=q, conversation=conversation,
@@ -32,7 +32,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
         moment = door.travelled(at)
         found = drawing = None
         if entity.strip():
-            found = door.core().graph(entity, depth, conversation or None, scopes_of(request), moment)
+            found = door.core().graph(entity, depth, conversation or None, key_scopes(request), moment)
             drawing = layout(found)
         return page("graph.html", **door.common(request, moment), title="Graph", entity=entity, depth=depth,
                     conversation=conversation, found=found, drawing=drawing)
