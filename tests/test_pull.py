@@ -122,3 +122,20 @@ def test_a_pull_from_a_remote_that_is_not_there_says_what_git_said_in_one_line(t
     assert pulled.exit_code == 1
     [line] = pulled.stderr.strip().splitlines()
     assert "does not appear to be a git repository" in line and not line.endswith("'"), line
+
+
+def test_a_pull_first_sets_this_machines_merge_drivers(tmp_path):
+    """A vault whose .git/config names a merge driver by an old module path (a vault made before the
+    vault's modules moved, or on another machine) gets this machine's drivers before git merges."""
+    from memvault.vault.merge import driver_config
+
+    _, laptop, desktop = machines(tmp_path)
+    for key in driver_config():
+        if key.endswith(".driver"):
+            git(desktop.vault, "config", "--local", key, "python3 -m memvault.vault.gone %O %A %B %P")
+    laptop.ok("add", "The car's MOT is in June", "--no-llm")
+    laptop.ok("push")
+    desktop.ok("pull")
+    listed = git(desktop.vault, "config", "--local", "--get-regexp", r"^merge\.memvault-")
+    have = dict(line.split(" ", 1) for line in listed.splitlines())
+    assert have == {key.lower(): value for key, value in driver_config().items()}

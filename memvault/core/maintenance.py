@@ -95,9 +95,11 @@ class Maintenance:
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
         from memvault.vault.git_remote import PullClash
+        from memvault.vault.sync_drivers import install_drivers
 
         try:
             with self.vault.lock():
+                install_drivers(self.vault.git)  # this machine's interpreter and module path, before git merges
                 self.vault.git.pull(remote or self.settings.vault.git_remote or None)
                 erasure_record.drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
         except PullClash:
