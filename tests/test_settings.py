@@ -65,3 +65,17 @@ def test_config_cli_set_show_path(tmp_path):
     bad = runner.invoke(app, ["config", "set", "retrieval.top_k", "x", "--config", config])
     assert bad.exit_code == 1 and "must be int" in bad.stderr
     assert runner.invoke(app, ["config", "path", "--config", config]).stdout.strip() == config
+
+
+def test_a_bare_settings_object_opens_no_vault_in_the_current_folder(tmp_path, monkeypatch):
+    """Settings() has no vault path (settings.load fills the default): opening it must not make a vault,
+    or a `.memvault/`, in whatever folder the process happens to run in."""
+    from memvault.core import Memvault
+    from memvault.errors import UsageError
+    from memvault.settings import Settings
+
+    monkeypatch.chdir(tmp_path)
+    for create in (False, True):
+        with pytest.raises(UsageError, match="no vault path"):
+            Memvault.open(Settings(), create=create)
+    assert list(tmp_path.iterdir()) == []

@@ -27,6 +27,7 @@ from memvault.core.shared import Sharing
 from memvault.core.syncing import Syncing, clone_vault
 from memvault.core.turns import TurnWriting
 from memvault.core.workspace import Workspace
+from memvault.errors import UsageError
 from memvault.settings import Settings
 from memvault.vault import redact
 from memvault.vault.store import Vault
@@ -71,6 +72,8 @@ class Memvault:
     @classmethod
     def open(cls, settings: Settings, create: bool = False, use_enclosing_repo: bool = False) -> Memvault:
         path = settings.vault.path
+        if not str(path).strip():  # a bare Settings() (settings.load fills it): never the current folder
+            raise UsageError("no vault path: set vault.path (settings.load gives the default under the data directory)")
         vault = Vault.init(path, use_enclosing_repo) if create else Vault.open(path)
         vault.max_file_bytes = settings.limits.max_file_bytes
         redact.configure(settings.redaction.enabled, settings.redaction.allow)
