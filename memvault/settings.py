@@ -331,7 +331,7 @@ def scoped_keys(key: str, value: Any, source: str) -> dict[str, dict[str, tuple[
     JSON text. A key must name at least one scope; a single id may be given as a string."""
     import json
 
-    from memvault.vault.entry import SCOPE_KEYS
+    from memvault.vault.format.entry import SCOPE_KEYS
 
     if isinstance(value, str):
         try:
@@ -450,7 +450,7 @@ def write_value(path: Path, key: str, value: str) -> Any:
     from tomlkit.exceptions import TOMLKitError
 
     # The temporary file atomic_write renames into place is created 0600 (mkstemp).
-    from memvault.vault.atomic import atomic_write
+    from memvault.vault.format.atomic import atomic_write
 
     section, name = split_key(key)
     if setting_type(key)[0] is dict:

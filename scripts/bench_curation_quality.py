@@ -123,7 +123,7 @@ def as_user(text: str, speaker: str) -> str:
 
 
 def content_words(text: str) -> Counter:
-    from memvault.vault.wording import content_roots
+    from memvault.text.wording import content_roots
 
     return Counter(content_roots(text))
 
@@ -214,7 +214,7 @@ def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
     from memvault.curate.extract import extract_fact_records, grounding_source
     from memvault.curate.ingest import grounded
     from memvault.errors import LLMError
-    from memvault.vault.wording import consistent_triple
+    from memvault.text.wording import consistent_triple
 
     chat = ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
         {"role": "user", "content": message["text"]}]
@@ -232,7 +232,7 @@ def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
     """The independent checks of one stored fact against the message it came from."""
     from memvault.curate import prompts
     from memvault.curate.grounding import Source, degenerate, example_problem, fact_problem
-    from memvault.vault.wording import roots_of, triple_problem
+    from memvault.text.wording import roots_of, triple_problem
 
     source = Source(message["text"], message["context"])
     return {"grounded": fact_problem(text, source) is None,

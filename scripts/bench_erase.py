@@ -16,9 +16,9 @@ from pathlib import Path
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.markdown import render
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.markdown import render
 
 SUBJECTS = ["likes", "visited", "is learning", "bought", "wants to try", "cooked", "fixed", "read about"]
 OBJECTS = ["green tea", "Lisbon", "the violin", "a red bicycle", "Korean barbecue", "the garden fence", "Rust",

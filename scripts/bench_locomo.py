@@ -47,8 +47,8 @@ from memvault.core import Memvault
 from memvault.retrieve.filters import scope_where
 from memvault.retrieve.search import conversations_for, search
 from memvault.settings import RetrievalSettings
-from memvault.vault import layout
-from memvault.vault.entry import Entry
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"

@@ -18,7 +18,7 @@ from bench_peers_runner import serve, variant
 
 from memvault import settings
 from memvault.core import Memvault
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 
 def entry(memory: dict[str, Any]) -> Entry:

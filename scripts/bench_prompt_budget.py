@@ -29,7 +29,7 @@ def build(folder: Path):
     from memvault import settings as settings_module
     from memvault.converse import ChatTurn, MemoryChat
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     core = Memvault.open(settings_module.load(None, {"vault.path": str(folder / "vault")}), create=True)
     MemoryChat(core, "default").persist(ChatTurn(messages=[]), SAID, LOOPING)

@@ -34,7 +34,7 @@ import redaction_heldout  # noqa: E402
 import redaction_heldout2  # noqa: E402
 import redaction_heldout3  # noqa: E402
 
-from memvault.vault.redact import Redactor  # noqa: E402
+from memvault.text.redact import Redactor  # noqa: E402
 
 DEFAULT_LOCOMO = "/work/shared/data/locomo/locomo10.json"
 # Each held-out set was written before it was first run, then the gaps it showed were fixed; their

@@ -34,7 +34,7 @@ from bench_locomo import DEFAULT_DATA, GIT_ENV, load, turn_entries  # noqa: E402
 
 from memvault import settings  # noqa: E402
 from memvault.core import Memvault  # noqa: E402
-from memvault.vault.entry import Entry  # noqa: E402
+from memvault.vault.format.entry import Entry  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".bench" / "reindex"

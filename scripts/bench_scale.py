@@ -120,7 +120,7 @@ class SentenceCache:
 
 def cached_vault(size: int) -> tuple[Path, dict]:
     """The cached vault of `size` memories with a caught-up index; returns it and its build record."""
-    from memvault.index.sync import sync
+    from memvault.index.catchup import sync
 
     path = CACHE / f"vault-{size}"
     record_file = CACHE / f"vault-{size}.json"
@@ -201,7 +201,7 @@ SELF = Path(__file__).resolve()
 
 def proxy_vault(n: int) -> Path:
     """The cached proxy-shaped vault of `n` memories with a caught-up index and a bare remote."""
-    from memvault.index.sync import sync
+    from memvault.index.catchup import sync
 
     home = BENCH_CACHE / f"proxy-{n}"
     path, record_file = home / "vault", home / "build.json"

@@ -27,7 +27,7 @@ from synth_vault import make, sentence  # noqa: E402
 
 from memvault import settings  # noqa: E402
 from memvault.core import Memvault  # noqa: E402
-from memvault.vault.entry import Entry  # noqa: E402
+from memvault.vault.format.entry import Entry  # noqa: E402
 
 
 def memvault(*args: str) -> tuple[float, str]:

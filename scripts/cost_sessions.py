@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memvault import settings  # noqa: E402
 from memvault.core import Memvault  # noqa: E402
-from memvault.vault.entry import Entry  # noqa: E402
+from memvault.vault.format.entry import Entry  # noqa: E402
 from tests.test_policy import policy_llm  # noqa: E402
 
 

@@ -15,10 +15,10 @@ import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.markdown import render
-from memvault.vault.store import Vault
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.markdown import render
+from memvault.vault.write.store import Vault
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "bench",
                 "GIT_COMMITTER_EMAIL": "b@x", "PATH": "/usr/bin:/bin"}

@@ -12,7 +12,7 @@ import memvault
 from memvault import errors
 from memvault.api.config import build_settings
 from memvault.settings import Settings
-from memvault.vault.markdown import parse
+from memvault.vault.format.markdown import parse
 from tests.support.scripted_llm import ScriptedLLM
 
 EXTRACT = "Latest user message (extract from this only):\n"

@@ -12,7 +12,7 @@ with `ast` and checked against the graph below.
     transfer                          import and export, built on core (writes through Memvault.write)
     api, server, mcp, cli, ui         surfaces: they reach the index and the vault's writes through core
 
-A surface never imports `memvault.vault.store` or `memvault.index.*`, and no module reads a private
+A surface never imports `memvault.vault.write.store` or `memvault.index.*`, and no module reads a private
 attribute (`obj._name`) of an object other than its own (`self`, `cls`). Outside core, vault and index
 no module reads a Memvault's `.vault` or `.keeper` (the facade's own parts: `memvault.vault.root`
 would let a surface write past every rule core holds); `settings.vault` (a section of the settings)
@@ -54,16 +54,16 @@ ALLOWED: dict[str, set[str]] = {
     "memvault": {"api"},
 }
 SURFACES = {"api", "server", "mcp", "cli", "ui"}
-# The vault's write path (vault.store and the parts it is built from) and the index.
-FORBIDDEN_TO_SURFACES = ("memvault.vault.store", "memvault.vault.transaction", "memvault.vault.recovery",
-                         "memvault.vault.atomic", "memvault.index")
+# The vault's write path (vault.write.store and the parts it is built from) and the index.
+FORBIDDEN_TO_SURFACES = ("memvault.vault.write.store", "memvault.vault.write.transaction", "memvault.vault.write.recovery",
+                         "memvault.vault.format.atomic", "memvault.index")
 # (importing module, imported module or private attribute) -> why it is allowed.
 ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("memvault.settings", "memvault.vault.atomic"):
+    ("memvault.settings", "memvault.vault.format.atomic"):
         "`config set` writes the config file with the vault's atomic_write (lazy import; no lower home yet)",
-    ("memvault.vault.transaction", "memvault.vault.store"):
+    ("memvault.vault.write.transaction", "memvault.vault.write.store"):
         "a Transaction names the Vault that opened it in a type annotation only (TYPE_CHECKING)",
-    ("memvault.settings", "memvault.vault.entry"):
+    ("memvault.settings", "memvault.vault.format.entry"):
         "server.keys are checked against SCOPE_KEYS, whose one home is vault.entry (lazy; entry imports only errors)",
     ("memvault.settings", "_insert_after"):
         "tomlkit has no public way to insert a key after another (keeps the user's comments in place)",
@@ -73,7 +73,7 @@ ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
         "a second Ctrl-C exits at once: sys.exit would wait for a curation thread that must not hold the exit",
     ("memvault.curate.local_llm", "_exit"):
         "the model server child ends the moment its parent is gone, even while llama.cpp's threads load a model",
-    ("memvault.vault.history_filter", "_prunable"):
+    ("memvault.vault.forget.history_filter", "_prunable"):
         "git-filter-repo has no option to keep an empty commit whose parent it pruned: an earlier erasure record",
 }
 
@@ -92,7 +92,7 @@ MODULES = sources()
 
 def imports_of(module: str, source: str, known: set[str] | frozenset[str] = frozenset(MODULES)) -> set[str]:
     """The memvault modules `module` imports, anywhere in its code. `from memvault import errors` is an
-    import of memvault.errors; `from memvault.vault.entry import Entry`, of memvault.vault.entry."""
+    import of memvault.errors; `from memvault.vault.format.entry import Entry`, of memvault.vault.format.entry."""
     found: set[str] = set()
     is_package = module in known and (PACKAGE.parent / module.replace(".", "/") / "__init__.py").exists()
     for node in ast.walk(ast.parse(source)):
@@ -182,7 +182,7 @@ def facade_bypasses(module: str, source: str) -> list[str]:
         parent = parents.get(node)
         if owner_name in SETTINGS_NAMES or (isinstance(parent, ast.Attribute) and parent.attr in fields):
             continue
-        if isinstance(owner, ast.Name) and owner.id in packages:  # memvault.vault.layout: a module
+        if isinstance(owner, ast.Name) and owner.id in packages:  # memvault.vault.format.layout: a module
             continue
         problems.append(f"{module}:{node.lineno} reads {ast.unparse(node)}: go through the facade (memvault.core)")
     return problems
@@ -251,12 +251,12 @@ def test_every_exception_is_still_needed_and_has_a_reason():
 
 # -- the checks themselves can fail -----------------------------------------------------------------
 @pytest.mark.parametrize(("module", "source", "expected"), [
-    ("memvault.server.watching", "def f():\n    from memvault.index.sync import hash_file\n",
-     "memvault.server.watching imports memvault.index.sync"),
-    ("memvault.cli.commands.search", "from memvault.vault.store import Vault\n",
-     "memvault.cli.commands.search imports memvault.vault.store: a surface goes through memvault.core"),
-    ("memvault.vault.store", "from memvault.index import journal\n",
-     "memvault.vault.store imports memvault.index.journal"),
+    ("memvault.server.watching", "def f():\n    from memvault.index.catchup import hash_file\n",
+     "memvault.server.watching imports memvault.index.catchup"),
+    ("memvault.cli.commands.search", "from memvault.vault.write.store import Vault\n",
+     "memvault.cli.commands.search imports memvault.vault.write.store: a surface goes through memvault.core"),
+    ("memvault.vault.write.store", "from memvault.index import journal\n",
+     "memvault.vault.write.store imports memvault.index.journal"),
     ("memvault.retrieve.search", "import memvault.core\n", "memvault.retrieve.search imports memvault.core"),
     ("memvault.curate.ingest", "from ..server import proxy\n", "memvault.curate.ingest imports memvault.server.proxy"),
 ])
@@ -279,8 +279,8 @@ def test_reaching_into_another_object_is_caught_but_self_and_dunders_are_not():
     ("memvault.server.app", "def f(state):\n    return state.settings.vault.path\n", False),
     ("memvault.api.config", "def f(result):\n    return result.vault.max_entries\n", False),
     ("memvault.cli.app", "def f(config):\n    return config.vault\n", False),
-    ("memvault.ui.views", "import memvault.vault.layout\nx = memvault.vault.layout.ENTRIES\n", False),
-    ("memvault.ui.views", "from memvault.vault import layout\nfrom memvault.vault.entry import Entry\n", False),
+    ("memvault.ui.views", "import memvault.vault.format.layout\nx = memvault.vault.format.layout.ENTRIES\n", False),
+    ("memvault.ui.views", "from memvault.vault import layout\nfrom memvault.vault.format.entry import Entry\n", False),
     ("memvault.core.browsing", "def f(self):\n    return self.vault.root\n", False),
 ])
 def test_reaching_past_the_facade_is_caught_and_settings_and_modules_are_not(module, source, caught):

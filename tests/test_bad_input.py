@@ -16,9 +16,9 @@ import pytest
 
 from memvault.errors import EntryFormatError, UsageError
 from memvault.server.run import running
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.markdown import parse
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.markdown import parse
 from tests.support.cli import Cli, run_memvault
 from tests.support.server import isolated_env, server_settings
 from tests.support.upstream import served_upstream
@@ -422,7 +422,7 @@ def test_a_name_differing_only_in_case_is_refused_but_existing_folders_stay_usab
 
 
 def test_render_refuses_what_no_file_can_hold():
-    from memvault.vault.markdown import render
+    from memvault.vault.format.markdown import render
 
     with pytest.raises(UsageError, match="'user_id' contains a lone surrogate"):
         render(Entry("ok", user_id="a\ud800"))

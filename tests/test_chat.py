@@ -8,7 +8,7 @@ from memvault import settings
 from memvault.converse import MemoryChat, MemoryContext, inject
 from memvault.converse.prompt import CURRENT_HEADER, MEMORY_HEADER, SUMMARY_HEADER
 from memvault.core import Memvault
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.scripted_llm import ScriptedLLM
 
 

@@ -187,8 +187,8 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(cli, args, code, message):
 
 
 def test_ambiguous_prefix(cli):
-    from memvault.vault.entry import Entry
-    from memvault.vault.store import Vault
+    from memvault.vault.format.entry import Entry
+    from memvault.vault.write.store import Vault
 
     vault = Vault.open(cli.vault)
     with vault.transaction("add", "two ids sharing a prefix") as tx:

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from memvault.vault.store import Vault
+from memvault.vault.write.store import Vault
 
 ADDER = """
 import sys

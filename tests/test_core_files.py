@@ -19,7 +19,7 @@ from memvault.converse.prompt import CORE_HEADER, CURRENT_HEADER, MEMORY_HEADER
 from memvault.core import Memvault
 from memvault.errors import MemvaultError, UnsafePathError
 from memvault.server.run import running
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.cli import Cli
 from tests.support.server import isolated_env, server_settings
 from tests.support.upstream import Upstream, serving
@@ -181,7 +181,7 @@ def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(memvault)
     import sys
 
     memvault.update_core("USER", "before the crash")
-    script = ("import os, sys\nfrom pathlib import PurePosixPath\nfrom memvault.vault.store import Vault\n"
+    script = ("import os, sys\nfrom pathlib import PurePosixPath\nfrom memvault.vault.write.store import Vault\n"
               "vault = Vault.open(sys.argv[1])\n"
               "with vault.transaction('core', 'dies') as tx:\n"
               "    tx.write_file(PurePosixPath('core/USER.md'), 'half-written by a process that dies\\n')\n"

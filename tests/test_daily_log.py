@@ -16,7 +16,7 @@ from memvault.converse import MemoryChat
 from memvault.core import Memvault
 from memvault.core.workspace import JOURNAL_DEDUP_CHARS, JOURNAL_FULL, JOURNAL_MAX_CHARS, journal_text
 from memvault.curate.ingest import MemoryEvent
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.cli import Cli
 from tests.support.scripted_llm import ScriptedLLM
 

@@ -8,8 +8,8 @@ import pytest
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault.layout import relative_path
-from memvault.vault.markdown import render
+from memvault.vault.format.layout import relative_path
+from memvault.vault.format.markdown import render
 from tests.support.cli import Cli
 
 FACTS = ["Alice drinks green tea every morning", "Bob repairs old bicycles", "Chen is learning the violin"]

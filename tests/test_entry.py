@@ -3,8 +3,8 @@ from datetime import timezone
 import pytest
 
 from memvault.errors import EntryFormatError
-from memvault.vault.entry import Entry, text_hash
-from memvault.vault.markdown import parse, render
+from memvault.vault.format.entry import Entry, text_hash
+from memvault.vault.format.markdown import parse, render
 
 
 def test_render_then_parse_round_trips_every_field():

@@ -1,4 +1,4 @@
-"""`memvault erase` (memvault/vault/erase.py, memvault/core/erasing.py): a planted string is gone from
+"""`memvault erase` (memvault/vault/forget/erase.py, memvault/core/erasing.py): a planted string is gone from
 every commit, object, pack, reflog, state file and the work tree; everything else stays and answers."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 from memvault import settings as settings_module
 from memvault.core import Memvault
 from memvault.curate.queue import CurationQueue
-from memvault.vault.entry import Entry
-from memvault.vault.scrub import Scrubber
+from memvault.vault.forget.scrub import Scrubber
+from memvault.vault.format.entry import Entry
 from tests.support.cli import Cli
 
 pytestmark = pytest.mark.timeout(600)

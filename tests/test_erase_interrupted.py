@@ -15,7 +15,7 @@ import time
 import pytest
 
 from memvault.index import journal
-from memvault.vault import erase_intent
+from memvault.vault.forget import intent as erase_intent
 from tests.support.cli import killed_after, run_memvault
 from tests.test_erase import leftovers, open_vault
 

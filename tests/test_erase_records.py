@@ -1,4 +1,4 @@
-"""Erasure records stay (memvault/vault/history_filter.py): a later erase keeps every earlier record,
+"""Erasure records stay (memvault/vault/forget/history_filter.py): a later erase keeps every earlier record,
 trailers and all, though their commit ids change."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault import erasure_record
-from memvault.vault.entry import Entry
+from memvault.vault.forget import record as erasure_record
+from memvault.vault.format.entry import Entry
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -11,8 +11,8 @@ from memvault.core import Memvault
 from memvault.core.base import Storage
 from memvault.curate.resummary import refusal
 from memvault.errors import LLMError
-from memvault.vault.entry import Entry
-from memvault.vault.scrub import Scrubber
+from memvault.vault.forget.scrub import Scrubber
+from memvault.vault.format.entry import Entry
 from tests.support.cli import Cli
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_erase import leftovers

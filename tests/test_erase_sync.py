@@ -1,4 +1,4 @@
-"""An erase on one device, then `memvault sync` on every device (memvault/vault/sync_adopt.py): real
+"""An erase on one device, then `memvault sync` on every device (memvault/vault/devices/adopt.py): real
 clones of a bare remote on disk. The erased text never comes back to the erasing device, the other
 device loses it from its work tree, its index and its git objects, the erasure record is in both
 histories, and a third round is clean.

@@ -1,5 +1,5 @@
-"""A sync killed mid-way through adopting the history an erase rewrote (memvault/vault/sync_adopt.py,
-sync_recovery.py) is finished by the next one: real clones of a bare remote on disk, a real
+"""A sync killed mid-way through adopting the history an erase rewrote (memvault/vault/devices/adopt.py,
+devices/resume.py) is finished by the next one: real clones of a bare remote on disk, a real
 `python -m memvault sync` process stopped at a step of the adoption (it waits there when
 MEMVAULT_TEST_SYNC_PAUSE names the step) and killed with its process group (SIGKILL, SIGTERM,
 SIGINT). Then `memvault sync` again, and the invariants: the vault on the rewritten history, the
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault.vault.sync_adopt import PAUSE, REPLAYED
-from memvault.vault.sync_recovery import ADOPTING
+from memvault.vault.devices.adopt import PAUSE, REPLAYED
+from memvault.vault.devices.resume import ADOPTING
 from tests.support.cli import Cli, killed_after
 from tests.support.server import isolated_env
 from tests.test_erase import leftovers

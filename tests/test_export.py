@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memvault.vault.entry import Entry
-from memvault.vault.markdown import render
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.markdown import render
 from tests.support.cli import Cli, run_memvault
 
 

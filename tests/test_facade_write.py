@@ -13,8 +13,8 @@ from memvault import settings
 from memvault.core.base import Storage
 from memvault.core.searching import Searching
 from memvault.index import journal
-from memvault.vault.entry import Entry
-from memvault.vault.store import Vault
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.store import Vault
 
 
 @pytest.fixture

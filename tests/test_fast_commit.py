@@ -1,4 +1,4 @@
-"""Commits written with git's plumbing (memvault.vault.fastcommit): one commit of exactly the paths
+"""Commits written with git's plumbing (memvault.vault.git.fastcommit): one commit of exactly the paths
 written, as `commit --only` made it, never taking the user's staged changes or overwriting a commit
 made meanwhile; its trees the ones git itself would write, git's index following HEAD, a kill
 between the index and the ref undone by the next write. Real git, real files."""
@@ -10,9 +10,10 @@ import textwrap
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault import fastcommit, git_objects
-from memvault.vault.entry import Entry
-from memvault.vault.git import VaultGit
+from memvault.vault.format.entry import Entry
+from memvault.vault.git import fastcommit
+from memvault.vault.git import objects as git_objects
+from memvault.vault.git.repository import VaultGit
 
 
 def git(vault, *args) -> str:
@@ -157,8 +158,8 @@ def test_a_kill_between_the_index_and_the_ref_is_undone_by_the_next_write(tmp_pa
         import os, signal
         from memvault import settings
         from memvault.core import Memvault
-        from memvault.vault.entry import Entry
-        from memvault.vault.git import VaultGit
+        from memvault.vault.format.entry import Entry
+        from memvault.vault.git.repository import VaultGit
 
         real = VaultGit.run
         def run(self, *args, **kw):

@@ -21,8 +21,8 @@ from memvault.errors import EntryFormatError, UsageError
 from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
 from memvault.retrieve.filters import compile_filter
-from memvault.vault.entry import ROLES, Entry
-from memvault.vault.markdown import parse, render
+from memvault.vault.format.entry import ROLES, Entry
+from memvault.vault.format.markdown import parse, render
 
 # No example database: CI runs are independent, and nothing is written into the work tree.
 FUZZ = settings(max_examples=300, deadline=2000, database=None,
@@ -48,7 +48,7 @@ def check_parsed(content: str, defaults: dict | None = None) -> None:
 @FUZZ
 @given(st.binary(max_size=600))
 def test_any_bytes_read_from_a_file_give_an_entry_or_an_entry_format_error(tmp_path, data):
-    from memvault.vault.store import Vault
+    from memvault.vault.write.store import Vault
 
     vault = Vault.__new__(Vault)  # reading needs only the root: no git for each example
     vault.root = tmp_path

@@ -5,8 +5,8 @@ import pytest
 from memvault import settings
 from memvault.core import Memvault
 from memvault.errors import UsageError
-from memvault.vault.entry import Entry, now
-from memvault.vault.gc import parse_age, plan_eviction
+from memvault.vault.forget.eviction import parse_age, plan_eviction
+from memvault.vault.format.entry import Entry, now
 from tests.support.cli import Cli
 
 

@@ -62,7 +62,7 @@ def test_a_lock_no_git_holds_is_removed_by_the_next_write(vault, name):
 def test_a_lock_a_live_git_holds_is_left_and_named_with_its_fix_in_one_line(vault, live_git, monkeypatch):
     import importlib
 
-    git_module = importlib.import_module("memvault.vault.git")
+    git_module = importlib.import_module("memvault.vault.git.repository")
     monkeypatch.setattr(git_module, "GIT_WAIT", 0.5)  # waited for, a little, then reported
     lock = leave_lock(vault)
     result = Cli(vault)("add", "--no-llm", "must wait")
@@ -82,7 +82,7 @@ def test_a_lock_a_live_git_holds_is_left_and_named_with_its_fix_in_one_line(vaul
 def test_a_lock_left_but_not_removable_names_the_file_and_rm(vault, monkeypatch):
     """Where the running processes cannot be seen (no /proc), a young lock is left alone and the error
     says which file it is and how to remove it; an old one is removed."""
-    from memvault.vault.git import STALE_LOCK_AGE, VaultGit
+    from memvault.vault.git.repository import STALE_LOCK_AGE, VaultGit
 
     monkeypatch.setattr(VaultGit, "lock_holders", lambda self: None)
     lock = leave_lock(vault)
@@ -158,7 +158,7 @@ def test_a_lock_a_live_git_takes_during_a_commit_is_waited_for(vault, monkeypatc
     """A person's `git status` refreshes the index under index.lock: one that starts between our
     stale-lock check and our `git add` made the commit fail (the proxy's turns then stayed
     uncommitted until a restart). The write waits for it and goes on."""
-    from memvault.vault.git import VaultGit
+    from memvault.vault.git.repository import VaultGit
 
     checked = VaultGit.remove_stale_locks
 
@@ -193,7 +193,7 @@ def test_a_git_that_exits_while_proc_is_read_is_not_an_unknown_holder(vault, tmp
     (that would leave a fresh stale lock in place and fail the write)."""
     import importlib
 
-    git_module = importlib.import_module("memvault.vault.git")
+    git_module = importlib.import_module("memvault.vault.git.repository")
     elsewhere = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=tmp_path, stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL)
     real_readlink = os.readlink

@@ -1,4 +1,4 @@
-"""The guards on what curation stores (curate.grounding, vault.wording): a model that copies the prompt's
+"""The guards on what curation stores (curate.grounding, text.wording): a model that copies the prompt's
 examples, answers garbage, loops, contradicts itself, invents facts, triples or ids stores nothing the
 user did not say; every refusal is a DROP event with its reason. Real vault, git, index and MiniLM; the
 fakes are scripted LLMs that behave badly."""
@@ -13,8 +13,8 @@ from memvault import settings
 from memvault.core import Memvault
 from memvault.curate import prompts
 from memvault.curate.grounding import Source, evidence_problem, fact_problem
-from memvault.vault.entry import Entry
-from memvault.vault.wording import consistent_triple, triple_problem
+from memvault.text.wording import consistent_triple, triple_problem
+from memvault.vault.format.entry import Entry
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_triples import ANA, EXTRACT, llm_for
 

@@ -75,7 +75,7 @@ def test_an_import_killed_part_way_resumes_and_a_second_run_changes_nothing(tmp_
 
 KILL_BEFORE_COMMIT = """
 import os, signal, sys
-from memvault.vault.git import VaultGit
+from memvault.vault.git.repository import VaultGit
 commit, count = VaultGit.commit, [0]
 def dying_commit(self, paths, message):
     count[0] += 1

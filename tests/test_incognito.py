@@ -14,7 +14,7 @@ from memvault import Memory, settings
 from memvault.converse.prompt import MEMORY_HEADER, SESSION_HEADER, SUMMARY_HEADER
 from memvault.core import Memvault
 from memvault.server.run import running
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.cli import Cli, run_memvault
 from tests.support.server import server_settings
 from tests.support.upstream import Upstream, serving

@@ -11,7 +11,7 @@ from memvault.index.queries import MAX_PARTITION_QUERIES
 from memvault.index.rows import IndexRow
 from memvault.index.store import FILE_NAME, IndexStore
 from memvault.index.text import fts_query, normalise
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.fakes import WordEmbedder
 
 DIMS = 32

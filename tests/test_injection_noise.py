@@ -11,7 +11,7 @@ from memvault.converse import ChatTurn, MemoryChat
 from memvault.converse.knowledge import noise
 from memvault.converse.prompt import MEMORY_HEADER, gather
 from memvault.core import Memvault
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 FACTS = ["The user's dog is called Biscuit.", "The user's sister Ana lives in Porto.",
          "The user plays the cello on Thursdays."]

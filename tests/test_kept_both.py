@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memvault.errors import UsageError
-from memvault.vault.keptboth import blocks, settled
-from memvault.vault.merge import KEPT_BOTH, merge_core
+from memvault.vault.devices.keptboth import blocks, settled
+from memvault.vault.devices.merge import KEPT_BOTH, merge_core
 from tests.support.cli import Cli
 from tests.test_sync_devices import devices, git, sync_all
 

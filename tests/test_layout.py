@@ -1,8 +1,8 @@
 import pytest
 
 from memvault.errors import UnsafePathError
-from memvault.vault import layout
-from memvault.vault.entry import Entry
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
 
 
 @pytest.mark.parametrize("name", ["../etc", "a/b", "a\\b", "/abs", ".hidden", "", "  ", "con", "x" * 101,

@@ -10,7 +10,7 @@ from memvault.index import db
 from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
 from memvault.index.text import CONTEXT_TURNS
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.fakes import WordEmbedder
 
 DIMS = 32

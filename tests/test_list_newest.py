@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from memvault.core import Memvault
 from memvault.settings import Settings
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -255,8 +255,8 @@ def test_resources_and_prompt(mcp):
     assert "travel" in json.loads(listing.text)["conversations"]
 
     # A summary is written by curated adds (an LLM's work); one put in place as git would bring it is served.
-    from memvault.vault.entry import Entry
-    from memvault.vault.markdown import render
+    from memvault.vault.format.entry import Entry
+    from memvault.vault.format.markdown import render
 
     summary = mcp.vault / "entries" / "travel" / "summaries" / "summary.md"
     summary.parent.mkdir(parents=True, exist_ok=True)

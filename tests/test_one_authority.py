@@ -7,7 +7,7 @@ import pytest
 
 import memvault
 from memvault.converse.prompt import gather
-from memvault.vault.layout import conversation_for_scopes
+from memvault.vault.format.layout import conversation_for_scopes
 from tests.support.cli import Cli
 
 SECRET_PLACE = "Alice keeps her diary in the blue notebook"

@@ -21,7 +21,7 @@ from memvault.core.caller import ANYONE, Caller
 from memvault.errors import NotFoundError
 from memvault.mcp.server import MemoryTools
 from memvault.server.run import running
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.cli import Cli
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.server import server_settings

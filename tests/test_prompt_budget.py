@@ -21,7 +21,7 @@ from memvault.converse.budget import (
 )
 from memvault.converse.prompt import MemoryContext
 from memvault.core import Memvault
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 SAID = "My sister is called Ana and she lives in Porto."
 LOOPING = "Your sister is called Ana.\n" + "I am a helpful assistant and I am here to help.\n" * 686

@@ -13,7 +13,7 @@ import pytest
 
 from memvault import settings
 from memvault.core import Memvault
-from memvault.vault.markdown import parse, render
+from memvault.vault.format.markdown import parse, render
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_policy import policy_llm
 

@@ -127,7 +127,7 @@ def test_a_pull_from_a_remote_that_is_not_there_says_what_git_said_in_one_line(t
 def test_a_pull_first_sets_this_machines_merge_drivers(tmp_path):
     """A vault whose .git/config names a merge driver by an old module path (a vault made before the
     vault's modules moved, or on another machine) gets this machine's drivers before git merges."""
-    from memvault.vault.merge import driver_config
+    from memvault.vault.devices.merge import driver_config
 
     _, laptop, desktop = machines(tmp_path)
     for key in driver_config():

@@ -13,8 +13,8 @@ import pytest
 from filelock import FileLock
 
 from memvault.errors import NotFoundError
-from memvault.vault.entry import Entry
-from memvault.vault.store import Vault
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.store import Vault
 from tests.support.crash import git
 
 
@@ -117,7 +117,7 @@ def test_gc_skips_what_another_writer_deleted_meanwhile(tmp_path):
 def killed_mid_delete(vault: Vault, entry: Entry) -> None:
     """What a memvault killed between its file changes and its commit leaves: the intent notes and the
     changed files (the transaction's own steps, without the commit)."""
-    from memvault.vault.transaction import Transaction
+    from memvault.vault.write.transaction import Transaction
 
     vault.forget_paths()
     vault._intent_head = vault.git.head_sha()
@@ -127,7 +127,7 @@ def killed_mid_delete(vault: Vault, entry: Entry) -> None:
 
 
 def test_recovery_refuses_to_roll_back_while_a_git_still_works_in_the_repository(tmp_path, monkeypatch):
-    import memvault.vault.git as vault_git
+    import memvault.vault.git.repository as vault_git
     from memvault.errors import VaultError
 
     monkeypatch.setattr(vault_git, "GIT_WAIT", 0.3)
@@ -175,7 +175,7 @@ def test_a_global_commit_gpgsign_does_not_stop_memvaults_commits(tmp_path):
 
 
 def test_git_errors_name_their_first_error_line_not_a_hint_or_the_last_fatal(tmp_path):
-    from memvault.vault.git import VaultGit
+    from memvault.vault.git.repository import VaultGit
 
     repo = tmp_path / "repo"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))

@@ -4,7 +4,7 @@ import json
 
 from memvault.curate import prompts
 from memvault.curate.reconcile import Decision, reconcile
-from memvault.vault.entry import text_hash
+from memvault.vault.format.entry import text_hash
 from tests.support.scripted_llm import ScriptedLLM
 
 PIZZA = ("m-pizza", "The user likes pizza.")

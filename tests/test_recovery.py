@@ -15,9 +15,9 @@ import pytest
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault.entry import Entry
-from memvault.vault.layout import relative_path
-from memvault.vault.markdown import render
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.layout import relative_path
+from memvault.vault.format.markdown import render
 from tests.support.cli import Cli
 from tests.support.crash import FactUpstream, ServeProcess, git, indexed_ids
 from tests.support.upstream import serving
@@ -97,7 +97,7 @@ def test_a_write_killed_before_its_commit_is_undone_by_the_next_write(tmp_path):
         import os, signal
         from memvault import settings
         from memvault.core import Memvault
-        from memvault.vault.entry import Entry
+        from memvault.vault.format.entry import Entry
 
         core = Memvault.open(settings.load(None, {{"vault.path": {str(vault)!r}}}))
         live = core.get({kept.id!r})[1]

@@ -1,4 +1,4 @@
-"""Redaction (memvault/vault/redact.py): secrets never reach the vault. The detector catches every kind
+"""Redaction (memvault/text/redact.py): secrets never reach the vault. The detector catches every kind
 of the test set and nothing in LoCoMo's 5,882 turns; every write path (facts, turns, core files, the
 journal, the scratchpad, held candidates, an exact import) keeps the marker, never the secret; the
 settings turn it off or allow a value."""
@@ -15,9 +15,9 @@ import pytest
 from memvault import settings as settings_module
 from memvault.core import Memvault
 from memvault.errors import ConfigError
-from memvault.vault import redact
-from memvault.vault.entry import Entry
-from memvault.vault.secret_tokens import DETECT_SECRETS
+from memvault.text import redact
+from memvault.text.secret_tokens import DETECT_SECRETS
+from memvault.vault.format.entry import Entry
 from tests.support.secret_samples import samples
 
 TOKEN = "ghp_" + "Zq7XkP2mN9vB4cR8tY1wL6sD3fG5hJ0aE7uI"  # a github-token shape, 36 characters after ghp_

@@ -9,14 +9,14 @@ import threading
 import numpy as np
 import pytest
 
-from memvault.index import sync as sync_module
+from memvault.index import catchup as sync_module
+from memvault.index.catchup import sync
 from memvault.index.store import IndexStore
-from memvault.index.sync import sync
 from memvault.models.batching import length_batches
 from memvault.models.embedders import OnnxMiniLM
 from memvault.models.onnx_runtime import input_names, onnx_session, padded_inputs, text_tokenizer
-from memvault.vault.entry import Entry
-from memvault.vault.store import Vault
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.store import Vault
 from tests.support.fakes import WordEmbedder, put
 
 # Chat turns of the lengths a reindex meets (3 to ~130 tokens), one with an image caption, two whose

@@ -11,7 +11,7 @@ from memvault.index import db
 from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
 from memvault.index.text import date_words
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.fakes import WordEmbedder
 
 DIMS = 32

@@ -69,7 +69,7 @@ def test_a_scoped_key_never_sees_core_files_rules_sessions_relations_or_journal_
     import httpx
 
     from memvault.server.run import running
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
     from tests.support.server import isolated_env, server_settings
     from tests.support.upstream import Upstream, serving
 
@@ -116,7 +116,7 @@ HELD = "The user is planning a trip to Oslo."
 
 
 def open_session(vault) -> None:
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     m = Memvault.open(settings.load(None, {"vault.path": str(vault)}), create=True)
     llm = policy_llm({TURNS[0]: [HELD]}, {HELD: ("hold", "fact")})

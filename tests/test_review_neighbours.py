@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from memvault.vault import layout
+from memvault.vault.format import layout
 from tests.support.cli import Cli
 from tests.test_agentcli_proxy import chat, proxy, upstream  # noqa: F401 - fixtures, shared
 from tests.test_agentcli_vault import FIXTURE, SUMMARY, git

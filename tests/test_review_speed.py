@@ -11,7 +11,7 @@ from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
 from memvault.retrieve import conversations_for, search
 from memvault.settings import RetrievalSettings
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 NOW = datetime(2025, 6, 20, 12, 0, tzinfo=timezone.utc)
 EARLIER = datetime(2025, 6, 10, 15, 0, tzinfo=timezone.utc)

@@ -69,7 +69,7 @@ def test_relations_of_a_search_as_of_are_the_past_ones_and_todays_index_is_untou
     assert "Relations" in past and "acme" in past.split("Relations", 1)[1].lower()
     assert hashlib.sha256(index.read_bytes()).hexdigest() == today
     # The hits and their relations read one resolved past: the date is asked of git once.
-    from memvault.vault import timetravel
+    from memvault.vault.git import timetravel
 
     asked = []
     real = timetravel.resolve

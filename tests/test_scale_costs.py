@@ -4,8 +4,8 @@ import os
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.index import sync
-from memvault.vault.entry import Entry
+from memvault.index import catchup as sync
+from memvault.vault.format.entry import Entry
 
 
 def test_a_no_change_scan_keeps_only_the_names_of_unchanged_files(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 from memvault import settings as settings_module
 from memvault.core import Memvault
 from memvault.errors import NotFoundError, UnsafePathError, UsageError
-from memvault.vault.scratchpad import MAX_KEYS, MAX_TOTAL_CHARS, MAX_VALUE_CHARS
+from memvault.vault.write.scratchpad import MAX_KEYS, MAX_TOTAL_CHARS, MAX_VALUE_CHARS
 
 
 @pytest.fixture

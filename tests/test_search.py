@@ -299,7 +299,7 @@ def test_conversations_for():
 def store(tmp_path_factory):
     from memvault.index.rows import IndexRow
     from memvault.index.store import IndexStore
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     index = IndexStore(tmp_path_factory.mktemp("index") / "index.sqlite", f"words:{DIMS}", DIMS)
     index.embedder = WordEmbedder()

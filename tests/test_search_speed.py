@@ -14,7 +14,7 @@ from memvault.index import db
 from memvault.index import queries as queries_module
 from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 DIMS = 64
 WORDS = "tea coffee lisbon violin bicycle garden rust bread jazz kyoto piano climbing camera tomatoes".split()

@@ -162,7 +162,7 @@ LONG = "x" * 45
      {"user_id": "u" * 40, "agent_id": "a" * 40, "run_id": "r" * 40 + "2"}),
 ])
 def test_distinct_scopes_get_distinct_folders(one, other):
-    from memvault.vault.layout import check_conversation, scope_conversation
+    from memvault.vault.format.layout import check_conversation, scope_conversation
 
     folders = [scope_conversation(s.get("user_id"), s.get("agent_id"), s.get("run_id")) for s in (one, other)]
     assert folders[0] != folders[1]
@@ -170,7 +170,7 @@ def test_distinct_scopes_get_distinct_folders(one, other):
 
 
 def test_a_plain_scope_keeps_its_folder():
-    from memvault.vault.layout import scope_conversation
+    from memvault.vault.format.layout import scope_conversation
 
     assert scope_conversation("alice", "bot", None) == "user-alice+agent-bot"
 
@@ -179,7 +179,7 @@ def test_a_summary_of_another_scope_in_the_same_folder_is_not_injected(tmp_path)
     from memvault.converse import MemoryChat
     from memvault.converse.prompt import SUMMARY_HEADER
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     core = Memvault.open(server_settings(tmp_path / "vault"), create=True)
     try:

@@ -149,9 +149,9 @@ def search_until(api, query: str, user_id: str, expected: list[str], seconds: fl
 
 
 def test_hand_edits_are_searchable_while_serving(api):
-    from memvault.vault import layout
-    from memvault.vault.entry import Entry
-    from memvault.vault.markdown import render
+    from memvault.vault.format import layout
+    from memvault.vault.format.entry import Entry
+    from memvault.vault.format.markdown import render
 
     # As a person would: files written, edited and removed with no commit and no journal.
     entry = Entry("Grandma bakes sourdough bread on Sundays.", conversation_id="user-hand", user_id="hand")

@@ -15,7 +15,7 @@ from memvault.core.rules import Rules
 from memvault.core.searching import Searching
 from memvault.core.workspace import Workspace
 from memvault.errors import NotFoundError
-from memvault.vault.store import Vault
+from memvault.vault.write.store import Vault
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from memvault.converse.prompt import (
 from memvault.core import Memvault
 from memvault.core.base import Storage
 from memvault.server.run import running
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 from tests.support.cli import run_memvault
 from tests.support.server import server_settings
 from tests.support.upstream import Upstream, served_upstream
@@ -242,7 +242,7 @@ def test_chat_of_three_turns_ended_by_exit_through_a_real_model(local_llm, tmp_p
     # The model's summary when it says what the user said; SmolLM2's ("Dana, a wonderful person with a
     # passion for hiking.") is refused by curate.summary.summary_problem and the turns' openings are kept.
     from memvault.curate.summary import summary_problem
-    from memvault.vault.markdown import parse
+    from memvault.vault.format.markdown import parse
 
     text = parse(path.read_text()).text
     assert text.startswith("A session of 3 user turns: My name is Dana.") or summary_problem(

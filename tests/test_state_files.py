@@ -13,7 +13,7 @@ import pytest
 
 from memvault.curate.queue import CurationQueue
 from memvault.index import journal
-from memvault.vault import jsonlines
+from memvault.vault.format import jsonlines
 from tests.support.cli import Cli
 
 GARBAGE = [b"\xff\xfe not utf-8\n", b"[1, 2, 3]\n", b"{\"path\": 5}\n", b"{\"id\": \"x\", \"pa"]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from memvault.vault.entry import Entry
-from memvault.vault.git import VaultGit
-from memvault.vault.store import Vault
+from memvault.vault.format.entry import Entry
+from memvault.vault.git.repository import VaultGit
+from memvault.vault.write.store import Vault
 
 
 @pytest.fixture
@@ -70,8 +70,8 @@ def child_pids() -> list[int]:
 
 GROUP_STOP = textwrap.dedent("""
     import os, signal, subprocess, sys
-    from memvault.vault.entry import Entry
-    from memvault.vault.store import Vault
+    from memvault.vault.format.entry import Entry
+    from memvault.vault.write.store import Vault
 
     vault = Vault.open(sys.argv[1])
     def add(text):
@@ -101,7 +101,7 @@ def test_a_killed_writers_temporary_files_are_swept_by_the_next_writer(vault):
     """A transaction killed mid-write leaves '.<name>.XXXX.tmp' beside the path it noted: the next
     writer, under the lock, removes them however young."""
     entry = Entry("killed mid-write")
-    from memvault.vault import layout
+    from memvault.vault.format import layout
 
     rel = layout.relative_path(entry)
     vault._intent_head = vault.git.head_sha()

@@ -3,8 +3,8 @@ import subprocess
 import pytest
 
 from memvault.errors import AmbiguousIdError, EntryFormatError, NotFoundError, VaultError
-from memvault.vault.entry import Entry
-from memvault.vault.store import Vault
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.store import Vault
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import pytest
 from memvault.api import Memory
 from memvault.errors import UnsafePathError
 from memvault.server.run import running
-from memvault.vault.atomic import atomic_write
-from memvault.vault.entry import Entry
-from memvault.vault.store import Vault
+from memvault.vault.format.atomic import atomic_write
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.store import Vault
 from tests.support.cli import Cli
 from tests.support.server import server_settings
 

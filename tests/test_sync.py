@@ -14,12 +14,12 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from memvault.index import sync as sync_module
+from memvault.index import catchup as sync_module
+from memvault.index.catchup import hash_file, index_entries, plan, sync, unindex
 from memvault.index.store import FILE_NAME, IndexStore
-from memvault.index.sync import hash_file, index_entries, plan, sync, unindex
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.store import Vault
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.store import Vault
 from tests.support.fakes import DIMS, WordEmbedder, put  # noqa: E402,F401
 
 

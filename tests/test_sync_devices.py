@@ -11,8 +11,8 @@ import pytest
 
 from memvault import settings as settings_module
 from memvault.core import Memvault
-from memvault.vault.merge import KEPT_BOTH, RESUMMARIZE, merge_entry, merge_summary
-from memvault.vault.reading import CONFLICT_MARKER
+from memvault.vault.devices.merge import KEPT_BOTH, RESUMMARIZE, merge_entry, merge_summary
+from memvault.vault.format.reading import CONFLICT_MARKER
 from tests.support.cli import Cli
 
 
@@ -82,7 +82,7 @@ def test_clone_and_init_remote_install_the_drivers_and_a_fresh_clone_searches(tm
     assert desktop.ok("search", "boiler", "--json").json()[0]["text"] == "The boiler service is due in March"
     for cli in (laptop, desktop):
         config = git(cli.vault, "config", "--get-regexp", r"^merge\.memvault-")
-        assert f"{sys.executable} -m memvault.vault.merge entry %O %A %B %P" in config
+        assert f"{sys.executable} -m memvault.vault.devices.merge entry %O %A %B %P" in config
         assert "merge=memvault-core" in (cli.vault / ".gitattributes").read_text()
 
 
@@ -168,7 +168,7 @@ def test_core_files_merge_line_by_line_and_clashing_lines_are_kept_both_for_doct
 def end_a_session(vault: Path, turns: list[str], summary_line: str) -> None:
     """A session of 3 turns ended (its summary and the day's log, one commit), then the rolling summary
     rewritten as curation does (the previous one's text and a new line)."""
-    from memvault.vault.entry import Entry, now
+    from memvault.vault.format.entry import Entry, now
     from tests.test_policy import policy_llm
     from tests.test_sessions import talk
 
@@ -270,7 +270,7 @@ def test_an_older_vault_gets_the_drivers_through_a_migration_commit(tmp_path):
     old.ok("sync")
     assert "merge=memvault-entry" in (old.vault / ".gitattributes").read_text()
     assert "memvault: merge drivers for sync" in git(old.vault, "log", "--format=%s")
-    assert "memvault.vault.merge entry" in git(old.vault, "config", "merge.memvault-entry.driver")
+    assert "memvault.vault.devices.merge entry" in git(old.vault, "config", "merge.memvault-entry.driver")
 
 
 def test_exit_codes_mean_something(tmp_path):
@@ -342,7 +342,7 @@ def test_a_vault_moved_to_another_machine_merges_with_this_machines_python(tmp_p
     memory_id = laptop.ok("add", "The boiler service is due in March", "--json").json()["results"][0]["id"]
     sync_all(laptop, desktop, rounds=1)
     # The clone's .git/config names an interpreter this machine does not have (copied from elsewhere).
-    git(desktop.vault, "config", "merge.memvault-entry.driver", "/elsewhere/bin/python -m memvault.vault.merge entry "
+    git(desktop.vault, "config", "merge.memvault-entry.driver", "/elsewhere/bin/python -m memvault.vault.devices.merge entry "
         "%O %A %B %P")
     laptop.ok("edit", memory_id, "-m", "The boiler service is due in April")
     desktop.ok("edit", memory_id, "-m", "The boiler service is due in May")

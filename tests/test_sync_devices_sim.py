@@ -13,8 +13,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from memvault.vault.entry import Entry
-from memvault.vault.merge import KEPT_BOTH
+from memvault.vault.devices.merge import KEPT_BOTH
+from memvault.vault.format.entry import Entry
 from tests.test_sync_devices import assert_clean, devices, end_a_session, git, live_fact_ids, open_vault, tree
 
 ROUNDS = 3

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from memvault.index.catchup import RACY_NS, ScannedFile, Snapshot, diff
 from memvault.index.rows import IndexedFile
-from memvault.index.sync import RACY_NS, ScannedFile, Snapshot, diff
-from memvault.vault.entry import Entry
-from memvault.vault.reading import LINK_REASON
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.reading import LINK_REASON
 
 STARTED = 10 * RACY_NS  # when the pretend scan began
 OLD = STARTED - 5 * RACY_NS  # an mtime safely before it

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memvault.vault import sync_safety
+from memvault.vault.devices import safety as sync_safety
 from tests.support.cli import Cli
 from tests.test_sync_devices import assert_clean, devices, git, live_fact_ids
 
@@ -171,7 +171,7 @@ def test_the_check_refuses_hostile_names_and_keeps_ordinary_trees():
 
 
 def test_the_commit_that_added_an_unsafe_path_is_named_even_when_it_is_its_first_change(tmp_path):
-    from memvault.vault.git import VaultGit
+    from memvault.vault.git.repository import VaultGit
 
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)

@@ -12,8 +12,8 @@ from memvault.core.messages import chat_of, last_user_text, message_text
 from memvault.curate.extract import split_latest
 from memvault.errors import EntryFormatError, UsageError
 from memvault.retrieve.filters import scope_where, to_epoch
-from memvault.vault.entry import iso_time, parse_time
-from memvault.vault.fields import check_scopes
+from memvault.vault.format.entry import iso_time, parse_time
+from memvault.vault.format.fields import check_scopes
 
 IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
 

@@ -117,7 +117,7 @@ def test_a_past_index_embeds_only_the_texts_todays_index_lacks(history):
     from memvault import settings as settings_mod
     from memvault.core import Memvault
     from memvault.index.past import past_index
-    from memvault.vault.timetravel import resolve
+    from memvault.vault.git.timetravel import resolve
 
     cli, _ = history
     memvault = Memvault.open(settings_mod.load(None, {"vault.path": str(cli.vault)}))

@@ -16,9 +16,9 @@ from memvault.converse.prompt import gather, memory_line, render
 from memvault.core import Memvault
 from memvault.curate.extract import parse_fact_records
 from memvault.curate.reconcile import Decision, reconcile
-from memvault.vault.entry import Entry, text_hash
-from memvault.vault.markdown import parse
-from memvault.vault.markdown import render as render_entry
+from memvault.vault.format.entry import Entry, text_hash
+from memvault.vault.format.markdown import parse
+from memvault.vault.format.markdown import render as render_entry
 from tests.support.scripted_llm import ScriptedLLM
 
 EXTRACT = "Latest user message (extract from this only):"
@@ -174,7 +174,7 @@ def test_a_triple_that_copies_placeholders_is_not_stored_but_its_fact_is(memvaul
 
 
 def test_a_triple_naming_the_user_twice_is_not_a_relation():
-    from memvault.vault.wording import triple_problem
+    from memvault.text.wording import triple_problem
 
     assert triple_problem("The user relocated to Denver.", {"subject": "the user", "predicate": "RELOCATED_TO",
                                                           "object": "user"}) is not None

@@ -357,7 +357,7 @@ def test_a_memory_purged_since_still_shows_as_it_was(tmp_path):
     """Deleted and purged today, yesterday's page of the memory still opens (with no history today)."""
     from memvault.core import Memvault
     from memvault.ui.app import create_app
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
     from tests.support.ui import dated
 
     with isolated_env(tmp_path / "home"):

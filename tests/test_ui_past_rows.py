@@ -26,7 +26,7 @@ def git(root, *args: str) -> str:
 @pytest.fixture(scope="module")
 def vault(tmp_path_factory):
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     root = tmp_path_factory.mktemp("past") / "v"
     with isolated_env(tmp_path_factory.mktemp("home")):
@@ -121,7 +121,7 @@ def test_writes_today_s_index_has_not_caught_up_with_are_read_from_git(tmp_path)
     its file says: the file is read from the commit, not copied, even when its bytes are the commit's
     again (here a person checked the old file out after the journalled edit)."""
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     root = tmp_path / "v"
     with isolated_env(tmp_path / "home"):
@@ -149,7 +149,7 @@ def test_rows_kept_from_before_an_erase_are_dropped(tmp_path, monkeypatch):
     are dropped at the next read of the past, never served again."""
     import memvault.index.past_rows as past_rows
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     monkeypatch.setattr(past_rows, "_kept", type(past_rows._kept)(past_rows.KEEP))
     root = tmp_path / "v"

@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 import pytest
 
 from memvault.index.watch import is_ignored, watch
-from memvault.vault.store import Vault
+from memvault.vault.write.store import Vault
 
 
 @pytest.mark.parametrize("path, ignored", [

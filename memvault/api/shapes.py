@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from memvault.vault.entry import SCOPE_KEYS, Entry, metadata_with_mem0_fields, text_hash
+from memvault.vault.format.entry import SCOPE_KEYS, Entry, metadata_with_mem0_fields, text_hash
 
 PROMOTED = ("actor_id", "role", "attributed_to", "expiration_date")  # beside the scopes, not in metadata (mem0 2.2.1)
 NO_SCORE = object()  # get_all: mem0 leaves the key out
@@ -75,7 +75,7 @@ def event_dict(event: Any) -> dict[str, Any]:
 
 
 def history_record(event: Any) -> dict[str, Any]:
-    """mem0's history record from a vault.history.Event (read back from git), with the spec's names
+    """mem0's history record from a vault.git.history.Event (read back from git), with the spec's names
     (old_value, new_value, timestamp) beside mem0's; times in mem0's ISO form."""
     data = event.to_dict()
     created = iso(event.entry.created_at) if event.entry else iso(event.time)

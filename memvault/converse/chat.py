@@ -11,9 +11,9 @@ from typing import Any
 
 from memvault.converse.prompt import gather, inject
 from memvault.core.messages import last_user_text, message_text, previous_user_text
-from memvault.vault.entry import Entry
-from memvault.vault.fields import check_text
-from memvault.vault.redact import redact_turn
+from memvault.text.redact import redact_turn
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.fields import check_text
 
 
 @dataclass

@@ -16,8 +16,8 @@ from memvault.converse.knowledge import noise
 from memvault.core.messages import message_text
 from memvault.curate.extract import last_user_index
 from memvault.settings import PERSONAL_VAULT
-from memvault.vault.entry import SCOPE_KEYS, Entry
-from memvault.vault.layout import WORKSPACE_ROLES
+from memvault.vault.format.entry import SCOPE_KEYS, Entry
+from memvault.vault.format.layout import WORKSPACE_ROLES
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with a long-term memory of earlier conversations. Use the remembered "
@@ -77,7 +77,7 @@ def inject(messages: list[dict], context: MemoryContext) -> list[dict]:
 
 def owned_by(entry: Entry, scopes: dict[str, Any]) -> bool:
     """Whether `entry` carries exactly these scopes (folders are for people, the scope fields decide;
-    see memvault.vault.layout.scope_conversation)."""
+    see memvault.vault.format.layout.scope_conversation)."""
     return all(getattr(entry, key) == scopes.get(key) for key in SCOPE_KEYS)
 
 

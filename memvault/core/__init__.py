@@ -29,8 +29,8 @@ from memvault.core.turns import TurnWriting
 from memvault.core.workspace import Workspace
 from memvault.errors import UsageError
 from memvault.settings import Settings
-from memvault.vault import redact
-from memvault.vault.store import Vault
+from memvault.text import redact
+from memvault.vault.write.store import Vault
 
 
 def forward(method):

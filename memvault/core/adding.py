@@ -12,9 +12,9 @@ from memvault.core.base import add_subject, short
 from memvault.core.caller import ANYONE, Caller
 from memvault.core.messages import chat_of, last_user_text, redacted_chat
 from memvault.errors import EntryFormatError, UsageError
-from memvault.vault import layout
-from memvault.vault.entry import TRIPLE_KEYS, Entry, now
-from memvault.vault.fields import check_scopes, check_text
+from memvault.vault.format import layout
+from memvault.vault.format.entry import TRIPLE_KEYS, Entry, now
+from memvault.vault.format.fields import check_scopes, check_text
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
@@ -46,7 +46,7 @@ def placed(messages: Any, conversation: str | None, scopes: dict[str, Any] | Non
     """(conversation, scopes, messages, notes) of an add: the conversation defaults to the scopes'
     folder; the messages are those that may become memories (memvault.core.messages), each secret's
     value redacted before any model sees them (a note says so); an add with nothing to say is a
-    UsageError, and so is an id that holds a secret (memvault.vault.fields), and a message longer than
+    UsageError, and so is an id that holds a secret (memvault.vault.format.fields), and a message longer than
     `max_chars` (limits.max_text_chars): checked first, so a 20 MB text is refused before anything
     reads it whole."""
     scopes = check_scopes(scopes)
@@ -67,7 +67,7 @@ def refusal(text: str):
     curate.ingest)."""
     from memvault.curate.ingest import MemoryEvent
     from memvault.curate.policy import guard
-    from memvault.vault.redact import redact
+    from memvault.text.redact import redact
 
     reason = guard(text, mentions=False)
     # the event is printed and returned (CLI, REST, logs): it shows the text with its secrets marked
@@ -133,7 +133,7 @@ class Adding:
         DROP event saying why; the others with each secret's value redacted (text, triple, metadata;
         a user turn that finishes a secret its previous user turn began, too). `add --jsonl` and every
         import pass here; `add` does the same to messages (`placed`)."""
-        from memvault.vault.redact import redact_entry, redact_turn
+        from memvault.text.redact import redact_entry, redact_turn
 
         kept, refused, previous = [], [], None
         for entry in entries:

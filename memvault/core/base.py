@@ -11,9 +11,9 @@ from typing import Any
 from memvault.errors import UsageError
 from memvault.index.keeper import IndexKeeper
 from memvault.settings import Settings
-from memvault.vault.fields import check_text
-from memvault.vault.store import Vault
-from memvault.vault.transaction import Transaction
+from memvault.vault.format.fields import check_text
+from memvault.vault.write.store import Vault
+from memvault.vault.write.transaction import Transaction
 
 
 def clean_text(text: str, max_chars: int | None = None) -> str:

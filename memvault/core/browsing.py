@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any
 from memvault.core.base import short
 from memvault.core.caller import Caller, walls
 from memvault.errors import NotFoundError, UsageError
-from memvault.vault import layout
-from memvault.vault.entry import Entry
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.reading import Reading
     from memvault.core.searching import Searching
-    from memvault.vault.timetravel import PastCommit
+    from memvault.vault.git.timetravel import PastCommit
 
 MAX_CHANGES = 500  # changes between two moments shown at once: a page, not a dump of a bulk import
 ENTRY_STATUS = {"A": "added", "M": "changed", "D": "removed"}
@@ -163,7 +163,7 @@ class Browsing:
 
     def entry_as_of(self, memory_id: str, as_of: str | PastCommit) -> tuple[PurePosixPath, Entry, str, PastCommit]:
         """A memory as its file read at a past moment (a tombstone if it was deleted by then)."""
-        from memvault.vault.timetravel import entry_at
+        from memvault.vault.git.timetravel import entry_at
 
         past = self.searching.resolve_as_of(as_of)
         rel, entry, content = entry_at(self.vault.git, past, memory_id)
@@ -174,7 +174,7 @@ class Browsing:
         """The live entries of a past moment, newest first, one page: the folders say the conversation
         and the role, so only the page's files are read (scopes, in the files only, need them all)."""
         from memvault.core.reading import matches
-        from memvault.vault.timetravel import names_at, parsed_at
+        from memvault.vault.git.timetravel import names_at, parsed_at
 
         past = self.searching.resolve_as_of(as_of)
         folder = layout.folder_for(layout.check_conversation_id(conversation)) if conversation else None
@@ -196,7 +196,7 @@ class Browsing:
     def changes_between(self, start: str | PastCommit, end: str | PastCommit | None = None) -> Changes:
         """What changed in the entry files from `start` to `end` (now when None): the commits, and
         each file added, changed, removed, soft-deleted or restored with its text before and after."""
-        from memvault.vault.history import Texts
+        from memvault.vault.git.history import Texts
 
         git = self.vault.git
         first = self.searching.resolve_as_of(start)
@@ -252,7 +252,7 @@ class Browsing:
                 as_of: str | PastCommit | None = None) -> list:
         """The vault's commits, newest first, filtered as `memvault log` filters them; with `as_of`,
         the log as it read then (its commit and those before it)."""
-        from memvault.vault.history import vault_log
+        from memvault.vault.git.history import vault_log
 
         past = self.searching.resolve_as_of(as_of)
         if past is None:

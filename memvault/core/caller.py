@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memvault.vault.fields import check_scopes
+from memvault.vault.format.fields import check_scopes
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from pathlib import PurePosixPath
 
 from memvault.curate import resummary
 from memvault.errors import EntryFormatError
-from memvault.vault.atomic import atomic_write
-from memvault.vault.entry import Entry, now
-from memvault.vault.git_log import format_message
-from memvault.vault.markdown import render
-from memvault.vault.redact import redact
-from memvault.vault.scrub import Scrubber
-from memvault.vault.store import Vault
+from memvault.text.redact import redact
+from memvault.vault.forget.scrub import Scrubber
+from memvault.vault.format.atomic import atomic_write
+from memvault.vault.format.entry import Entry, now
+from memvault.vault.format.markdown import render
+from memvault.vault.git.log import format_message
+from memvault.vault.write.store import Vault
 
 MAX_FACTS = 200  # the most recent facts a conversation's summary is re-written from (a prompt stays small)
 

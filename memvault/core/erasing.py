@@ -1,6 +1,6 @@
 """Erase: memories removed from the work tree, every commit, every pack and every derived store, with
 one erasure record left in the log (docs/architecture.md, "Erasure"). The rewrite itself is
-`vault/erase.py`; this module decides what goes, purges the index and state, and writes the record."""
+`vault/forget/erase.py`; this module decides what goes, purges the index and state, and writes the record."""
 
 from __future__ import annotations
 
@@ -12,8 +12,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
-from memvault.vault import erase, erase_intent, erasure_record, layout, rewrites, state_purge
-from memvault.vault.entry import format_time, now
+from memvault.vault.forget import erase, state_purge
+from memvault.vault.forget import intent as erase_intent
+from memvault.vault.forget import record as erasure_record
+from memvault.vault.format import layout
+from memvault.vault.format.entry import format_time, now
+from memvault.vault.git import rewrites
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
@@ -211,7 +215,7 @@ class Erasing:
         shutil.rmtree(self.vault.state_dir / state_purge.PAST_INDEXES, ignore_errors=True)
 
     def forget_erased_elsewhere(self, ids: set[str], texts: set[str]) -> None:
-        """A sync adopted another device's erase (vault/sync_adopt.py): this device's derived stores
+        """A sync adopted another device's erase (vault/devices/adopt.py): this device's derived stores
         drop the memories it held, as the erasing device's did."""
         selection = erase.Selection(ids=set(ids), texts=set(texts))
         with self.vault.lock():

@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.core.caller import walls
 from memvault.errors import UsageError
-from memvault.vault import layout
+from memvault.vault.format import layout
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.searching import Searching
-    from memvault.vault.timetravel import PastCommit
+    from memvault.vault.git.timetravel import PastCommit
 
 MAX_RELATIONS = 20  # relations returned with one search: a neighbourhood, not the whole graph
 

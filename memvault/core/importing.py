@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memvault.vault.entry import Entry
+from memvault.vault.format.entry import Entry
 
 if TYPE_CHECKING:
     from memvault.core.adding import Adding

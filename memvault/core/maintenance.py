@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
-from memvault.vault import erasure_record, rewrites
-from memvault.vault.entry import Entry, now
-from memvault.vault.fields import check_scopes
-from memvault.vault.gc import GcPlan, parse_age, plan_eviction, plan_purge
+from memvault.vault.forget import record as erasure_record
+from memvault.vault.forget.eviction import GcPlan, parse_age, plan_eviction, plan_purge
+from memvault.vault.format.entry import Entry, now
+from memvault.vault.format.fields import check_scopes
+from memvault.vault.git import rewrites
 
 if TYPE_CHECKING:
     from memvault.core.adding import Adding
@@ -94,8 +95,8 @@ class Maintenance:
 
     def pull(self, remote: str | None = None):
         """Pull others' commits, then bring the index in step with the files that arrived."""
-        from memvault.vault.git_remote import PullClash
-        from memvault.vault.sync_drivers import install_drivers
+        from memvault.vault.devices.drivers import install_drivers
+        from memvault.vault.git.remote import PullClash
 
         try:
             with self.vault.lock():

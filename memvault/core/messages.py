@@ -73,8 +73,8 @@ def redacted_chat(chat: list[dict]) -> tuple[list[dict], int]:
     """The messages with each secret's value redacted before anything reads them (the extracting
     model never sees a secret; the message's other words are kept), and how many were changed. A user
     message that finishes a secret its previous user message began (a token pasted in two) has that
-    head marked too (memvault.vault.redact.redact_turn)."""
-    from memvault.vault.redact import redact_turn
+    head marked too (memvault.text.redact.redact_turn)."""
+    from memvault.text.redact import redact_turn
 
     clean, changed, previous = [], 0, None
     for message in chat:

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.core.caller import ANYONE, Caller, walls
 from memvault.errors import EntryFormatError, NotFoundError
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.history import Event, memory_events
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.git.history import Event, memory_events
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.searching import Searching
-    from memvault.vault.timetravel import PastCommit
+    from memvault.vault.git.timetravel import PastCommit
 
 
 @dataclass

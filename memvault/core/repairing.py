@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
-from memvault.vault import layout
+from memvault.vault.format import layout
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
@@ -41,7 +41,7 @@ def uncommitted_entry_files(vault) -> tuple[list[str], dict[str, str]]:
 
 def wrong_triples(vault) -> list[tuple[str, Any, str]]:
     """(path, fact, why) of each live fact whose triple its text does not say."""
-    from memvault.vault.wording import triple_problem
+    from memvault.text.wording import triple_problem
 
     found = []
     for rel, item in vault.iter_entries():
@@ -77,7 +77,7 @@ class Repairs:
         """Commit those of `paths` that are still safe to commit (checked again under the lock: files
         may have moved on), as they are on disk: one commit, nothing rewritten. Returns what it committed.
         Not a `write`: a transaction commits what it writes, and these files are written already."""
-        from memvault.vault.git_log import format_message
+        from memvault.vault.git.log import format_message
 
         with self.vault.lock():
             self.vault.git.check_state()

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.core.base import short
 from memvault.errors import EntryFormatError, NotFoundError
-from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry
-from memvault.vault.fields import check_scopes
+from memvault.vault.format import layout
+from memvault.vault.format.entry import SCOPE_KEYS, Entry
+from memvault.vault.format.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.core.adding import Adding

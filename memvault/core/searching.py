@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from memvault.core.caller import walls
 from memvault.errors import UsageError
 from memvault.settings import RetrievalSettings
-from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS
+from memvault.vault.format import layout
+from memvault.vault.format.entry import SCOPE_KEYS
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
-    from memvault.vault.timetravel import PastCommit
+    from memvault.vault.git.timetravel import PastCommit
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Searching:
     def resolve_as_of(self, as_of: str | PastCommit | None) -> PastCommit | None:
         """The commit a date, time or commit name stands for (None stays None): resolved once, a
         search and its relations read the same past."""
-        from memvault.vault.timetravel import PastCommit, resolve
+        from memvault.vault.git.timetravel import PastCommit, resolve
 
         return as_of if as_of is None or isinstance(as_of, PastCommit) else resolve(self.vault.git, as_of)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memvault.vault import jsonlines, layout
+from memvault.vault.format import jsonlines, layout
 
 HELD_FILE = "held.jsonl"
 STATE_FILE = "state.json"
@@ -111,7 +111,7 @@ class SessionBuffer:
         if self.root is None:
             self.memory[record.conversation] = record
             return
-        from memvault.vault.atomic import atomic_write
+        from memvault.vault.format.atomic import atomic_write
 
         atomic_write(self.folder_of(record.conversation) / STATE_FILE, state_json(record))  # makes the folder
 
@@ -124,7 +124,7 @@ class SessionBuffer:
         """Rewrite the held candidates (after one was promoted or replaced)."""
         if self.root is None:
             return
-        from memvault.vault.atomic import atomic_write
+        from memvault.vault.format.atomic import atomic_write
 
         atomic_write(self.folder_of(record.conversation) / HELD_FILE, jsonlines.encode(record.held))
 
@@ -195,7 +195,7 @@ class SessionBuffer:
             return merged, moved[0]
 
     def write_folder(self, folder: Path, record: SessionRecord) -> None:
-        from memvault.vault.atomic import atomic_write
+        from memvault.vault.format.atomic import atomic_write
 
         atomic_write(folder / STATE_FILE, state_json(record))
         jsonlines.append(folder / HELD_FILE, record.held, mode=0o600, sync=True)

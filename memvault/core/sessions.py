@@ -23,9 +23,9 @@ from memvault.core.base import short
 from memvault.core.messages import last_user_text
 from memvault.core.session_buffer import SessionBuffer, SessionRecord
 from memvault.errors import MemvaultError
-from memvault.vault import layout
-from memvault.vault.entry import SCOPE_KEYS, Entry
-from memvault.vault.fields import check_scopes
+from memvault.vault.format import layout
+from memvault.vault.format.entry import SCOPE_KEYS, Entry
+from memvault.vault.format.fields import check_scopes
 
 if TYPE_CHECKING:
     from memvault.core.adding import Adding
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from memvault.core.workspace import Workspace
     from memvault.curate.ingest import MemoryEvent, Placement
     from memvault.curate.policy import Candidate
-    from memvault.vault.transaction import Transaction
+    from memvault.vault.write.transaction import Transaction
 
 MIN_SUMMARY_TURNS = 3  # a session with fewer user turns has no arc worth a summary
 

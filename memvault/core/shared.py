@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from memvault.core import Memvault
     from memvault.core.base import Storage
     from memvault.core.searching import Searching
-    from memvault.vault.devicesync import SyncReport
+    from memvault.vault.devices.round import SyncReport
 
 log = logging.getLogger("memvault")
 

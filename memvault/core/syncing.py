@@ -1,6 +1,6 @@
 """Many devices, one memory: `sync` with a git remote, `clone` of a vault, and what follows a merge
 (the rule cap, the index caught up with only the files that changed). The git side is
-memvault.vault.devicesync; the merge drivers are memvault.vault.merge."""
+memvault.vault.devices.round; the merge drivers are memvault.vault.devices.merge."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from memvault.errors import EntryFormatError, UsageError, VaultError
-from memvault.vault import layout
+from memvault.vault.format import layout
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.erasing import Erasing
     from memvault.core.rules import Rules
-    from memvault.vault.devicesync import SyncReport
+    from memvault.vault.devices.round import SyncReport
 
 
 class Syncing:
@@ -29,7 +29,7 @@ class Syncing:
     def ensure_merge_setup(self) -> bool:
         """Merge drivers registered in this clone's .git/config and .gitattributes committed (the
         migration of an older vault); True when a commit was made."""
-        from memvault.vault.sync_drivers import ensure_merge_setup
+        from memvault.vault.devices.drivers import ensure_merge_setup
 
         with self.vault.lock():
             self.vault.git.check_state()
@@ -43,13 +43,13 @@ class Syncing:
     def finish_adoption(self) -> bool:
         """`doctor --fix`: the adoption of an erased history a killed sync left, finished as far as it
         can be without the network (vault/devicesync.DeviceSync.finish); False when a push is left."""
-        from memvault.vault.sync_recovery import ADOPTING
+        from memvault.vault.devices.resume import ADOPTING
 
         self.caught_up(self.device_sync(None).finish())
         return not (self.vault.state_dir / ADOPTING).exists()
 
     def device_sync(self, remote: str | None):
-        from memvault.vault.devicesync import DeviceSync
+        from memvault.vault.devices.round import DeviceSync
 
         return DeviceSync(self.vault, remote or self.settings.vault.git_remote or None, on_merged=self.cap_rules,
                           on_adopted=self.forget_adopted, timeout=self.settings.sync.timeout_seconds)
@@ -101,15 +101,15 @@ class Syncing:
 
     def kept_both_files(self) -> list[PurePosixPath]:
         """The core files where a sync kept both versions of lines two devices changed."""
-        from memvault.vault.keptboth import has_kept_both
+        from memvault.vault.devices.keptboth import has_kept_both
 
         return [rel for rel in map(layout.core_path, layout.CORE_NAMES)
                 if has_kept_both(self.vault.read_workspace(rel) or "")]
 
     def resolve_kept_both(self, names: list[str] | None, keep: str) -> list[PurePosixPath]:
         """Settle what a sync kept both versions of in these core files (None: every such file), as
-        chosen (memvault.vault.keptboth: ours, theirs, both, 1, 2): one commit; the paths changed."""
-        from memvault.vault.keptboth import CHOICES, device_sides, ours_finder, settled
+        chosen (memvault.vault.devices.keptboth: ours, theirs, both, 1, 2): one commit; the paths changed."""
+        from memvault.vault.devices.keptboth import CHOICES, device_sides, ours_finder, settled
 
         if keep not in CHOICES:  # refused before anything is read, even with no such block left
             raise UsageError(f"keep {keep!r}? choose one of {', '.join(CHOICES)}")
@@ -138,8 +138,8 @@ def clone_vault(url: str, settings) -> None:
     (Memvault.clone then makes it this machine's)."""
     from pathlib import Path
 
-    from memvault.vault.git_errors import first_cause
-    from memvault.vault.git_process import run_git
+    from memvault.vault.git.errors import first_cause
+    from memvault.vault.git.process import run_git
 
     target = Path(settings.vault.path)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):

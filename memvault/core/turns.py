@@ -6,9 +6,9 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from memvault.errors import MemvaultError
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.transaction import Change
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.write.transaction import Change
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage

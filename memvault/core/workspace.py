@@ -3,7 +3,7 @@
 - Core files `core/USER.md`, `IDENTITY.md`, `SOUL.md`, `MEMORY.md`: written by a person, placed first
   in every chat and proxy prompt (each cut to `core.max_chars`, with a warning), indexed.
 - The daily log `journal/<YYYY-MM-DD>.md`: one dated block per session that learned something.
-- Scratchpads: memvault.vault.scratchpad, under the git-ignored state folder.
+- Scratchpads: memvault.vault.write.scratchpad, under the git-ignored state folder.
 Every change to a vault file here is one commit (the vault's transaction), then indexed.
 """
 
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 from memvault.core.base import short
 from memvault.errors import UsageError
-from memvault.vault import layout
-from memvault.vault.scratchpad import Scratchpad
+from memvault.vault.format import layout
+from memvault.vault.write.scratchpad import Scratchpad
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.searching import Searching
-    from memvault.vault.timetravel import PastCommit
+    from memvault.vault.git.timetravel import PastCommit
 
 log = logging.getLogger("memvault")
 

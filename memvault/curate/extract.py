@@ -19,7 +19,7 @@ from memvault.curate import prompts
 from memvault.curate.jsonish import as_list, parse_json, strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import ConfigError
-from memvault.vault.entry import TRIPLE_KEYS
+from memvault.vault.format.entry import TRIPLE_KEYS
 
 MAX_CUSTOM_FACTS = 20
 MAX_TRIPLE_CHARS = 200  # a subject, predicate or object longer than this is not a name
@@ -35,7 +35,7 @@ NOTHING = {"none", "n/a", "na", "nothing", "no facts", "no facts.", "none.", "[]
 @dataclass(frozen=True)
 class Fact:
     """One extracted fact: its text, and its triple fields when the LLM gave a whole triple
-    (vault.entry.TRIPLE_KEYS: category, subject, predicate, object, evidence)."""
+    (vault.format.entry.TRIPLE_KEYS: category, subject, predicate, object, evidence)."""
 
     text: str
     triple: dict[str, str] = field(default_factory=dict)

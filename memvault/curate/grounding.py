@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from memvault.curate.meaning import SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
-from memvault.vault.wording import (
+from memvault.text.wording import (
     FREE_WORDS,
     PLACEHOLDER,
     content_roots,

@@ -21,9 +21,9 @@ from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
 from memvault.errors import EmbeddingError, LLMError, UsageError
-from memvault.vault.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
-from memvault.vault.transaction import Transaction
-from memvault.vault.wording import consistent_triple
+from memvault.text.wording import consistent_triple
+from memvault.vault.format.entry import MEM0_FIELDS, TRIPLE_KEYS, Entry, iso_time, now, text_hash
+from memvault.vault.write.transaction import Transaction
 
 
 @dataclass
@@ -101,7 +101,7 @@ class CurationPlan:
 
     def triple_of(self, decision) -> dict[str, str]:
         """The triple fields to store with a decision's text: its fact's triple when it describes
-        that text (vault.wording.consistent_triple), else none ({} when it has none)."""
+        that text (text.wording.consistent_triple), else none ({} when it has none)."""
         text = decision.new_text or ""
         return consistent_triple(text, self.triples.get(decision.origin or text, {}))
 
@@ -213,9 +213,9 @@ def provenance_of(place: Placement) -> dict[str, str]:
 
 
 def resummarized(previous: Entry) -> dict:
-    """The summary's unknown front matter keys, less the mark a sync's union left (memvault.vault.merge):
+    """The summary's unknown front matter keys, less the mark a sync's union left (memvault.vault.devices.merge):
     this rewrite is the re-summarising it asked for."""
-    from memvault.vault.merge import RESUMMARIZE
+    from memvault.vault.devices.merge import RESUMMARIZE
 
     return {key: value for key, value in previous.extra.items() if key != RESUMMARIZE}
 

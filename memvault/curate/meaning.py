@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memvault.vault.wording import FREE_WORDS, known, normalised, root, roots_of
+from memvault.text.wording import FREE_WORDS, known, normalised, root, roots_of
 
 # People (and pets) a clause can be about besides the user: "my son", "my colleague's husband".
 PEOPLE = frozenset("""

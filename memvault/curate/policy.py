@@ -20,7 +20,7 @@ from memvault.curate.extract import clip
 from memvault.curate.jsonish import as_list, parse_json, strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
-from memvault.vault.redact import looks_secret
+from memvault.text.redact import looks_secret
 
 LABELS = ("now", "hold", "repeat", "drop")
 KINDS = ("fact", "rule")  # a rule: a durable instruction to the assistant ("answer in British English")
@@ -88,7 +88,7 @@ def guard(text: str, mentions: bool = True) -> str | None:
 
     if safety_problem(text) or SAFETY_SKIP.search(plain(text)):  # the rule writer's guard, and more
         return "an instruction to skip safety is never stored"
-    if mentions and looks_secret(text):  # every secret pattern lives in vault/redact.py
+    if mentions and looks_secret(text):  # every secret pattern lives in text/redact.py
         return "a secret (password, key or token) is never stored"
     return None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memvault.vault import jsonlines
+from memvault.vault.format import jsonlines
 
 CURATION_QUEUE = "curation-queue.jsonl"
 MAX_FAILURES = 5  # failed curations of one turn before it is poison
@@ -84,7 +84,7 @@ class CurationQueue:
     def compact(self) -> list[dict]:
         """Rewrite the file with only the queued turns, their failure counts kept (at start-up, before
         any writer); returns those to curate (poison left out)."""
-        from memvault.vault.atomic import atomic_write
+        from memvault.vault.format.atomic import atomic_write
 
         waiting = list(self._records().values())
         if waiting:

@@ -28,7 +28,7 @@ from memvault.curate.grounding import clip_quote, rewrite_problem
 from memvault.curate.jsonish import as_list, parse_json
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
-from memvault.vault.entry import text_hash
+from memvault.vault.format.entry import text_hash
 
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 # The semantic layer's words for the same decisions: a restated fact bumps the stored one (NONE), a

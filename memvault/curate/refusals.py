@@ -7,8 +7,8 @@ here: `memvault log` lists it, `memvault doctor` counts refusals by reason, and 
 the client in its next answer for the same conversation (memvault.server.proxy).
 
 Never committed (it lives under .memvault/, which ignores itself); the texts are redacted as every
-state file's (memvault.vault.jsonlines) and shortened; the file is capped at MAX_BYTES (the oldest
-half goes when an append would pass it). An erase takes its records out (memvault.vault.state_purge).
+state file's (memvault.vault.format.jsonlines) and shortened; the file is capped at MAX_BYTES (the oldest
+half goes when an append would pass it). An erase takes its records out (memvault.vault.forget.state_purge).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from memvault.vault import jsonlines
+from memvault.vault.format import jsonlines
 
 REFUSALS = "refusals.jsonl"
 MAX_BYTES = 512 * 1024
@@ -103,7 +103,7 @@ class RefusalLog:
 
     def _trim(self) -> None:
         """Keep the newest records that fill half the cap."""
-        from memvault.vault.atomic import atomic_write
+        from memvault.vault.format.atomic import atomic_write
 
         kept: list[bytes] = []
         size = 0

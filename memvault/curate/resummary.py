@@ -14,7 +14,7 @@ from memvault.curate.llm import LLM
 from memvault.curate.policy import SESSION_PROMPT, transcript
 from memvault.curate.summary import clean_summary, summary_messages, summary_problem
 from memvault.errors import LLMError
-from memvault.vault.scrub import Scrubber
+from memvault.vault.forget.scrub import Scrubber
 
 
 def conversation_summary(llm: LLM, facts: list[str], conversation: str, erased: Scrubber) -> tuple[str | None, str]:

@@ -56,7 +56,7 @@ def summary_problem(text: str, source: str) -> str | None:
     (curate.grounding.degenerate: a placeholder, a word looping, a question, a runaway sentence);
     the whole must not run away nor loop, and most of its content words must come from `source`."""
     from memvault.curate.grounding import PLACEHOLDER, degenerate
-    from memvault.vault.wording import content_roots, known, roots_of
+    from memvault.text.wording import content_roots, known, roots_of
 
     if not text.strip() or not any(ch.isalnum() for ch in text):
         return "an empty answer"

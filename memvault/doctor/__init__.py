@@ -7,7 +7,7 @@ through the facade (memvault.core.repairing):
 - remove git lock files no running git holds (a killed git left them), and atomic-write temporary
   files a crash left; undo what a transaction cut short by a crash left uncommitted;
 - reindex, or rebuild the index in full (it is derived from the files and disposable);
-- drop a fact's triple (subject, predicate, object) that its text does not say (vault.wording), in
+- drop a fact's triple (subject, predicate, object) that its text does not say (text.wording), in
   one commit: the text, the truth, is kept; the graph never held the triple;
 - commit entry files a crash or a hand edit left uncommitted, but only files that parse, and a
   deleted file only when its memory lives on in another file (moved, or tombstoned in deleted/).

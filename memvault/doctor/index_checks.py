@@ -84,7 +84,8 @@ def open_snapshot(path: Path) -> tuple[IndexSnapshot | None, str | None]:
 
 def check_index(vault, embedder_identity: str | None) -> list[Check]:
     """The index file, the model it was built with, and whether it matches the files."""
-    from memvault.index import journal, sync
+    from memvault.index import catchup as sync
+    from memvault.index import journal
     from memvault.index.store import FILE_NAME
 
     path = vault.state_dir / FILE_NAME

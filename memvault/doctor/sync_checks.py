@@ -8,7 +8,7 @@ from memvault.doctor.report import OK, Check
 def check_erasure_records(vault) -> Check:
     """The erasure records in HEAD's history: how many are proven (acted on), and which commits merely
     claim an erasure their history does not show (refused: nothing was removed for them)."""
-    from memvault.vault import erasure_record
+    from memvault.vault.forget import record as erasure_record
 
     if vault.git.head_sha() is None:
         return Check("erasure records", OK, "none")

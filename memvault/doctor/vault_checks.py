@@ -23,11 +23,11 @@ from memvault.doctor.report import (
 )
 from memvault.errors import EntryFormatError, MemvaultError, VaultError
 from memvault.settings import Settings
-from memvault.vault import layout
+from memvault.vault.format import layout
 
 
 def open_vault(settings: Settings) -> tuple[Any, Check]:
-    from memvault.vault.store import Vault
+    from memvault.vault.write.store import Vault
 
     try:
         vault = Vault.open(settings.vault.path)
@@ -47,7 +47,7 @@ def check_git_state(vault) -> Check:
 
 def check_git_locks(vault) -> Check:
     """Lock files a killed git left in the repository: every later commit would fail on them."""
-    from memvault.vault.git_errors import lock_advice
+    from memvault.vault.git.errors import lock_advice
 
     locks = vault.git.lock_files()
     if not locks:
@@ -72,7 +72,7 @@ def check_interrupted_write(vault) -> Check:
 def check_interrupted_erase(vault) -> Check:
     """An erase a kill cut short after its history rewrite: what it erased may still be in git's
     objects and the index until it is finished."""
-    from memvault.vault import erase_intent
+    from memvault.vault.forget import intent as erase_intent
 
     if erase_intent.pending(vault.state_dir) is None:
         return Check("interrupted erase", OK, "no erase was cut short")
@@ -83,8 +83,8 @@ def check_interrupted_erase(vault) -> Check:
 def check_sync(vault) -> Check:
     """What `memvault sync` left for a person: core files where two devices changed the same lines
     (both versions kept under a heading), and a sync a crash cut short (the next sync finishes it)."""
-    from memvault.vault.merge import KEPT_BOTH
-    from memvault.vault.sync_recovery import ADOPTING, INTENT
+    from memvault.vault.devices.merge import KEPT_BOTH
+    from memvault.vault.devices.resume import ADOPTING, INTENT
 
     if (vault.state_dir / ADOPTING).exists():
         return Check("sync", WARN, "a sync adopting the history an erase rewrote was cut short by a crash (what "
@@ -106,7 +106,7 @@ def check_sync(vault) -> Check:
 def check_temp_files(vault) -> Check:
     """Atomic-write temporary files a crash left (never entries themselves): those a minute old are
     removed by --fix; a younger one may be a write under way, so it is named and left for a minute."""
-    from memvault.vault.atomic import STALE_TEMP_AGE
+    from memvault.vault.format.atomic import STALE_TEMP_AGE
 
     every = vault.temp_files()
     if not every:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.vault.wording import triple_problem
+from memvault.text.wording import triple_problem
 
 USER = "user"
 USER_NAMES = {"i", "me", "my", "myself", "mine", "user", "the_user", "users", "user's"}

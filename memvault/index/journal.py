@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memvault.vault import jsonlines
+from memvault.vault.format import jsonlines
 
 FILE_NAME = "pending.jsonl"
 

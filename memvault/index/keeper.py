@@ -17,12 +17,12 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EmbeddingError, EntryFormatError, MemvaultError
-from memvault.vault import layout
+from memvault.vault.format import layout
 
 if TYPE_CHECKING:
     from memvault.index.store import IndexStore
-    from memvault.vault.store import Vault
-    from memvault.vault.transaction import Change
+    from memvault.vault.write.store import Vault
+    from memvault.vault.write.transaction import Change
 
 Item = tuple[str, "str | None"]  # (memory id, its live path, or None when it is gone)
 
@@ -60,7 +60,7 @@ class IndexKeeper:
     def current(self) -> IndexStore:
         """The index, caught up with every write: rebuilt in full when new, corrupt or of another
         model, finished when a build was interrupted; otherwise the journal of recent writes is embedded."""
-        from memvault.vault.store import LockBusyError
+        from memvault.vault.write.store import LockBusyError
 
         with self.lock:
             index = self.open()
@@ -86,7 +86,7 @@ class IndexKeeper:
         """Bring the index in step with the files, embedding only what changed (`full`: everything).
         `wait`: how long to wait for the vault's lock (LockBusyError after it; default: the usual)."""
         from memvault.index import journal
-        from memvault.index.sync import sync
+        from memvault.index.catchup import sync
 
         with self.lock:
             index = self.open()
@@ -98,7 +98,7 @@ class IndexKeeper:
         """Index the entries written since the index last caught up (`embedder`: the model, or one
         that already holds some of their vectors)."""
         from memvault.index import journal
-        from memvault.index.sync import hash_file, index_entries, unindex
+        from memvault.index.catchup import hash_file, index_entries, unindex
 
         if not (self.vault.state_dir / journal.FILE_NAME).exists():
             return
@@ -194,7 +194,7 @@ class IndexKeeper:
         A full sync stats every file and reads every index row (seconds at 10k memories), so the
         burst is handled by path: a file the index holds unchanged (the server's own write) costs one
         hash, others go through the journal; what the journal cannot describe falls back to the full sync."""
-        from memvault.index.sync import hash_file
+        from memvault.index.catchup import hash_file
 
         # The vault caches id -> path between its own writes; files changed by hand invalidate it too.
         self.vault.forget_paths()

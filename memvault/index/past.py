@@ -2,7 +2,7 @@
 
 Chosen over replaying the journal: git already holds every past state, and a commit never changes,
 so neither does its index. `.memvault/asof/<sha>/index.sqlite` is built once from the commit's entry
-files (memvault.vault.timetravel) and reused by every later search as of that commit. Vectors whose
+files (memvault.vault.git.timetravel) and reused by every later search as of that commit. Vectors whose
 text today's index already holds are copied from it through a read-only connection, so a past index
 costs the embedding of only the texts that have since changed, and today's index is never written.
 At most KEEP past indexes are kept; the least recently used beyond that are removed.
@@ -17,15 +17,15 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.index import db
+from memvault.index.catchup import Pending, write_entries
 from memvault.index.rows import stored_vectors
 from memvault.index.store import FILE_NAME, IndexStore
-from memvault.index.sync import Pending, write_entries
-from memvault.vault.entry import Entry
-from memvault.vault.timetravel import PastCommit, entries_at
+from memvault.vault.format.entry import Entry
+from memvault.vault.git.timetravel import PastCommit, entries_at
 
 if TYPE_CHECKING:
     from memvault.models.embedders import Embedder
-    from memvault.vault.store import Vault
+    from memvault.vault.write.store import Vault
 
 FOLDER = "asof"
 KEEP = 8

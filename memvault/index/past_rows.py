@@ -24,12 +24,12 @@ from memvault.index import db, journal
 from memvault.index.graph import create_tables, write_relation
 from memvault.index.rows import IndexRow
 from memvault.index.store import FILE_NAME, IndexStore
-from memvault.vault.entry import Entry
-from memvault.vault.rewrites import COMMIT_MAP
-from memvault.vault.timetravel import PastCommit, changed_since, names_at, parsed_at
+from memvault.vault.format.entry import Entry
+from memvault.vault.git.rewrites import COMMIT_MAP
+from memvault.vault.git.timetravel import PastCommit, changed_since, names_at, parsed_at
 
 if TYPE_CHECKING:
-    from memvault.vault.store import Vault
+    from memvault.vault.write.store import Vault
 
 KEEP = 4  # commits kept in memory (a 10k vault's rows: a few MB each)
 # Columns copied as they are; file_hash, mtime_ns and size are the file's bookkeeping, set as the

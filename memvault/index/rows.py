@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.index import db
 from memvault.index.graph import triple_json
-from memvault.vault.entry import metadata_with_mem0_fields
+from memvault.vault.format.entry import metadata_with_mem0_fields
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
 SELECT_ROW = "SELECT rowid, " + ", ".join(db.ENTRY_COLUMNS) + " FROM entries"
 

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from memvault.vault.layout import CORE_DIR, ENTRIES
+from memvault.vault.format.layout import CORE_DIR, ENTRIES
 
 if TYPE_CHECKING:
-    from memvault.vault.store import Vault
+    from memvault.vault.write.store import Vault
 
 log = logging.getLogger("memvault.watch")
 MAX_DELAY = 5.0  # a steady stream of writes still gets synced this often

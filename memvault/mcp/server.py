@@ -16,7 +16,7 @@ from memvault.core.workspace import PURPOSES
 from memvault.mcp.descriptions import INSTRUCTIONS, TOOLS
 from memvault.mcp.tools import MemoryTools
 from memvault.settings import Settings
-from memvault.vault import layout
+from memvault.vault.format import layout
 
 
 def build_server(settings: Settings, warm: bool = True) -> MCPServer:

@@ -36,8 +36,8 @@ from memvault.mcp.fields import (
     UserId,
 )
 from memvault.settings import Settings
-from memvault.vault import layout
-from memvault.vault.layout import named_scopes
+from memvault.vault.format import layout
+from memvault.vault.format.layout import named_scopes
 
 
 def described(entry, rel=None) -> dict[str, Any]:

@@ -38,8 +38,8 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from memvault.errors import UsageError
-from memvault.vault.entry import iso_time
-from memvault.vault.fields import check_scopes, check_text
+from memvault.vault.format.entry import iso_time
+from memvault.vault.format.fields import check_scopes, check_text
 
 TEXT_COLUMNS = ("user_id", "agent_id", "run_id", "role", "conversation_id", "id", "text")
 TIME_COLUMNS = ("created_at", "updated_at")
@@ -100,7 +100,7 @@ def scope_where(conversations: list[str] | None, scopes: dict | None) -> tuple[s
     """The mandatory part of every search: live, non-summary entries of these conversations and scopes.
 
     `conversations` None searches every conversation; `scopes` maps user_id / agent_id / run_id to the
-    value every hit must carry (vault.fields.check_scopes: None or "" is "not given").
+    value every hit must carry (vault.format.fields.check_scopes: None or "" is "not given").
     """
     parts = ["e.role <> 'summary'"]
     params: list = []

@@ -30,7 +30,7 @@ from memvault.retrieve.scoring import (
     threshold_for,
 )
 from memvault.settings import RetrievalSettings
-from memvault.vault.layout import GLOBAL
+from memvault.vault.format.layout import GLOBAL
 
 DAY = 86400.0
 
@@ -78,7 +78,7 @@ class Hit:
 @dataclass(frozen=True)
 class OwnerReach:
     """Beyond the conversations searched: entries of `roles` in the owner's other conversations, where
-    `scopes` (vault.layout.owner_scopes: field -> value, None for "not set") all match. Memory follows
+    `scopes` (vault.format.layout.owner_scopes: field -> value, None for "not set") all match. Memory follows
     its owner; another user's conversations stay out (docs/architecture.md, Memory follows its owner)."""
 
     scopes: dict[str, str | None]

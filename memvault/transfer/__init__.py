@@ -48,7 +48,7 @@ def import_source(memvault: Memvault, paths: list[str], fmt: str = "auto", conve
                   on_progress: Callable[[int, int, str], None] | None = None) -> ImportReport:
     """Import `paths` (one source; for mem0, its history database and/or get_all dump) into the vault.
     `llm`: curate the user turns of chat exports into facts as they come in (`--curate`)."""
-    from memvault.vault.layout import check_conversation_id
+    from memvault.vault.format.layout import check_conversation_id
 
     if not paths:
         raise UsageError("nothing to import: give a file or folder")

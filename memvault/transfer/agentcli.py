@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import MemvaultError, UnsafePathError, UsageError
 from memvault.transfer.batches import Batch, Item, checked_text, epoch_time, mapped_id
 from memvault.transfer.source_files import read_bytes
-from memvault.vault import layout
-from memvault.vault.entry import ROLES, SCOPE_KEYS, Entry
-from memvault.vault.fields import check_metadata, check_scopes
-from memvault.vault.markdown import yaml_handler
+from memvault.vault.format import layout
+from memvault.vault.format.entry import ROLES, SCOPE_KEYS, Entry
+from memvault.vault.format.fields import check_metadata, check_scopes
+from memvault.vault.format.markdown import yaml_handler
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -9,8 +9,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import UsageError
-from memvault.vault import layout
-from memvault.vault.entry import Entry
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -86,7 +86,7 @@ def conversation_name(prefix: str, title: str, source_id: str) -> str:
     import re
     import unicodedata
 
-    from memvault.vault.redact import redact
+    from memvault.text.redact import redact
 
     # a title holding a secret names no folder: its value is redacted before the name is made
     words = unicodedata.normalize("NFKC", redact(title or "")).lower()
@@ -113,7 +113,7 @@ def epoch_time(value: Any) -> Any:
     """A time given as Unix seconds (ChatGPT), as an ISO string, or missing (None)."""
     from datetime import datetime, timezone
 
-    from memvault.vault.entry import iso_time
+    from memvault.vault.format.entry import iso_time
 
     if value is None or value == "":
         return None

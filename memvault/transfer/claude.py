@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import UsageError
 from memvault.transfer.batches import Batch, chat_turn, checked_text, conversation_name, epoch_time
 from memvault.transfer.source_files import read_export
-from memvault.vault.entry import now
+from memvault.vault.format.entry import now
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import EntryFormatError, UsageError
 from memvault.transfer.batches import Batch, Item, stable_id
 from memvault.transfer.source_files import read_bytes
-from memvault.vault import layout
-from memvault.vault.entry import FIELD_ORDER, MEM0_FIELDS, TRIPLE_KEYS, Entry, parse_time, text_hash
-from memvault.vault.fields import check_metadata, check_scopes, check_text
-from memvault.vault.markdown import parse, render
+from memvault.vault.format import layout
+from memvault.vault.format.entry import FIELD_ORDER, MEM0_FIELDS, TRIPLE_KEYS, Entry, parse_time, text_hash
+from memvault.vault.format.fields import check_metadata, check_scopes, check_text
+from memvault.vault.format.markdown import parse, render
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 from memvault.errors import MemvaultError, UsageError
 from memvault.transfer.batches import Batch, Item, checked_text, epoch_time, mapped_id
 from memvault.transfer.source_files import json_of, open_regular, read_bytes
-from memvault.vault import layout
-from memvault.vault.entry import Entry, now
-from memvault.vault.fields import check_metadata, check_scopes
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry, now
+from memvault.vault.format.fields import check_metadata, check_scopes
 
 if TYPE_CHECKING:
     from memvault.core import Memvault

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memvault.transfer.batches import Batch, Item
-from memvault.vault import jsonlines
-from memvault.vault.entry import Entry
+from memvault.vault.format import jsonlines
+from memvault.vault.format.entry import Entry
 
 if TYPE_CHECKING:
     from memvault.core import Memvault
@@ -152,7 +152,7 @@ class Importer:
         later in the same conversation is not stored twice."""
         from memvault.core.messages import redacted_chat
         from memvault.curate.ingest import StoredFacts, plan_curation
-        from memvault.vault.entry import text_hash
+        from memvault.vault.format.entry import text_hash
 
         new_ids = {item.entry.id for item in new}
         previous = self.memvault.summary(batch.conversation)

@@ -8,10 +8,10 @@ from pathlib import PurePosixPath
 
 import numpy as np
 
-from memvault.vault import layout
-from memvault.vault.entry import Entry
-from memvault.vault.markdown import render
-from memvault.vault.store import Vault
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.markdown import render
+from memvault.vault.write.store import Vault
 
 DIMS = 384
 WORD = re.compile(r"\w+")

@@ -182,7 +182,7 @@ def torture_reindex(vault: Path, memories: int = 300, kills: int = 3, seed: int 
     instant `kills` times; after each kill the next search must find every memory."""
     from memvault import settings
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     rng = random.Random(seed)
     figures = Figures("reindex --full")

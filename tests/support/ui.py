@@ -71,7 +71,7 @@ def settings_for(root: Path, **server: object) -> Settings:
 
 def build_vault(root: Path) -> Built:
     from memvault.core import Memvault
-    from memvault.vault.entry import Entry
+    from memvault.vault.format.entry import Entry
 
     with dated(BEFORE):
         core = Memvault.open(settings_for(root), create=True)

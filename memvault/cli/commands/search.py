@@ -55,7 +55,7 @@ def search(
 
     from memvault.cli.base import read_text_argument
     from memvault.retrieve.filters import filter_from_json
-    from memvault.vault.layout import named_scopes
+    from memvault.vault.format.layout import named_scopes
 
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Form, Request
 
 from memvault.errors import EntryFormatError, UsageError
-from memvault.ui.pages.door import Door, moved, saved, key_scopes
+from memvault.ui.pages.door import Door, key_scopes, moved, saved
 from memvault.ui.render import conversation_path
 
 
@@ -20,7 +20,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
     @router.post("/m/{memory_id}/file")
     @door.view
     def edit_file(request: Request, memory_id: str, content: str = Form(""), csrf_token: str = Form("")):
-        from memvault.vault.markdown import parse
+        from memvault.vault.format.markdown import parse
 
         core, entry = door.written(request, csrf_token, memory_id)
         try:  # validated as `memvault edit` validates the file a person saved

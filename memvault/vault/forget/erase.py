@@ -1,0 +1,360 @@
+"""Erasing for real (docs/architecture.md, "Erasure"): memories removed from the work tree, from every
+commit and every pack, and from memvault's own state files, ending in one erasure record.
+
+- `select` reads every version of every entry file in history (one `rev-list --objects`, one
+  `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
+  files must stop quoting (`vault/forget/scrub.py` takes those sentences out).
+- `rewrite` runs git-filter-repo (`vault/forget/history_filter.py`) over all refs, `clean_git` then drops
+  what still holds the old objects (stashes, ORIG_HEAD, reflogs, filter-repo's own notes) and repacks
+  and prunes, so no object of the old history is left.
+- The old commit ids map to the new ones (`vault/git/rewrites.py`); the state files are purged by
+  `vault/forget/state_purge.py`; the erasure record is written by `core/erasing.py` and read by
+  `vault/forget/record.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from memvault.errors import EntryFormatError, UsageError, VaultError
+from memvault.vault.forget.scrub import Scrubber
+from memvault.vault.format import layout
+from memvault.vault.format.entry import Entry
+from memvault.vault.format.markdown import parse
+from memvault.vault.git import rewrites
+
+# A removed memory's text is scrubbed from other files only when it is this long: a two-word turn
+# ("sounds good") would otherwise take every sentence that says the same out of every summary.
+MIN_QUOTE = 16
+REMOVED_ROLES = ("memory", "user", "assistant", "rule")  # --matching removes these; summaries are scrubbed
+
+
+@dataclass
+class Criteria:
+    """What to erase: any of ids, a conversation, a user (user_id or actor_id), a text (literal or regex)."""
+
+    ids: tuple[str, ...] = ()
+    conversation: str | None = None
+    user: str | None = None
+    matching: str | None = None
+    regex: bool = False
+
+    @property
+    def kind(self) -> str:
+        return next(k for k, v in (("id", self.ids), ("conversation", self.conversation), ("user", self.user),
+                                   ("matching", self.matching)) if v)
+
+    def scrubber_parts(self) -> tuple[list[str], list[str]]:
+        if not self.matching:
+            return [], []
+        return ([], [self.matching]) if self.regex else ([self.matching], [])
+
+
+@dataclass
+class Selection:
+    """What an erase removes (memory ids, their paths in every commit) and scrubs (texts, patterns)."""
+
+    ids: set[str] = field(default_factory=set)
+    paths: set[str] = field(default_factory=set)
+    texts: set[str] = field(default_factory=set)
+    patterns: list[str] = field(default_factory=list)
+    roles: dict[str, int] = field(default_factory=dict)  # how many memories of each role
+    scrubbed: set[str] = field(default_factory=set)  # paths (in some commit) whose text quotes an erased one
+    about: set[str] = field(default_factory=set)  # ids erased as facts about the --user, not from them
+    blobs: set[str] = field(default_factory=set)  # ids of the blobs removed or scrubbed (the record lists them)
+    quoting: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of each blob to scrub
+    removed: set[str] = field(default_factory=set)  # ids of the blobs at the removed paths
+    commits: int = 0  # commits that touch a removed or scrubbed path
+    commit_ids: list[str] = field(default_factory=list)
+
+    def scrubber(self) -> Scrubber:
+        return Scrubber(self.texts, self.patterns)
+
+
+def git_bytes(root: Path, *args: str, data: bytes | None = None) -> bytes:
+    done = subprocess.run(["git", *args], cwd=root, input=data, capture_output=True)
+    if done.returncode != 0:
+        raise VaultError(f"git {args[0]} failed: {done.stderr.decode(errors='replace').strip()[-300:]}")
+    return done.stdout
+
+
+def reachable_objects(root: Path, *revisions: str) -> set[str]:
+    """The ids of every commit, tree and blob reachable from `revisions` ("--all", a commit)."""
+    listed = git_bytes(root, "rev-list", "--objects", *revisions).decode("utf-8", "surrogateescape")
+    return {line.split(" ", 1)[0] for line in listed.splitlines() if line}
+
+
+def history_files(root: Path, revision: str = "--all",
+                  only: Iterable[str] | None = None) -> list[tuple[str, str, bytes]]:
+    """(blob sha, path, bytes) of every version of every markdown file in every commit of every ref
+    (or of one revision's history; or only the blobs `only` lists)."""
+    listed = git_bytes(root, "rev-list", revision, "--objects").decode("utf-8", "surrogateescape")
+    keep = None if only is None else set(only)
+    wanted = []
+    for line in listed.splitlines():
+        sha, _, path = line.partition(" ")
+        if path.endswith(".md") and (keep is None or sha in keep):
+            wanted.append((sha, path))
+    if not wanted:
+        return []
+    out = git_bytes(root, "cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in wanted).encode())
+    found, at = [], 0
+    for sha, path in wanted:
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].split()
+        size = int(header[2]) if len(header) == 3 else 0
+        found.append((sha, path, out[header_end + 1:header_end + 1 + size]))
+        at = header_end + 1 + size + 1
+    return found
+
+
+def history_ids(root: Path) -> set[str]:
+    """The ids of the memories any commit of any ref holds (by their '<stamp>__<id>.md' names)."""
+    listed = git_bytes(root, "rev-list", "--all", "--objects").decode("utf-8", "surrogateescape")
+    names = (PurePosixPath(line.partition(" ")[2]).name for line in listed.splitlines())
+    return {memory_id for name in names if (memory_id := layout.id_from_filename(name))}
+
+
+def resolve_in(ids: set[str], prefix: str) -> str:
+    """The one id of `ids` that is `prefix` or starts with it; the errors `vault.resolve` gives."""
+    from memvault.errors import AmbiguousIdError, NotFoundError
+
+    matches = sorted({prefix} & ids or (i for i in ids if layout.ID_CHARS.match(prefix) and i.startswith(prefix)))
+    if not matches:
+        raise NotFoundError(f"no memory with id {prefix}")
+    if len(matches) > 1:
+        raise AmbiguousIdError(f"id prefix {prefix} is ambiguous: {len(matches)} memories match "
+                               f"({', '.join(i[:12] for i in matches[:5])}...)")
+    return matches[0]
+
+
+def read_entry(path: str, data: bytes) -> Entry | None:
+    rel = PurePosixPath(path)
+    if not layout.is_entry_path(rel):
+        return None
+    try:
+        return parse(data.decode("utf-8"), path, layout.entry_defaults(rel, None))
+    except (EntryFormatError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] = ()) -> Selection:
+    """What `criteria` erase, read from every version of every file in history, in four passes:
+
+    1. the memories the criteria name (and, for --user, the facts about that user);
+    2. the facts drawn from those: a fact's `source` is the turn it came from, so it holds the turn's words;
+    3. every path those memories had in any commit (the rewrite removes them);
+    4. the other files that quote an erased text or match --matching (the rewrite scrubs them).
+
+    Only the versions whose bytes could match are parsed (YAML costs ~1 ms a file; a vault's history
+    has 10k+)."""
+    files = history_files(root)
+    texts, patterns = criteria.scrubber_parts()
+    wanted = Wanted(criteria, tuple(f"{layout.ENTRIES}/{f}/" for f in conversation_folders),
+                    Scrubber(texts, patterns))
+    chosen, versions, named = named_memories(files, wanted)
+    about = set(chosen) - named
+    drawn = facts_drawn_from(files, set(chosen))
+    for fact in drawn:
+        chosen.setdefault(fact.id, fact)
+    selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts), about=about,
+                          roles=dict(Counter(entry.role for entry in chosen.values())))
+    # Every version's text, for the quotes of it elsewhere.
+    selection.texts |= {e.text.strip() for e in versions + drawn if len(e.text.strip()) >= MIN_QUOTE}
+    selection.paths = paths_of(files, selection.ids)
+    quoting = quoting_files(files, selection.paths, selection.scrubber())
+    selection.scrubbed = {path for _sha, path, _data in quoting}
+    selection.quoting = {sha: data for sha, _path, data in quoting}
+    selection.removed = {sha for sha, path, _data in files if path in selection.paths}
+    selection.blobs = selection.removed | set(selection.quoting)
+    selection.commit_ids = commits_touching(root, selection.paths | selection.scrubbed)
+    selection.commits = len(selection.commit_ids)
+    return selection
+
+
+@dataclass
+class Wanted:
+    """The criteria as tests of one file version: a cheap one on its bytes, then one on its entry."""
+
+    criteria: Criteria
+    folders: tuple[str, ...]  # 'entries/<folder>/' of the --conversation's folders
+    matcher: Scrubber  # --matching's text or pattern
+    needles: list[bytes] = field(init=False)  # bytes a file naming the memory must hold, unless by text
+
+    def __post_init__(self) -> None:
+        c = self.criteria
+        self.needles = [i.encode() for i in c.ids] + [v.encode() for v in (c.conversation, c.user) if v]
+
+    def could_name(self, path: str, data: bytes) -> bool:
+        """Whether the bytes could name the memory (a miss here saves parsing the file)."""
+        if any(n in data for n in self.needles) or (self.folders and path.startswith(self.folders)):
+            return True
+        c = self.criteria
+        if not (c.user or c.matching):
+            return False
+        text = data.decode("utf-8", "surrogateescape")
+        return bool((c.user and c.user.casefold() in text.casefold()) or (c.matching and self.matcher.matches(text)))
+
+    def names(self, path: str, entry: Entry) -> bool:
+        """Whether the criteria name this memory: by id, conversation (or its folder), user, or text."""
+        c = self.criteria
+        in_folder = bool(self.folders) and path.startswith(self.folders)
+        in_conversation = entry.conversation_id == c.conversation or in_folder
+        by_user = c.user in (entry.user_id, entry.actor_id, entry.metadata.get("attributed_to"))
+        by_text = entry.role in REMOVED_ROLES and self.matcher.matches(entry_text(entry))
+        return (entry.id in c.ids or bool(c.conversation and in_conversation) or bool(c.user and by_user)
+                or bool(c.matching and by_text))
+
+    def about_user(self, entry: Entry) -> bool:
+        return bool(self.criteria.user and is_about(entry, self.criteria.user))
+
+
+def named_memories(files: list[tuple[str, str, bytes]],
+                   wanted: Wanted) -> tuple[dict[str, Entry], list[Entry], set[str]]:
+    """Pass 1: (each chosen memory's first version by id, every version of them, the ids the criteria
+    name themselves; the rest are facts about the --user)."""
+    chosen: dict[str, Entry] = {}
+    versions: list[Entry] = []
+    named: set[str] = set()
+    for _sha, path, data in files:
+        if not wanted.could_name(path, data) or (entry := read_entry(path, data)) is None:
+            continue
+        if wanted.names(path, entry):
+            named.add(entry.id)
+        elif not wanted.about_user(entry):
+            continue
+        chosen.setdefault(entry.id, entry)
+        versions.append(entry)
+    return chosen, versions, named
+
+
+def facts_drawn_from(files: list[tuple[str, str, bytes]], turns: set[str]) -> list[Entry]:
+    """Pass 2: every version of the facts whose `source` is one of `turns`."""
+    needles = [f"source: {i}".encode() for i in turns]
+    return [entry for _sha, path, data in files
+            if any(n in data for n in needles) and (entry := read_entry(path, data)) is not None
+            and entry.role == "memory" and entry.source in turns]
+
+
+def paths_of(files: list[tuple[str, str, bytes]], ids: set[str]) -> set[str]:
+    """Pass 3: the paths of `ids` in any commit. memvault names a file '<stamp>__<id>.md'; a hand-named
+    one is read. The same bytes at another path (a copy) are caught by blob id in the rewrite."""
+    if not ids:
+        return set()
+    names = tuple(f"__{memory_id}.md" for memory_id in ids)
+    needles = [i.encode() for i in ids]
+    return {path for _sha, path, data in files if path.endswith(names) or (
+        any(n in data for n in needles) and (entry := read_entry(path, data)) is not None and entry.id in ids)}
+
+
+def quoting_files(files: list[tuple[str, str, bytes]], removed: set[str],
+                  scrubber: Scrubber) -> list[tuple[str, str, bytes]]:
+    """Pass 4: the versions of the files not removed that quote an erased text (or match --matching)."""
+    return [(sha, path, data) for sha, path, data in files
+            if path not in removed and scrubber.matches(data.decode("utf-8", "surrogateescape"))]
+
+
+def commits_touching(root: Path, paths: set[str]) -> list[str]:
+    """The ids of every commit of every ref that touches one of `paths`, sorted."""
+    if not paths:
+        return []
+    out = git_bytes(root, "log", "--all", "--format=%H", "--", *sorted(paths))
+    return sorted(set(out.decode().split()))
+
+
+def is_about(entry: Entry, user: str) -> bool:
+    """Whether a fact is about `user` though not theirs (docs/architecture.md, "Erasure", --user): its
+    triple's subject names them, or its object does and the fact belongs to no other user. Names are
+    compared whole (case and spacing aside), never searched in the text: Bob's "I met Alice at the gym"
+    stays, as does a fact whose subject is a name the vault cannot tie to the id ("Alice Smith")."""
+    def names(value) -> bool:
+        return isinstance(value, str) and " ".join(value.split()).casefold() == user.casefold()
+
+    return entry.role == "memory" and (names(entry.subject) or (names(entry.object) and entry.user_id in (None, user)))
+
+
+def entry_text(entry: Entry) -> str:
+    return "\n".join(v for v in (entry.text, entry.evidence, entry.subject, entry.object) if v)
+
+
+# -- the rewrite ------------------------------------------------------------------------------------
+def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) -> dict[str, str]:
+    """Rewrite every ref without the selection (or the blobs `drop_blobs`); returns old -> new commit ids."""
+    plan = {"paths": sorted(selection.paths), "drop_blobs": sorted({*drop_blobs, *selection.removed}),
+            "ids": sorted(selection.ids),
+            "texts": sorted(selection.texts), "patterns": selection.patterns,
+            "replace_blobs": scrub_blobs(root, selection)}
+    git_bytes(root, "stash", "clear")  # a stash is a commit too, and filter-repo would keep it as it is
+    remote_heads = dict(line.split(" ", 1)[::-1] for line in git_bytes(
+        root, "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes").decode().splitlines())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[2]),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-m", "memvault.vault.forget.history_filter"], cwd=root, env=env,
+                          input=json.dumps(plan).encode(), capture_output=True)
+    if done.returncode != 0:
+        raise VaultError("the history rewrite failed (the vault is as it was): "
+                         + done.stderr.decode(errors="replace").strip()[-400:])
+    # The remote-tracking refs would now name rewritten commits the remote never had, and keep nothing
+    # erased reachable if set back: dropped, their old ids kept (no content) for push --force-with-lease.
+    for ref in remote_heads:
+        git_bytes(root, "update-ref", "-d", ref)
+    rewrites.keep_remote_heads(root / layout.STATE_DIR, remote_heads)
+    return rewrites.read_commit_map(root / ".git" / "filter-repo" / "commit-map")
+
+
+def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:
+    """Write the scrubbed version of each quoting blob into the repository: old id -> new id."""
+    scrubber = selection.scrubber()
+    replaced = {}
+    for sha, data in selection.quoting.items():
+        clean = scrubber.scrub_bytes(data)
+        replaced[sha] = git_bytes(root, "hash-object", "-w", "--stdin", data=clean).decode().strip()
+    return replaced
+
+
+def put_back_erased_files(root: Path, blobs: set[str]) -> list[str]:
+    """After a rewrite killed between moving the refs and resetting the work tree: every work-tree file
+    whose bytes are an erased blob gets HEAD's version back (or goes, when HEAD has none). A person's
+    own edits, whose bytes are new, are left alone. Returns the repository paths put back."""
+    listed = git_bytes(root, "status", "--porcelain", "-z", "-uall", "--no-renames").decode("utf-8", "surrogateescape")
+    paths = [item[3:] for item in listed.split("\0") if len(item) > 3]
+    files = [p for p in paths if (root / p).is_file()]
+    if not files:
+        return []
+    hashed = git_bytes(root, "hash-object", "--stdin-paths", data="\n".join(files).encode()).decode().split()
+    erased_here = [path for path, sha in zip(files, hashed, strict=True) if sha in blobs]
+    for path in erased_here:
+        if git_bytes(root, "--literal-pathspecs", "ls-tree", "HEAD", "--", path).strip():
+            git_bytes(root, "--literal-pathspecs", "checkout", "HEAD", "--", path)
+        else:
+            git_bytes(root, "--literal-pathspecs", "rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            (root / path).unlink(missing_ok=True)
+    return erased_here
+
+
+def clean_git(root: Path) -> None:
+    """Drop everything that still reaches an old object, then every object nothing reaches."""
+    git_dir = root / ".git"
+    for name in ("ORIG_HEAD", "FETCH_HEAD", "COMMIT_EDITMSG", "MERGE_MSG", "SQUASH_MSG", "AUTO_MERGE"):
+        (git_dir / name).unlink(missing_ok=True)
+    for folder in ("filter-repo", "refs/original", "logs"):
+        shutil.rmtree(git_dir / folder, ignore_errors=True)
+    git_bytes(root, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+    git_bytes(root, "repack", "-a", "-d", "-q")  # -a (not -A): unreachable packed objects are not kept
+    git_bytes(root, "prune", "--expire=now")  # loose ones
+    git_bytes(root, "prune-packed")
+
+
+def check_erasable(git) -> None:
+    """Erase rewrites the repository's history: only a vault's own repository, clean, on a branch."""
+    if git.enclosing:
+        raise UsageError("erase rewrites history: it works on a vault with its own repository, not on one "
+                         "kept inside another repository")
