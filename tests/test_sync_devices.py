@@ -342,8 +342,8 @@ def test_a_vault_moved_to_another_machine_merges_with_this_machines_python(tmp_p
     memory_id = laptop.ok("add", "The boiler service is due in March", "--json").json()["results"][0]["id"]
     sync_all(laptop, desktop, rounds=1)
     # The clone's .git/config names an interpreter this machine does not have (copied from elsewhere).
-    git(desktop.vault, "config", "merge.memvault-entry.driver", "/elsewhere/bin/python -m memvault.vault.devices.merge entry "
-        "%O %A %B %P")
+    git(desktop.vault, "config", "merge.memvault-entry.driver",
+        "/elsewhere/bin/python -m memvault.vault.devices.merge entry %O %A %B %P")
     laptop.ok("edit", memory_id, "-m", "The boiler service is due in April")
     desktop.ok("edit", memory_id, "-m", "The boiler service is due in May")
     sync_all(laptop, desktop)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from memvault.vault.devices.merge import GITATTRIBUTES_FILE, driver_config, gitattributes_text
+from memvault.vault.devices.merge import driver_config
 from memvault.vault.format.atomic import atomic_write
+from memvault.vault.format.gitattributes import GITATTRIBUTES_FILE, gitattributes_text
 from memvault.vault.git.errors import GitFailed
 from memvault.vault.git.log import format_message
 from memvault.vault.git.repository import VaultGit

@@ -29,19 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-DRIVERS = {  # driver name -> kind
-    "memvault-entry": "entry", "memvault-summary": "summary", "memvault-core": "core", "memvault-journal": "journal",
-}
-# Later lines win in .gitattributes: summaries and sessions are entries too, merged their own way.
-GITATTRIBUTES = """\
-# memvault: how files several devices write are merged (memvault sync; drivers in .git/config)
-entries/**/*.md merge=memvault-entry
-entries/**/summaries/*.md merge=memvault-summary
-entries/**/sessions/*.md merge=memvault-summary
-core/*.md merge=memvault-core
-journal/*.md merge=memvault-journal
-"""
-GITATTRIBUTES_FILE = ".gitattributes"
+from memvault.vault.format.gitattributes import DRIVERS
+
 NOTES_VARIABLE = "MEMVAULT_MERGE_NOTES"
 RESUMMARIZE = "resummarize"  # front matter key of a summary merged from two devices' versions
 KEPT_BOTH = "## Both versions kept by memvault sync"
@@ -57,16 +46,6 @@ def driver_config(python: str | None = None) -> dict[str, str]:
         config[f"merge.{name}.name"] = f"memvault {kind} merge"
         config[f"merge.{name}.driver"] = f"{quote(python)} -m memvault.vault.devices.merge {kind} %O %A %B %P"
     return config
-
-
-def gitattributes_text(current: str | None) -> str | None:
-    """The .gitattributes that routes memvault's files to its drivers, keeping a person's own lines;
-    None when `current` already does."""
-    if current is not None and all(line in current.splitlines() for line in GITATTRIBUTES.splitlines()):
-        return None
-    own = [line for line in (current or "").splitlines()
-           if line not in GITATTRIBUTES.splitlines() and not any(f"merge={name}" in line for name in DRIVERS)]
-    return ("\n".join(own) + "\n" if own else "") + GITATTRIBUTES
 
 
 def quote(word: str) -> str:
@@ -231,7 +210,8 @@ def note(record: dict) -> None:
 def main(argv: list[str]) -> int:
     """`python -m memvault.vault.devices.merge KIND BASE OURS THEIRS PATH`: the merge in OURS, exit 0."""
     if len(argv) != 5 or argv[0] not in MERGES:
-        sys.stderr.write("usage: python -m memvault.vault.devices.merge {entry,summary,core,journal} BASE OURS THEIRS PATH\n")
+        sys.stderr.write("usage: python -m memvault.vault.devices.merge {entry,summary,core,journal} "
+                         "BASE OURS THEIRS PATH\n")
         return 2
     kind, base_file, ours_file, theirs_file, path = argv
     if not os.environ.get(NOTES_VARIABLE):

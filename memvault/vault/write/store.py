@@ -20,10 +20,10 @@ from pathlib import Path, PurePosixPath
 
 from memvault.errors import VaultError
 from memvault.text.redact import redact_entry
-from memvault.vault.devices.merge import GITATTRIBUTES_FILE, gitattributes_text
 from memvault.vault.format import layout
 from memvault.vault.format.atomic import STALE_TEMP_AGE, atomic_write, is_temp_name, writer_gone
 from memvault.vault.format.entry import Entry
+from memvault.vault.format.gitattributes import GITATTRIBUTES_FILE, gitattributes_text
 from memvault.vault.format.listing import EntryListing
 from memvault.vault.format.markdown import render
 from memvault.vault.format.reading import EntryReading
