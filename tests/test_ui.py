@@ -257,11 +257,14 @@ def test_bad_input_is_a_clear_error_page(client):
 def test_serve_mounts_the_page_behind_its_keys(built):
     import httpx
 
+    from memvault.server.app import create_app
     from memvault.server.run import running
+    from memvault.ui.app import mount
 
     found, home = built
     keys = {"alice-key": {"user_id": ("alice",)}}
-    with isolated_env(home), running(settings_for(found.root, api_key="admin-key", keys=keys)) as base:
+    settings = settings_for(found.root, api_key="admin-key", keys=keys)
+    with isolated_env(home), running(settings, app=create_app(settings, page=mount)) as base:
         refused = httpx.get(base + "/ui/")
         assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic")
         assert httpx.get(base + "/ui/", auth=("me", "admin-key")).status_code == 200

@@ -1,10 +1,12 @@
 """The FastAPI application: one vault, one `Memory`, a watcher and a curation worker per server.
 
-    app = create_app(settings)      # served by memvault.server.run (uvicorn)
+    app = create_app(settings, page)  # served by memvault.server.run (uvicorn)
 
 Routes: /v1/chat/completions (proxy.py), /v1/memories/... and /v1/reset/ (memories.py), mem0's own
 paths /memories, /search, /v1/ping/, /v3/memories/... (mem0_routes.py), /health,
 and any other path passed through to the upstream LLM server (llm.api_base), as agent-cli's proxy does.
+`memvault serve` also gives it the web page (`page`: memvault.ui.app.mount), which the server never
+imports: the page is built on the server's guards, not the other way round.
 """
 
 from __future__ import annotations
@@ -99,15 +101,15 @@ def serve_docs(app: FastAPI) -> None:
                                    swagger_ui_parameters={"validatorUrl": None})
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The application for these settings (the vault is opened when it starts serving)."""
+def create_app(settings: Settings, page=None) -> FastAPI:
+    """The application for these settings (the vault is opened when it starts serving). `page(app,
+    get_core)` mounts a web page behind the keys and guards and returns its middleware, read before the
+    key check (memvault.ui.app.mount: the page at /ui, and its browsers' Basic password)."""
     from memvault.server import mem0_routes, memories, passthrough, proxy
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.errors import install_handlers
     from memvault.server.limits import BodyLimit
     from memvault.server.origin import BrowserGuard
-    from memvault.ui.app import mount as mount_ui
-    from memvault.ui.security import BasicKey
 
     app = FastAPI(title="memvault", version=__version__, description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)  # FastAPI's pages load their scripts from a CDN
@@ -127,12 +129,13 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(memories.router)
     app.include_router(mem0_routes.router)  # mem0's own paths (OSS server, hosted client): before the passthrough
     app.include_router(proxy.router)
-    mount_ui(app, lambda: app.state.server.core)  # the web page at /ui, behind the keys and guards
+    page_middleware = page(app, lambda: app.state.server.core) if page else None  # before the passthrough
     app.include_router(passthrough.passthrough_router)  # last: it takes every /v1/* path left over
     app.add_middleware(memories.TrailingSlash)
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
-    app.add_middleware(BasicKey)  # the web page's browsers send the key as a Basic password: read before the check
+    if page_middleware:  # the web page's browsers send the key as a Basic password: read before the check
+        app.add_middleware(page_middleware)
     origins = settings.server.cors_origin_list
     if origins:  # outside the key check: a browser's preflight carries no key, and is answered here
         from starlette.middleware.cors import CORSMiddleware

@@ -36,14 +36,14 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def uvicorn_server(settings: Settings, sock: socket.socket, log_level: str = "info", app=None):
-    """uvicorn for the server's app (or `app`: `memvault ui`'s) on `sock`."""
+def uvicorn_server(settings: Settings, sock: socket.socket, log_level: str = "info", app=None, page=None):
+    """uvicorn for the server's app (with `page`: server.app.create_app) or `app` (`memvault ui`'s) on `sock`."""
     import uvicorn
 
     if app is None:
         from memvault.server.app import create_app
 
-        app = create_app(settings)
+        app = create_app(settings, page)
     # host and port only label the log line ("running on ..."): uvicorn serves the socket given to run().
     config = uvicorn.Config(app, host=settings.server.host, port=sock.getsockname()[1],
                             log_level=log_level, timeout_graceful_shutdown=10, lifespan="on")
@@ -55,9 +55,10 @@ def base_url(sock: socket.socket) -> str:
     return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
 
 
-def serve(settings: Settings, log_level: str = "info", on_listening=None) -> None:
+def serve(settings: Settings, log_level: str = "info", on_listening=None, page=None) -> None:
     """Serve until interrupted. Refuses a non-loopback address without an API key.
-    `on_listening(url)` is told the address once the socket listens (port 0: the port chosen)."""
+    `on_listening(url)` is told the address once the socket listens (port 0: the port chosen); `page`
+    is a web page to mount (server.app.create_app)."""
     check_bind(settings.server.host, settings.server.api_key)
     sock = listen(settings.server.host, settings.server.port)
     if settings.llm.local_model:  # the proxy forwards to memvault's own model server: up before the first client
@@ -66,7 +67,7 @@ def serve(settings: Settings, log_level: str = "info", on_listening=None) -> Non
         settings.llm = served_locally(settings.llm)
     if on_listening:
         on_listening(base_url(sock))
-    server = uvicorn_server(settings, sock, log_level)
+    server = uvicorn_server(settings, sock, log_level, page=page)
     state = server.config.app.state.server
     state.hurry = lambda: server.force_exit  # uvicorn sets it on a second Ctrl-C
     try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 
 from memvault.text.secret_finder import MARKED, Finding, find_secrets, holds_secret
-from memvault.vault.format.fields import MAX_METADATA_DEPTH
 
 MARKER = "[redacted: {kind}]"
 
@@ -29,8 +28,9 @@ SECRET_WORDS = re.compile(
     r"\b(pass(?:word|wd|phrase|code)s?|pwd|pin(?: code)?|api[ _-]?keys?|secret(?: key)?s?|access[ _-]?tokens?|"
     r"auth(?:entication)?[ _-]?tokens?|bearer tokens?|private[ _-]?keys?|credentials?|seed phrase|"
     r"recovery (?:phrase|codes?)|2fa codes?|otp)\b", re.IGNORECASE)
-# How deep redact_value walks: twice the deepest metadata an entry may hold.
-MAX_DEPTH = 2 * MAX_METADATA_DEPTH
+# How deep redact_value walks: twice the deepest metadata an entry may hold (vault.format.fields'
+# MAX_METADATA_DEPTH, 32; text sits below the vault, so the number is written here).
+MAX_DEPTH = 64
 
 
 class Redactor:

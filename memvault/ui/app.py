@@ -1,5 +1,6 @@
-"""The page as an app: `mount` puts it at /ui in `memvault serve` (behind the server's keys and
-guards), `create_app` makes the app of `memvault ui` (the same guards, the page alone; run.py serves it)."""
+"""The page as an app: `mount` puts it at /ui in `memvault serve` (given to server.app.create_app by
+the CLI, behind the server's keys and guards), `create_app` makes the app of `memvault ui` (the same
+guards, the page alone; run.py serves it)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,19 @@ from memvault.settings import Settings
 from memvault.ui import PREFIX
 
 
-def mount(app, get_core: Callable[[], Any]) -> None:
-    """The pages and their static files at /ui (before any catch-all route). Add
-    `security.BasicKey` after the key check's middleware, so a browser's Basic password is read first."""
+def mount(app, get_core: Callable[[], Any]) -> type:
+    """The pages and their static files at /ui (before any catch-all route). Returns the middleware
+    (`security.BasicKey`) to add after the key check's, so a browser's Basic password is read first."""
     from importlib.resources import files
 
     from starlette.staticfiles import StaticFiles
 
     from memvault.ui.routes import make_router
-    from memvault.ui.security import Csrf
+    from memvault.ui.security import BasicKey, Csrf
 
     app.mount(PREFIX + "/static", StaticFiles(directory=str(files("memvault.ui") / "static")), name="ui-static")
     app.include_router(make_router(get_core, Csrf()))
+    return BasicKey
 
 
 def create_app(settings: Settings):
@@ -36,7 +38,6 @@ def create_app(settings: Settings):
     from memvault.server.auth import ApiKeyMiddleware
     from memvault.server.limits import BodyLimit
     from memvault.server.origin import BrowserGuard
-    from memvault.ui.security import BasicKey
 
     opened: dict[str, Any] = {}
 
@@ -58,7 +59,6 @@ def create_app(settings: Settings):
 
     app.add_middleware(BodyLimit, max_bytes=settings.limits.max_request_bytes)
     app.add_middleware(ApiKeyMiddleware, api_key=settings.server.api_key, keys=settings.server.keys)
-    mount(app, lambda: opened["core"])
-    app.add_middleware(BasicKey)
+    app.add_middleware(mount(app, lambda: opened["core"]))
     app.add_middleware(BrowserGuard, bind=settings.server.host, cors_origins=[])
     return app

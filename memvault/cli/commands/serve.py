@@ -31,13 +31,14 @@ def serve(
 
     require("server")
     from memvault.server.run import serve as run_server
+    from memvault.ui.app import mount as web_page
 
     flags = {"vault.path": str(vault) if vault else None, "server.host": host, "server.port": port,
              "server.allow_reset": True if allow_reset else None}
     settings = settings_module.load(config, flags)
     say(f"vault: {settings.vault.path}")
     try:
-        run_server(settings, on_listening=lambda url: say(f"listening on {url}/v1 (Ctrl-C to stop)"))
+        run_server(settings, on_listening=lambda url: say(f"listening on {url}/v1 (Ctrl-C to stop)"), page=web_page)
     except KeyboardInterrupt:
         pass  # uvicorn has already shut down cleanly; a second Ctrl-C lands here
     say("memvault: server stopped")

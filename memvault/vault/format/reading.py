@@ -15,14 +15,15 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from memvault.errors import EntryFormatError
-from memvault.settings import LimitsSettings
 from memvault.vault.format import layout
 from memvault.vault.format.entry import Entry, now
 from memvault.vault.format.markdown import parse
 
 # What git writes into a file it could not merge: such a file is two versions at once, never a memory.
 CONFLICT_MARKER = re.compile(r"^<<<<<<< .*\n(?:.*\n)*?=======\n(?:.*\n)*?>>>>>>> ", re.MULTILINE)
-MAX_FILE_BYTES = LimitsSettings.max_file_bytes
+# limits.max_file_bytes' default (settings.LimitsSettings says the same; core sets the configured one):
+# written here, since the vault imports nothing above it.
+MAX_FILE_BYTES = 1_048_576
 # Memvault reads and writes nothing through a symbolic link under entries/ (docs/architecture.md, Trust boundaries):
 # a link may point anywhere (/etc/passwd, another user's files), and even one that stays inside the
 # vault would make one file two entries. Links are reported, never followed.
