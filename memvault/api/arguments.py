@@ -9,7 +9,7 @@ from datetime import date, datetime
 from typing import Any
 
 from memvault.api.errors import ScopeError, ValidationError
-from memvault.vault.format.entry import SCOPE_KEYS
+from memvault.shapes import SCOPE_KEYS
 
 logger = logging.getLogger("memvault.api")
 
@@ -109,7 +109,7 @@ def expiration(value: Any) -> str | None:
 
 def given_time(value: Any) -> datetime:
     """metadata["created_at"] as a time (mem0 honours it as the memory's creation time)."""
-    from memvault.vault.format.entry import iso_time
+    from memvault.shapes import iso_time
 
     try:
         return iso_time(value)

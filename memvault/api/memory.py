@@ -47,8 +47,7 @@ from memvault.api.shapes import event_dict, history_record, item_from_entry, ite
 from memvault.core import Memvault
 from memvault.core.caller import Caller
 from memvault.settings import MEMORY_MODES, Settings
-from memvault.vault.format import layout
-from memvault.vault.format.entry import Entry
+from memvault.shapes import Entry, layout
 
 UNSET = object()  # update(): expiration_date not given (None clears it)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from memvault.vault.format.entry import SCOPE_KEYS, Entry, metadata_with_mem0_fields, text_hash
+from memvault.shapes import SCOPE_KEYS, Entry, metadata_with_mem0_fields, text_hash
 
 PROMOTED = ("actor_id", "role", "attributed_to", "expiration_date")  # beside the scopes, not in metadata (mem0 2.2.1)
 NO_SCORE = object()  # get_all: mem0 leaves the key out

@@ -54,7 +54,7 @@ def _names(path: str, id_prefix: str = "") -> list[str]:
 
 def conversation_names(root: str) -> list[str]:
     """Conversation folders under entries/, sorted."""
-    from memvault.vault.format import layout
+    from memvault.shapes import layout
 
     return sorted(d.name for d in _subdirs(os.path.join(root, layout.ENTRIES)))
 
@@ -62,7 +62,7 @@ def conversation_names(root: str) -> list[str]:
 def memory_files(root: str, include_deleted: bool, id_prefix: str = "") -> dict[str, tuple[str, str, str]]:
     """id -> (conversation, kind, file name) for each entry file named by an id starting with `id_prefix`;
     a live file wins over its tombstone (kind ends in ', deleted' for tombstones)."""
-    from memvault.vault.format import layout
+    from memvault.shapes import layout
 
     found: dict[str, tuple[str, str, str]] = {}
     for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):

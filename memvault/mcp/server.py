@@ -16,7 +16,7 @@ from memvault.core.workspace import PURPOSES
 from memvault.mcp.descriptions import INSTRUCTIONS, TOOLS
 from memvault.mcp.tools import MemoryTools
 from memvault.settings import Settings
-from memvault.vault.format import layout
+from memvault.shapes import layout
 
 
 def build_server(settings: Settings, warm: bool = True) -> MCPServer:

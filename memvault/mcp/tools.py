@@ -36,8 +36,7 @@ from memvault.mcp.fields import (
     UserId,
 )
 from memvault.settings import Settings
-from memvault.vault.format import layout
-from memvault.vault.format.layout import named_scopes
+from memvault.shapes import layout, named_scopes
 
 
 def described(entry, rel=None) -> dict[str, Any]:

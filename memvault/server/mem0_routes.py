@@ -30,7 +30,7 @@ from memvault.errors import MemvaultError
 from memvault.server import memories
 from memvault.server.auth import EVERYTHING, allowed_scopes
 from memvault.server.memories import ListQuery, NullIsOmitted, Scopes, call, request_scopes
-from memvault.vault.format.entry import SCOPE_KEYS
+from memvault.shapes import SCOPE_KEYS
 
 router = APIRouter(tags=["mem0"])
 MAX_LISTED = 10_000  # what one paginated listing reads at most

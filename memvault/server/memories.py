@@ -19,9 +19,9 @@ from fastapi import APIRouter, Query, Request
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from memvault.errors import NotFoundError, UsageError
-from memvault.retrieve.filters import filter_from_json
 from memvault.server.auth import EVERYTHING, allowed_scopes, confine
 from memvault.server.state import server_state
+from memvault.shapes import filter_from_json
 
 router = APIRouter(prefix="/v1", tags=["memories"])
 PREFIXES = ("/v1/memories", "/v1/reset", "/v1/ping", "/v3/memories")  # /v3, /v1/ping: mem0_routes

@@ -138,7 +138,7 @@ def memory_place(memory_id: str, allowed) -> tuple[str, dict[str, str]]:
     My_Chat-<hash>_). A scoped key's conversations live inside its scope: '<scope folder>+chat-<memory_id>',
     every turn stamped with the scope, and the search filtered on it, so no memory_id (e.g. "user-bob")
     reaches another scope's conversation. A bad id is a 400 before anything is sent or stored."""
-    from memvault.vault.format.layout import check_conversation_id, conversation_for_scopes
+    from memvault.shapes import check_conversation_id, conversation_for_scopes
 
     memory_id = check_conversation_id(memory_id)
     if allowed is EVERYTHING:

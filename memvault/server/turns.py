@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from memvault.curate.queue import MAX_FAILURES, CurationQueue, retry_delay
 from memvault.curate.refusals import RefusalTail
 from memvault.errors import MemvaultError, first_line
-from memvault.vault.format import layout
+from memvault.shapes import layout
 
 log = logging.getLogger("memvault.server")
 STOP = object()

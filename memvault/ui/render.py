@@ -29,7 +29,7 @@ def environment():
 def conversation_path(conversation: str) -> str:
     """A conversation page's path: by its folder (layout.folder_for), a name that is safe in a URL
     whatever the conversation is called ("a/b", "..", "con."); the page reads the id back from it."""
-    from memvault.vault.format.layout import folder_for
+    from memvault.shapes import folder_for
 
     return "/c/" + folder_for(conversation)
 

@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from memvault.vault.format.entry import Entry
+from memvault.shapes import Entry
 
 WORDS = re.compile(r"\s+|[^\s]+")
 
@@ -75,7 +75,7 @@ def provenance(entry: Entry, events: list) -> dict[str, Any]:
 
 def workspace_links(days: list[str]) -> dict[str, str]:
     """id -> page of the core files and these journal days: search finds them by their path's id."""
-    from memvault.vault.format import layout
+    from memvault.shapes import layout
 
     links = {layout.path_id(layout.core_path(name)): f"/core/{name}" for name in layout.CORE_NAMES}
     links.update({layout.path_id(layout.journal_path(day)): f"/journal/{day}" for day in days})

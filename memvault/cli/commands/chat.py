@@ -41,7 +41,7 @@ def chat(
 
     require("chat")
     from memvault.converse import MemoryChat
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import named_scopes
 
     if is_incognito(incognito, memory_mode):
         session, llm = incognito_chat(vault, config, model)

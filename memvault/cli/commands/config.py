@@ -20,7 +20,7 @@ def described(settings, key: str) -> str:
     """A value as a person reads it: "auto" says what it comes to with these settings."""
     value = shown(key, settings.get(key))
     if value is None and key == "retrieval.score_threshold":
-        from memvault.retrieve.scoring import threshold_for
+        from memvault.shapes import threshold_for
 
         with_reranker = bool(settings.retrieval.reranker)
         which = "with" if with_reranker else "without"

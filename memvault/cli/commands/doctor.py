@@ -39,7 +39,7 @@ def doctor(
     Exit code 0 when nothing fails (warnings allowed), 1 when a check fails."""
     from memvault import doctor as checks
     from memvault.cli.commands.index import progress_bar
-    from memvault.vault.devices.keptboth import CHOICES
+    from memvault.shapes import CHOICES
 
     if kept_both is not None and (not fix or kept_both not in CHOICES):
         raise UsageError(f"--kept-both goes with --fix and is one of {', '.join(CHOICES)}")

@@ -63,8 +63,7 @@ def add(
 ) -> None:
     """Remember TEXT: with an LLM, extract and reconcile facts (ADD/UPDATE/DELETE/NONE), one commit per
     text; without one, store each text verbatim, all in one commit. `--to NAME`: in that team vault."""
-    from memvault.curate.extract import load_prompt
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import load_prompt, named_scopes
 
     items = given_items(texts or [], lines, jsonl)
     memvault = open_memvault(vault, config, **{"llm.model": model}).target(to)
@@ -118,7 +117,7 @@ def jsonl_items(data: str) -> list[dict]:
 def add_verbatim(memvault, items: list[dict]) -> list:
     """Every item as an entry, all checked before any is written, then one commit (the guards of
     every add hold: a secret is a DROP event)."""
-    from memvault.vault.format.fields import entry_from_fields
+    from memvault.shapes import entry_from_fields
 
     entries = []
     for number, item in enumerate(items, start=1):
@@ -159,8 +158,7 @@ def list_(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """List memories, turns and summaries, oldest first (files that fail to parse are reported)."""
-    from memvault.vault.format.entry import ROLES
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import ROLES, named_scopes
 
     if role and role not in ROLES:
         raise UsageError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
@@ -237,7 +235,7 @@ def edit(
 ) -> None:
     """Edit a memory in $EDITOR (or set its text with --text); validated on save, then committed.
     A memory of a team vault needs `--to NAME`."""
-    from memvault.vault.format.markdown import parse
+    from memvault.shapes import parse
 
     memvault = open_memvault(vault, config).target(to, [memory_id])
     rel, entry = memvault.get_live(memory_id)

@@ -54,8 +54,7 @@ def search(
     from rich.markup import escape
 
     from memvault.cli.base import read_text_argument
-    from memvault.retrieve.filters import filter_from_json
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import filter_from_json, named_scopes
 
     query = read_text_argument(query)
     memvault = open_memvault(vault, config)

@@ -21,7 +21,7 @@ def graph(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Print an entity's neighbourhood in the graph derived from facts' triples (aliases merged)."""
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import named_scopes
 
     found = open_memvault(vault, config).graph(entity, depth, conversation, named_scopes(user, agent, run))
     if json:
@@ -46,7 +46,7 @@ def rules_add(
 ) -> None:
     """Add a rule (one commit). Rules it supersedes, and the oldest past rules.max_active, are archived.
     A request to drop safety is refused."""
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import named_scopes
 
     memvault = open_memvault(vault, config)
     result = memvault.add_rule(read_text_argument(text), conversation, named_scopes(user, agent, run),
@@ -73,7 +73,7 @@ def rules_list(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """List the active (or archived) rules of a scope, oldest first."""
-    from memvault.vault.format.layout import named_scopes
+    from memvault.shapes import named_scopes
 
     rules = open_memvault(vault, config).rules(conversation, named_scopes(user, agent, run), archived)
     if json:

@@ -38,7 +38,7 @@ def session_end(
 ) -> None:
     """End sessions: held facts are promoted or dropped, sessions of 3+ user turns get a summary; one
     commit per session."""
-    from memvault.vault.forget.eviction import parse_age
+    from memvault.shapes import parse_age
 
     memvault = open_memvault(vault, config)
     minutes = parse_age(idle).total_seconds() / 60 if idle else None

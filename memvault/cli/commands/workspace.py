@@ -24,7 +24,7 @@ def core_show(
     vault: VaultOpt = None, config: ConfigOpt = None, json: JsonOpt = False,
 ) -> None:
     """Print the core files as a prompt gets them (comments left out, each cut to core.max_chars)."""
-    from memvault.vault.format import layout
+    from memvault.shapes import layout
 
     memvault = open_memvault(vault, config)
     memvault.ensure_core()

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Request
 
+from memvault.shapes import BeforeTheVault
 from memvault.ui.pages.door import Door, whole_vault
 from memvault.ui.render import page, paging
 from memvault.ui.views import diff_words, operations
-from memvault.vault.git.timetravel import BeforeTheVault
 
 CHANGES_DAYS = 7  # what the Changes page shows when no start is given: the last week
 

@@ -18,7 +18,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
     @router.get("/")
     @door.view
     def overview(request: Request, at: str = ""):
-        from memvault.vault.format import layout
+        from memvault.shapes import layout
 
         core, moment = door.core(), door.travelled(at)
         scoped = bool(key_scopes(request))

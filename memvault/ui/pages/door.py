@@ -16,10 +16,10 @@ from fastapi import Request
 from starlette.responses import RedirectResponse
 
 from memvault.errors import MemvaultError
+from memvault.shapes import BeforeTheVault
 from memvault.ui import PREFIX
 from memvault.ui.render import page, url
 from memvault.ui.security import HEADERS, Csrf, foreign_write
-from memvault.vault.git.timetravel import BeforeTheVault
 
 STILL = ("/changes",)  # the pages that do not show the vault as of one moment
 UNCHANGED = "unchanged"  # `saved=` after a save that changed nothing (no commit was made)

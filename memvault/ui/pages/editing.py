@@ -20,7 +20,7 @@ def add_routes(router: APIRouter, door: Door) -> None:
     @router.post("/m/{memory_id}/file")
     @door.view
     def edit_file(request: Request, memory_id: str, content: str = Form(""), csrf_token: str = Form("")):
-        from memvault.vault.format.markdown import parse
+        from memvault.shapes import parse
 
         core, entry = door.written(request, csrf_token, memory_id)
         try:  # validated as `memvault edit` validates the file a person saved
