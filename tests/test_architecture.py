@@ -1,23 +1,27 @@
 """The layering of memvault, frozen: every `memvault` import (lazy ones in functions included) is read
-with `ast` and checked against the graph below.
+with `ast` and checked against the graph below (docs/architecture.md, Data flow).
 
-    errors, settings, extras          base
-    vault                             files and git
+    errors, extras                    base
+    text            <- errors         text judgement: words compared, secrets found and redacted
+    vault           <- text           files and git, in parts (VAULT_LAYERS):
+                                      format <- git <- write, forget <- devices
+    settings        <- vault          one settings object (scope names and atomic writes are the vault's)
     models                            embedder, reranker
-    index          <- vault, models   the derived SQLite index
-    retrieve       <- index           search
-    curate         <- retrieve        LLM curation
-    core           <- curate          the one facade (memvault.core.Memvault, one module per job)
+    index           <- vault, models  the derived SQLite index
+    retrieve        <- index          search
+    curate          <- retrieve       LLM curation
+    core            <- curate         the one facade (memvault.core.Memvault, one module per job)
+    shapes                            what a door may name beneath the facade: a memory's shape, parsers
     converse, doctor                  built on core (and what is under it)
-    transfer                          import and export, built on core (writes through Memvault.write)
-    api, server, mcp, cli, ui         surfaces: they reach the index and the vault's writes through core
+    transfer                          import and export, built on core
+    api, server, mcp, cli, ui         doors: core, shapes and the doors they stand on, nothing beneath
 
-A surface never imports `memvault.vault.write.store` or `memvault.index.*`, and no module reads a private
-attribute (`obj._name`) of an object other than its own (`self`, `cls`). Outside core, vault and index
-no module reads a Memvault's `.vault` or `.keeper` (the facade's own parts: `memvault.vault.root`
-would let a surface write past every rule core holds); `settings.vault` (a section of the settings)
-and `import memvault.vault` (a module) are other things and pass. An exception needs an entry in
-ALLOWED_EXCEPTIONS with a one-line reason.
+No package imports another that imports it back, lazily or not, and no module imports one that
+imports it back. No module reads a private attribute (`obj._name`) of an object other than its own
+(`self`, `cls`). Outside core, vault and index no module reads a Memvault's `.vault` or `.keeper`
+(the facade's own parts: `memvault.vault.root` would let a door write past every rule core holds);
+`settings.vault` (a section of the settings) and `import memvault.vault` (a module) are other things
+and pass. An exception needs an entry in ALLOWED_EXCEPTIONS with a one-line reason.
 """
 
 from __future__ import annotations
@@ -29,42 +33,45 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memvault"
 BASE = {"errors", "settings", "extras"}
+BENEATH = {"text", "vault", "models", "index", "retrieve", "curate"}  # beneath the facade: never a door's
 # Which parts of memvault each part may import (a part: memvault.<part>..., "memvault" is the package
 # itself: its __version__, and the mem0 names it loads lazily from api).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "extras": {"errors"},
-    "settings": {"errors"},
-    "vault": BASE,
+    "text": {"errors"},
+    "vault": {"errors", "text"},
+    "settings": {"errors", "vault"},
     "models": BASE,
-    "index": BASE | {"vault", "models"},
-    "retrieve": BASE | {"vault", "models", "index"},
-    "curate": BASE | {"vault", "models", "index", "retrieve"},
-    "core": BASE | {"vault", "models", "index", "retrieve", "curate"},
-    "converse": BASE | {"vault", "curate", "core"},
+    "index": BASE | {"text", "vault", "models"},
+    "retrieve": BASE | {"text", "vault", "models", "index"},
+    "curate": BASE | {"text", "vault", "models", "index", "retrieve"},
+    "core": BASE | {"text", "vault", "models", "index", "retrieve", "curate"},
+    "shapes": {"vault", "retrieve", "curate"},
+    "converse": BASE | {"text", "vault", "curate", "core"},
     "doctor": BASE | {"memvault", "vault", "models", "index", "retrieve", "curate", "core"},
-    "transfer": BASE | {"vault", "curate", "core"},
-    "api": BASE | {"memvault", "vault", "retrieve", "curate", "core"},
-    "server": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api", "ui"},
-    "mcp": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "api", "server"},
-    "cli": BASE | {"memvault", "vault", "retrieve", "curate", "core", "converse", "doctor", "api", "server", "mcp",
-                   "transfer", "ui"},
-    "ui": BASE | {"vault", "core", "server"},  # the web page: a surface, mounted by the server at /ui
+    "transfer": BASE | {"text", "vault", "curate", "core"},
+    "api": BASE | {"memvault", "core", "shapes"},
+    "server": BASE | {"memvault", "core", "shapes", "converse", "api"},
+    "mcp": BASE | {"memvault", "core", "shapes", "converse", "api", "server"},
+    "cli": BASE | {"memvault", "core", "shapes", "converse", "doctor", "api", "server", "mcp", "transfer", "ui"},
+    "ui": BASE | {"core", "shapes", "server"},  # the web page: built on the server's guards, mounted by `serve`
     "__main__": {"cli"},
     "memvault": {"api"},
 }
-SURFACES = {"api", "server", "mcp", "cli", "ui"}
-# The vault's write path (vault.write.store and the parts it is built from) and the index.
-FORBIDDEN_TO_SURFACES = ("memvault.vault.write.store", "memvault.vault.write.transaction", "memvault.vault.write.recovery",
-                         "memvault.vault.format.atomic", "memvault.index")
+DOORS = {"api", "server", "mcp", "cli", "ui"}
+# The vault's parts (memvault.vault.<part>), lowest first, and which parts each may import.
+VAULT_LAYERS: dict[str, set[str]] = {
+    "format": set(),
+    "git": {"format"},
+    "write": {"format", "git"},
+    "forget": {"format", "git"},
+    "devices": {"format", "git", "write", "forget"},
+}
 # (importing module, imported module or private attribute) -> why it is allowed.
 ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("memvault.settings", "memvault.vault.format.atomic"):
-        "`config set` writes the config file with the vault's atomic_write (lazy import; no lower home yet)",
     ("memvault.vault.write.transaction", "memvault.vault.write.store"):
         "a Transaction names the Vault that opened it in a type annotation only (TYPE_CHECKING)",
-    ("memvault.settings", "memvault.vault.format.entry"):
-        "server.keys are checked against SCOPE_KEYS, whose one home is vault.entry (lazy; entry imports only errors)",
     ("memvault.settings", "_insert_after"):
         "tomlkit has no public way to insert a key after another (keeps the user's comments in place)",
     ("memvault.models.onnx_runtime", "memvault"):
@@ -75,6 +82,26 @@ ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
         "the model server child ends the moment its parent is gone, even while llama.cpp's threads load a model",
     ("memvault.vault.forget.history_filter", "_prunable"):
         "git-filter-repo has no option to keep an empty commit whose parent it pruned: an earlier erasure record",
+    # Doors that talk to the model itself, not to memory: the one LLM client is curate.llm's.
+    ("memvault.server.proxy", "memvault.curate.llm"):
+        "the proxy relays a chat to the configured LLM (lazy litellm, the upstream key): a relay, not memory",
+    ("memvault.server.upstream", "memvault.curate.llm"):
+        "the pass-through and the relay's client are the LLM client's (the same litellm, routing and key rules)",
+    ("memvault.server.request_fields", "memvault.curate.llm"):
+        "the fields refused in a relayed request are read from the installed litellm (lazily)",
+    ("memvault.server.errors", "memvault.curate.llm"):
+        "an upstream error is told from memvault's by the LLM client's own prefix (one pattern for both)",
+    ("memvault.server.run", "memvault.curate.llm"):
+        "`serve` starts memvault's own model server before the first client (llm.local_model)",
+    ("memvault.cli.commands.chat", "memvault.curate.llm"):
+        "`chat` talks to the model with the LLM client its flags make; memory goes through core (converse)",
+    ("memvault.cli.commands.llm", "memvault.curate.local_llm"):
+        "`memvault llm serve` runs the local model server in the foreground: a model process, not memory",
+    ("memvault.server.turns", "memvault.curate.queue"):
+        "the proxy's background worker drains curate's on-disk queue, curating each turn through Memvault "
+        "(core has no worker of its own yet)",
+    ("memvault.server.turns", "memvault.curate.refusals"):
+        "the proxy hands a conversation's new refusals to its next answer: a tail of curate's refusals file",
 }
 
 
@@ -108,6 +135,8 @@ def imports_of(module: str, source: str, known: set[str] | frozenset[str] = froz
                 continue
             submodules = {f"{base}.{alias.name}" for alias in node.names} & set(known)
             found |= submodules or {base}
+        elif isinstance(node, ast.AnnAssign) and module == "memvault.shapes" and isinstance(node.value, ast.Dict):
+            found |= set(ast.literal_eval(node.value).values())  # HOMES, MODULES: imported on first use
     found.discard(module)
     return found
 
@@ -117,6 +146,12 @@ def part_of(module: str) -> str:
     return parts[1] if len(parts) > 1 else parts[0]
 
 
+def vault_part_of(module: str) -> str | None:
+    """format, git, write, forget or devices for a module of the vault's parts; None for others."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "vault" else None
+
+
 def layering_violations(module: str, source: str) -> list[str]:
     problems = []
     part = part_of(module)
@@ -124,10 +159,14 @@ def layering_violations(module: str, source: str) -> list[str]:
         if (module, imported) in ALLOWED_EXCEPTIONS:
             continue
         target = part_of(imported)
-        if target != part and target not in ALLOWED.get(part, set()):
+        if part in DOORS and target in BENEATH:
+            problems.append(f"{module} imports {imported}: a door goes through memvault.core (or memvault.shapes)")
+        elif target != part and target not in ALLOWED.get(part, set()):
             problems.append(f"{module} imports {imported} ({part} may import only {sorted(ALLOWED.get(part, []))})")
-        if part in SURFACES and imported.startswith(FORBIDDEN_TO_SURFACES):
-            problems.append(f"{module} imports {imported}: a surface goes through memvault.core")
+        inner, other = vault_part_of(module), vault_part_of(imported)
+        if inner and other and other != inner and other not in VAULT_LAYERS.get(inner, set()):
+            problems.append(f"{module} imports {imported} (vault.{inner} may import only "
+                            f"{sorted(VAULT_LAYERS.get(inner, []))} of the vault's parts)")
     return problems
 
 
@@ -192,6 +231,21 @@ def test_every_part_of_memvault_is_placed_in_the_graph():
     assert {part_of(module) for module in MODULES} <= set(ALLOWED)
 
 
+def test_the_vault_folder_is_its_parts():
+    """No flat module in memvault/vault/: each lives in a part (format, git, write, forget, devices),
+    and each part is placed in VAULT_LAYERS."""
+    flat = sorted(path.name for path in (PACKAGE / "vault").glob("*.py") if path.name != "__init__.py")
+    assert flat == []
+    parts = {path.name for path in (PACKAGE / "vault").iterdir() if (path / "__init__.py").exists()}
+    assert parts == set(VAULT_LAYERS)
+    assert {vault_part_of(module) for module in MODULES if vault_part_of(module)} == set(VAULT_LAYERS)
+
+
+def test_the_vault_package_is_light():
+    """`import memvault.vault` loads none of its parts: a command loads the parts it uses."""
+    assert imports_of("memvault.vault", MODULES["memvault.vault"]) == set()
+
+
 def test_imports_point_down_the_layers_only():
     problems = [p for module, source in MODULES.items() for p in layering_violations(module, source)]
     assert problems == []
@@ -205,6 +259,28 @@ def test_no_object_is_reached_into():
 def test_no_surface_reaches_past_the_facade():
     problems = [p for module, source in MODULES.items() for p in facade_bypasses(module, source)]
     assert problems == []
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Which part imports which (memvault.vault's parts apart: vault.format, vault.git...), lazy imports
+    included; the package root (its lazy mem0 names) and ALLOWED_EXCEPTIONS left out."""
+    def node(module: str) -> str:
+        inner = vault_part_of(module)
+        return f"vault.{inner}" if inner else part_of(module)
+
+    graph: dict[str, set[str]] = {}
+    for module, source in MODULES.items():
+        if module == "memvault":
+            continue
+        for imported in imports_of(module, source) - {"memvault"}:
+            if (module, imported) not in ALLOWED_EXCEPTIONS and node(imported) != node(module):
+                graph.setdefault(node(module), set()).add(node(imported))
+    return graph
+
+
+def test_no_package_imports_one_that_imports_it_back():
+    """settings and the vault, the server and the web page each imported the other (lazily): no more."""
+    assert find_cycle(package_graph()) is None
 
 
 def test_no_import_cycles_between_modules():
@@ -240,6 +316,26 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def test_every_name_a_door_may_use_beneath_the_facade_is_there():
+    import memvault.shapes as shapes
+
+    for name in [*shapes.HOMES, *shapes.MODULES]:
+        assert getattr(shapes, name) is not None
+    assert {module for module in imports_of("memvault.shapes", MODULES["memvault.shapes"])} <= set(MODULES)
+
+
+def test_numbers_written_out_to_break_a_cycle_agree_with_their_homes():
+    """The vault reads files up to limits.max_file_bytes' default without importing settings, and
+    redaction walks metadata without importing the vault: the same numbers as their homes."""
+    from memvault.settings import LimitsSettings
+    from memvault.text.redact import MAX_DEPTH
+    from memvault.vault.format.fields import MAX_METADATA_DEPTH
+    from memvault.vault.format.reading import MAX_FILE_BYTES
+
+    assert LimitsSettings().max_file_bytes == MAX_FILE_BYTES
+    assert MAX_DEPTH == 2 * MAX_METADATA_DEPTH
+
+
 def test_every_exception_is_still_needed_and_has_a_reason():
     for (module, name), reason in ALLOWED_EXCEPTIONS.items():
         assert reason.strip(), f"{module} {name}: no reason given"
@@ -252,9 +348,23 @@ def test_every_exception_is_still_needed_and_has_a_reason():
 # -- the checks themselves can fail -----------------------------------------------------------------
 @pytest.mark.parametrize(("module", "source", "expected"), [
     ("memvault.server.watching", "def f():\n    from memvault.index.catchup import hash_file\n",
-     "memvault.server.watching imports memvault.index.catchup"),
+     "memvault.server.watching imports memvault.index.catchup: a door goes through memvault.core"),
     ("memvault.cli.commands.search", "from memvault.vault.write.store import Vault\n",
-     "memvault.cli.commands.search imports memvault.vault.write.store: a surface goes through memvault.core"),
+     "memvault.cli.commands.search imports memvault.vault.write.store: a door goes through memvault.core"),
+    ("memvault.ui.views", "from memvault.vault.format.entry import Entry\n",
+     "memvault.ui.views imports memvault.vault.format.entry: a door goes through memvault.core"),
+    ("memvault.api.memory", "def f():\n    from memvault.retrieve.filters import filter_from_json\n",
+     "memvault.api.memory imports memvault.retrieve.filters: a door"),
+    ("memvault.mcp.tools", "from memvault.curate import llm\n",
+     "memvault.mcp.tools imports memvault.curate.llm: a door"),
+    ("memvault.vault.write.store", "from memvault.vault.devices.merge import KEPT_BOTH\n",
+     "memvault.vault.write.store imports memvault.vault.devices.merge (vault.write may import only"),
+    ("memvault.vault.format.layout", "from memvault.vault.git import log\n",
+     "memvault.vault.format.layout imports memvault.vault.git.log (vault.format"),
+    ("memvault.vault.format.reading", "from memvault.settings import LimitsSettings\n",
+     "memvault.vault.format.reading imports memvault.settings (vault may import only"),
+    ("memvault.server.app", "def f():\n    from memvault.ui.app import mount\n",
+     "memvault.server.app imports memvault.ui.app (server may import only"),
     ("memvault.vault.write.store", "from memvault.index import journal\n",
      "memvault.vault.write.store imports memvault.index.journal"),
     ("memvault.retrieve.search", "import memvault.core\n", "memvault.retrieve.search imports memvault.core"),
@@ -285,6 +395,11 @@ def test_reaching_into_another_object_is_caught_but_self_and_dunders_are_not():
 ])
 def test_reaching_past_the_facade_is_caught_and_settings_and_modules_are_not(module, source, caught):
     assert bool(facade_bypasses(module, source)) is caught
+
+
+def test_a_door_may_name_shapes_and_core():
+    source = "from memvault.shapes import Entry, layout\nfrom memvault.core import Memvault\n"
+    assert layering_violations("memvault.cli.commands.entries", source) == []
 
 
 def test_a_cycle_is_caught():
