@@ -42,7 +42,7 @@ class Syncing:
 
     def finish_adoption(self) -> bool:
         """`doctor --fix`: the adoption of an erased history a killed sync left, finished as far as it
-        can be without the network (vault/devicesync.DeviceSync.finish); False when a push is left."""
+        can be without the network (vault.devices.round.DeviceSync.finish); False when a push is left."""
         from memvault.vault.devices.resume import ADOPTING
 
         self.caught_up(self.device_sync(None).finish())

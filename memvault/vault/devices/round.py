@@ -7,9 +7,9 @@ Not to be confused with memvault.index.catchup (files -> index). The order of on
 3. under the vault's write lock: mend what a killed sync left (a merge in progress, a half-done
    checkout, see `recover`), then fast-forward or merge with the vault's merge drivers
    (memvault.vault.devices.merge), resolve what git cannot express (modify/delete, a folder replaced by a
-   file) without conflict markers (`sync_settle`), drop what an erasure record lists, commit; or,
+   file) without conflict markers (`settle`), drop what an erasure record lists, commit; or,
    when one side is a history an erase rewrote and the other still holds what it erased, adopt the
-   rewritten one (`sync_adopt`);
+   rewritten one (`adopt`);
 4. push (leased, when this device's erase replaces the remote's history); a push another device won
    first sends us back to 2 (MAX_ATTEMPTS in all). After an adoption, the stale history is pruned.
 
@@ -98,7 +98,7 @@ class SyncReport:
     changed: list[str] = field(default_factory=list)  # vault paths the sync changed in the work tree
     merges: list[dict] = field(default_factory=list)  # the drivers' decisions (MERGE-KEPT-LATER, ...)
     fallbacks: list[str] = field(default_factory=list)  # one line per conflict git could not express
-    erased: list[str] = field(default_factory=list)  # paths an erase on some device took out here (sync_adopt)
+    erased: list[str] = field(default_factory=list)  # paths an erase on some device took out here (devices.adopt)
 
     def to_dict(self) -> dict:
         return {key: getattr(self, key) for key in ("remote", "branch", "outcome", "pushed", "attempts", "recovered",

@@ -23,7 +23,7 @@ class GitRemote:
 
     def run_network(self, *args: str, timeout: float) -> str:
         """A git that talks to a remote (fetch, push): stopped with its ssh after `timeout` seconds (0:
-        never), on Ctrl-C or on this process's exit (git_process.run_network); its stdout."""
+        never), on Ctrl-C or on this process's exit (git.process.run_network); its stdout."""
         done = run_git(["git", *OWN_CONFIG, *args], self.work_dir, None, self.env, network_timeout=timeout)
         if done.returncode != 0:
             output = f"{done.stdout}\n{done.stderr}"

@@ -1,7 +1,7 @@
 """The vault's git repository: init, one commit per mutation of exactly its paths, and git's stale locks.
 
 VaultGit is assembled from parts with one job each: the log and commit messages (vault.git.log),
-push and pull (vault.git_remote); starting git is vault.git.process's, wording its failures
+push and pull (vault.git.remote); starting git is vault.git.process's, wording its failures
 vault.git.errors'.
 """
 
