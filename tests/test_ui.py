@@ -287,6 +287,18 @@ def test_serve_mounts_the_page_behind_its_keys(built):
         assert httpx.get(base + "/ui/", headers={"host": "evil.example"}, auth=("me", "admin-key")).status_code == 421
 
 
+def test_memvault_serve_serves_the_page_it_hands_the_server(built):
+    """The server never imports the page (no package cycle): the CLI's `serve` hands it over."""
+    import httpx
+
+    from tests.support.server import memvault_serve
+
+    found, home = built
+    with isolated_env(home), memvault_serve(found.root, {}) as base:
+        page = httpx.get(base + "/ui/memories?role=all", timeout=60)
+    assert page.status_code == 200 and "Alice lives in" in page.text
+
+
 def test_ui_refuses_a_public_bind_without_a_key(tmp_path):
     done = run_memvault("ui", "--host", "0.0.0.0", "--no-browser", "--vault", str(tmp_path / "v"))
     stderr = done.stderr.decode()
