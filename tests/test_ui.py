@@ -360,7 +360,8 @@ def test_past_texts_are_read_in_one_git_process_per_page(client, monkeypatch):
     real, real_rows = memvault.index.past.past_index, memvault.index.past_rows._build
     monkeypatch.setattr(memvault.index.past, "past_index", lambda *a: opened.append(a) or real(*a))
     monkeypatch.setattr(memvault.index.past_rows, "_build", lambda *a: built.append(a) or real_rows(*a))
-    monkeypatch.setattr(memvault.index.past_rows, "_kept", type(memvault.index.past_rows._kept)(memvault.index.past_rows._kept.maxsize))  # none kept yet
+    kept = memvault.index.past_rows._kept
+    monkeypatch.setattr(memvault.index.past_rows, "_kept", type(kept)(kept.maxsize))  # none kept yet
     for _ in range(2):
         assert c.get(f"/ui/c/trip?at={YESTERDAY}").status_code == 200  # its timeline, sessions and rules
         assert c.get(f"/ui/?at={YESTERDAY}").status_code == 200
