@@ -48,7 +48,7 @@ class RetrievalSettings:
     lexical_weight: float = 1.0
     reranker: str = ""  # folder of an ONNX cross-encoder, or a hub name; empty: no cross-encoder
     # A number, from any source, is always used as given (retrieve.scoring.threshold_for).
-    score_threshold: float | None = None  # None (auto): 0.35 with a cross-encoder, ~0.0008 without
+    score_threshold: float | None = None  # None (auto): 0.35 with a cross-encoder, ~0.0029 without
     # Recency breaks near-ties in favour of what is newer; more than that buries old evidence (LoCoMo,
     # fitted on conversations 0-4: 0.2 -> 0.05 is +0.012 recall@5 there, +0.009 on the held-out 5-9).
     recency_weight: float = 0.05

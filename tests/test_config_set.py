@@ -84,7 +84,7 @@ def test_a_bad_file_or_value_is_one_line_and_the_file_is_untouched(tmp_path):
     assert config.read_text() == MINE
 
 
-@pytest.mark.parametrize("reranker, shown", [("", "auto: 0.00083 (without a cross-encoder)"),
+@pytest.mark.parametrize("reranker, shown", [("", "auto: 0.0029 (without a cross-encoder)"),
                                              ("/models/ce", "auto: 0.35 (with a cross-encoder)")])
 def test_show_says_what_auto_comes_to(tmp_path, reranker, shown):
     config = tmp_path / "config.toml"

@@ -113,6 +113,9 @@ def test_chat_incognito_rejects_an_unknown_mode(tmp_path):
 def test_incognito_chat_through_a_real_model_leaves_the_vault_byte_for_byte(local_llm, seeded, flag):
     env = {"MEMVAULT_VAULT": str(seeded), "MEMVAULT_LLM_MODEL": "openai/smollm2", "MEMVAULT_LLM_API_BASE": local_llm,
            "MEMVAULT_LLM_API_KEY": "none", "MEMVAULT_LLM_TIMEOUT": "120", "MEMVAULT_LLM_MAX_TOKENS": "40"}
+    # git's own stat cache first: memvault's commits leave index entries without stat data (vault.git.
+    # fastcommit), and the `git status` below would otherwise rewrite .git/index itself.
+    git(seeded, "status", "--porcelain")
     before, head = snapshot(seeded), git(seeded, "rev-parse", "HEAD")
     state_before = sorted(p.name for p in (seeded / ".memvault").rglob("*"))
     lines = "My name is Dana.\nI live in Oslo.\nI love hiking.\n/exit\n"

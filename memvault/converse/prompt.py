@@ -96,14 +96,16 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
         wanted = retrieval.pop("top_k", None) or memvault.settings.retrieval.top_k
         # Memory follows its owner: the same user's facts from every conversation, imported ones included.
         # Team vaults (vault.shared) are the owner's choice, like the core files: not for a scoped key.
-        # Twice as many are asked for as are shown: the noise left out below must not leave the prompt short.
-        hits = memvault.search_together(query, conversation, scopes, shared=core, follow_owner=True,
-                                        top_k=wanted * NOISE_MARGIN, **retrieval)
-        # Rules and core files are shown above, in full; a journal day repeats the facts it lists, at
-        # length; an old session is left out unless it is recent enough (the latest is shown above);
-        # the user's questions and the model's non-answers are not memories (converse.knowledge).
-        kept = [hit for hit in hits if hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()
-                and not stale_session(hit, latest, memvault.settings.session) and noise(hit.role, hit.text) is None]
+        # More are asked for than are shown, and more again while the noise left out below leaves the
+        # prompt short and the search had more to give (up to NOISE_MARGIN_MAX times what is shown).
+        asked = wanted * NOISE_MARGIN
+        while True:
+            hits = memvault.search_together(query, conversation, scopes, shared=core, follow_owner=True,
+                                            top_k=asked, **retrieval)
+            kept = [hit for hit in hits if memory_worth_showing(memvault, hit, latest)]
+            if len(kept) >= wanted or len(hits) < asked or asked >= wanted * NOISE_MARGIN_MAX:
+                break
+            asked *= 2
         context.memories = kept[:wanted]
         if memvault.settings.prompt.assistant_last:  # what the user said outranks what a model answered
             context.memories.sort(key=lambda hit: hit.role == "assistant")
@@ -114,6 +116,15 @@ def gather(memvault, query: str, conversation: str, scopes: dict[str, Any],
 
 
 NOISE_MARGIN = 2
+NOISE_MARGIN_MAX = 8
+
+
+def memory_worth_showing(memvault, hit, latest) -> bool:
+    """Rules and core files are shown above, in full; a journal day repeats the facts it lists, at
+    length; an old session is left out unless it is recent enough (the latest is shown above); the
+    user's questions and the model's non-answers are not memories (converse.knowledge)."""
+    return (hit.role != "rule" and hit.role not in WORKSPACE_ROLES.values()
+            and not stale_session(hit, latest, memvault.settings.session) and noise(hit.role, hit.text) is None)
 
 
 def stale_session(hit, latest: Entry | None, session) -> bool:
