@@ -1,6 +1,7 @@
-"""An erase and the index keeper take their two locks in one order (the index's, then the vault's).
+"""Two things a long-lived process needs of a vault: an erase and the index keeper take their two locks
+in one order (the index's, then the vault's), and closing a vault stops the git processes it kept.
 
-Found in the suite: a REST erase held the vault's write lock and reached for the index's, while the
+The first was found in the suite: a REST erase held the vault's write lock and reached for the index's, while the
 server's file watcher held the index's (a reindex) and waited for the vault's: both stood still until
 the vault lock's 120 s timeout broke it. Real vault, real index, real threads.
 """
@@ -48,3 +49,35 @@ def test_a_reindex_that_holds_the_index_never_waits_out_an_erase(tmp_path, monke
         assert m.get(kept.id)[1].text.startswith("The boiler")
     finally:
         m.close()
+
+
+def git_children() -> list[str]:
+    """This process's children that are git (their command lines)."""
+    import os
+    from pathlib import Path
+
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "stat").read_text().split(") ")[1].split()[1] == str(os.getpid()):
+                command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                if command.startswith("git"):
+                    found.append(command)
+        except OSError:
+            pass  # ended meanwhile
+    return found
+
+
+def test_closing_a_memvault_stops_the_git_processes_it_kept(tmp_path):
+    """The object reader and GitPython's cat-file live as long as the vault: a server or a test worker
+    that opens many vaults must not keep one set per vault it ever opened."""
+    before = git_children()
+    m = Memvault.open(settings_module.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    try:
+        first = m.add_verbatim("The boiler service is due in March")
+        m.update(first.id, "The boiler service is due in April")
+        assert len(m.history(first.id)) >= 2  # past texts read through the kept processes
+        assert len(git_children()) > len(before)
+    finally:
+        m.close()
+    assert git_children() == before
