@@ -82,7 +82,8 @@ def test_erase_by_ids_resolves_them_as_rm_does(tmp_path):
         m.add_entries([Entry(id="6a000000-0000-4000-8000-000000000001", text="From A number 1"),
                        Entry(id="6b000000-0000-4000-8000-000000000002", text="From B number 1")])
         # a fixed id: a random one begins with "7" or "6" one time in eight and the prefixes below would match it
-        gone = m.add_entries([Entry(id="7c000000-0000-4000-8000-000000000003", text="Only history holds this one now")])[0]
+        gone = m.add_entries([Entry(id="7c000000-0000-4000-8000-000000000003",
+                                    text="Only history holds this one now")])[0]
     finally:
         m.close()
     path = next(root.rglob(f"*__{gone.id}.md"))
