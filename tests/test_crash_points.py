@@ -75,7 +75,7 @@ def run_points(tmp_path: Path, *args: str, **env: str) -> tuple[list[str], str]:
         def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(crash_points.summary())
     """))
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_") and k != "PYTEST_ADDOPTS"}
     # No plugin of the environment is loaded (hypothesis, anyio, xdist…): the run needs none of them.
     done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), *args], cwd=tmp_path, capture_output=True, text=True,
