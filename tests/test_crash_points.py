@@ -75,10 +75,12 @@ def run_points(tmp_path: Path, *args: str, **env: str) -> tuple[list[str], str]:
         def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(crash_points.summary())
     """))
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_")}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "no:xdist",
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEMVAULT_") and k != "PYTEST_ADDOPTS"}
+    # No plugin of the environment is loaded (hypothesis, anyio, xdist…): the run needs none of them.
+    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), *args], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120, env={**environ, "PYTHONPATH": str(ROOT), **env})
+                          timeout=120, env={**environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                            **env})
     assert done.returncode == 0, done.stdout + done.stderr
     return sorted(re.findall(r"::(test_\w+(?:\[[^\]]*\])?) PASSED", done.stdout)), done.stdout
 

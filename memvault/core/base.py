@@ -51,7 +51,10 @@ class Storage:
         vault.on_committing = self.keeper.journal_paths  # a kill between a commit and its indexing: caught up
 
     def close(self) -> None:
-        self.keeper.close()
+        try:
+            self.keeper.close()
+        finally:
+            self.vault.close()
 
     @contextmanager
     def write(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:

@@ -8,6 +8,8 @@ import getpass
 import json
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +87,7 @@ class Erasing:
         if self.has_index():  # journalled writes indexed: the index's rows are what it holds (none built)
             with self.keeper.caught_up():
                 pass
-        with self.vault.lock():
+        with self.locks():
             self.vault.git.check_state()
             self.vault.recover_interrupted()
             finished = 0 if dry_run else self.finish_interrupted_erase()
@@ -131,7 +133,7 @@ class Erasing:
         intent = erase_intent.pending(self.vault.state_dir)
         if intent is None:
             return 0
-        with self.vault.lock():
+        with self.locks():
             return len(intent["ids"]) if self.finish_erase() else 0
 
     def finish_erase(self) -> str | None:
@@ -143,7 +145,7 @@ class Erasing:
         intent = erase_intent.pending(state_dir)
         if intent is None:
             return None
-        with self.vault.lock():
+        with self.locks():
             if erase.reachable_objects(self.vault.root, "--all") & set(intent["blobs"]):
                 if not isinstance(intent.get("criteria"), dict):  # an older intent: nothing to select again
                     erase_intent.done(state_dir)
@@ -221,6 +223,14 @@ class Erasing:
         with self.vault.lock():
             self.purge_state(self.erased_hit(selection, None))
         self.purge_index(selection.ids)
+
+    @contextmanager
+    def locks(self) -> Iterator[None]:
+        """The index's lock, then the vault's: the order the index keeper takes them in (a reindex from the
+        server's file watcher holds the index and waits for the vault). An erase that took the vault's
+        first and then reached for the index waited out the vault lock's timeout (120 s) instead."""
+        with self.keeper.lock, self.vault.lock():
+            yield
 
     def has_index(self) -> bool:
         from memvault.index.store import FILE_NAME

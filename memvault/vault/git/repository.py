@@ -64,6 +64,12 @@ class VaultGit(GitLog, GitRemote):
         self._dirs: tuple[Path, Path] | None = None
         self._objects = ObjectReader(self.work_dir)
 
+    def close(self) -> None:
+        """Stop the git processes kept running for this repository (each starts again on next use)."""
+        self._objects.close()
+        if self._repo is not None:
+            self._repo.close()  # GitPython's persistent cat-file processes
+
     @property
     def repo(self):
         if self._repo is None:

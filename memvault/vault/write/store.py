@@ -58,6 +58,10 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
         self.on_committing = None  # callable(paths) told which files a transaction is about to commit
 
     # -- opening -------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the git processes kept for reading (a long-lived process opens many vaults)."""
+        self.git.close()
+
     @staticmethod
     def check_root(path: Path) -> Path:
         path = Path(path).expanduser()
