@@ -41,9 +41,9 @@ def hanging_vault(tmp_path: Path) -> tuple[Path, Path]:
     return vault, pid_file
 
 
-def start_sync(vault: Path, timeout: str) -> subprocess.Popen:
+def start_sync(vault: Path, timeout: str, command: str = "sync") -> subprocess.Popen:
     env = {**os.environ, "MEMVAULT_SYNC_TIMEOUT_SECONDS": timeout}
-    return subprocess.Popen([sys.executable, "-m", "memvault", "sync", "--vault", str(vault)], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "memvault", command, "--vault", str(vault)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=env, start_new_session=True)
 
 
@@ -64,9 +64,10 @@ def wait_for(pid_file: Path, limit: float = 60) -> int:
     raise AssertionError("the sync never reached its fetch")
 
 
-def test_a_remote_that_never_answers_times_out_with_one_line(tmp_path):
+@pytest.mark.parametrize("command", ["sync", "pull"])
+def test_a_remote_that_never_answers_times_out_with_one_line(tmp_path, command):
     vault, pid_file = hanging_vault(tmp_path)
-    sync = start_sync(vault, "3")
+    sync = start_sync(vault, "3", command)
     ssh = wait_for(pid_file)
     started = time.monotonic()
     try:
@@ -75,7 +76,7 @@ def test_a_remote_that_never_answers_times_out_with_one_line(tmp_path):
         sync.kill()
     print(f"timed out {time.monotonic() - started:.2f} s after the ssh started (limit 3 s)")
     assert time.monotonic() - started < 10
-    assert sync.returncode == 4, stderr
+    assert sync.returncode == (4 if command == "sync" else 1), stderr
     lines = stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "no answer from the remote in 3 s" in lines[0] and "sync.timeout_seconds" in lines[0]
     assert not alive(ssh)

@@ -113,6 +113,28 @@ def push_unsafe_commit(clone: Path, folder: str, name: str) -> str:
     return commit
 
 
+@pytest.mark.parametrize(("folder", "name"), [("", ".memvault"), ("entries", ".GIT")])
+def test_a_pull_of_a_tree_no_checkout_can_hold_moves_nothing_and_says_to_sync(tmp_path, folder, name):
+    """`pull` checks out the remote's tree as it is: it refuses that tree in one line before anything
+    moves (git's own checkout would stop later, or write `.memvault` over this device's state)."""
+    remote, (laptop, desktop) = devices(tmp_path)
+    add(laptop, KEPT)
+    laptop.ok("sync")
+    desktop.ok("sync")
+    push_unsafe_commit(outsider(tmp_path, remote), folder, name)
+    head = git(desktop.vault, "rev-parse", "HEAD").strip()
+    pulled = desktop("pull")
+    assert pulled.exit_code == 1 and "Traceback" not in pulled.stderr
+    [line] = pulled.stderr.strip().splitlines()
+    assert "no checkout can hold safely" in line and "memvault sync" in line, line
+    assert git(desktop.vault, "rev-parse", "HEAD").strip() == head
+    assert not list(desktop.vault.rglob("planted.md"))
+    assert "green tea" not in (desktop.vault / "core" / "USER.md").read_text()
+    assert_clean(desktop.vault)
+    assert desktop.ok("sync").exit_code == 0  # sync brings the rest of that commit in
+    assert "green tea" in (desktop.vault / "core" / "USER.md").read_text()
+
+
 @pytest.mark.parametrize(("folder", "name"), [("entries", ".."), ("", ".."), ("entries", ".GIT"),
                                               ("", ".memvault"), ("", "ENTRIES"), ("entries", "git~1")])
 def test_a_commit_no_checkout_can_hold_is_refused_by_name_and_every_device_goes_on(tmp_path, folder, name):

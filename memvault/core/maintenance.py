@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memvault.errors import UsageError
+from memvault.errors import UsageError, VaultError
 from memvault.vault.forget import record as erasure_record
 from memvault.vault.forget.eviction import GcPlan, parse_age, plan_eviction, plan_purge
 from memvault.vault.format.entry import Entry, now
@@ -101,12 +101,26 @@ class Maintenance:
         try:
             with self.vault.lock():
                 install_drivers(self.vault.git)  # this machine's interpreter and module path, before git merges
-                self.vault.git.pull(remote or self.settings.vault.git_remote or None)
+                self.vault.git.pull(remote or self.settings.vault.git_remote or None,
+                                    self.settings.sync.timeout_seconds, self.refuse_unsafe)
                 erasure_record.drop_erased(self.vault.root)  # what erasure records list never comes back through a pull
         except PullClash:
             self.storage.reindex()  # what arrived is in the files: the index follows them, then the error is told
             raise
         return self.storage.reindex()
+
+    def refuse_unsafe(self, tracking: str) -> None:
+        """A pull checks out the remote's tree as it is: one that holds a path no checkout can hold
+        safely (vault.devices.safety) is refused before anything moves; `sync` merges the rest of it."""
+        from memvault.vault.devices import safety
+
+        git = self.vault.git
+        root_prefix = "" if git.repo_path(".") == "." else git.repo_path(".")
+        flagged = safety.unsafe_paths(git, tracking, root_prefix, git.head_sha())
+        if flagged:
+            shown = ", ".join(repr(p) for p in sorted(flagged)[:3]) + (" ..." if len(flagged) > 3 else "")
+            raise VaultError(f"the remote's head holds {len(flagged)} path(s) no checkout can hold safely "
+                             f"({shown}): nothing was pulled; `memvault sync` merges the rest without them")
 
     def stray_files(self) -> list:
         """Markdown files under entries/ that are in no folder memvault reads (see Vault.stray_files)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from memvault.errors import VaultError
 from memvault.vault.git.errors import GitFailed, last_line
-from memvault.vault.git.process import OWN_CONFIG, run_git
+from memvault.vault.git.process import OWN_CONFIG, GitTimeout, run_git
 
 
 class GitRemote:
@@ -48,16 +50,26 @@ class GitRemote:
             raise VaultError(f"git push to {name} failed: {last_line(exc)}") from None
         return name
 
-    def pull(self, remote: str | None = None) -> str:
-        """Fetch and rebase local commits on the remote's (memvault's commits touch distinct files)."""
+    def pull(self, remote: str | None = None, timeout: float = 0.0, check: Callable[[str], None] | None = None) -> str:
+        """Fetch (stopped after `timeout` seconds, as sync's fetch) and rebase local commits on the
+        remote's (memvault's commits touch distinct files). `check(tracking_ref)` may refuse what
+        arrived before anything is checked out (core.maintenance: a tree no checkout can hold)."""
         import git
 
         self.check_state()
         self.remove_stale_locks()  # memvault.core.Memvault.pull holds the vault's lock
         name = self.remote_name(remote)
         branch = self.repo.active_branch.name
+        tracking = f"refs/remotes/{name}/{branch}"
         try:
-            self.repo.git.pull("--rebase", "--autostash", name, branch, env=self.env)
+            self.run_network("fetch", "--quiet", "--no-tags", name, f"+refs/heads/{branch}:{tracking}",
+                             timeout=timeout)
+        except (GitFailed, GitTimeout) as exc:
+            raise VaultError(f"git pull from {name} stopped: {exc}") from None
+        if check is not None:
+            check(tracking)
+        try:
+            self.repo.git.rebase("--autostash", tracking, env=self.env)
         except git.GitCommandError as exc:
             raise VaultError(f"git pull from {name} stopped: {last_line(exc)} (resolve it with git, then "
                              "run `memvault reindex`)") from None
