@@ -141,3 +141,25 @@ def test_the_real_local_model_looping_is_stopped_and_its_loop_never_stored(local
 
     assert chunks[-1].choices[0].finish_reason == "length" and len(shown) < len(plain)
     assert len(stored) == 1 and shown.startswith(stored[0]) and good_part(stored[0]) == (stored[0], None)
+
+
+def test_the_real_local_model_s_extraction_stops_at_the_facts_it_may_give():
+    """SmolLM2 asked for the facts of a greeting, on a fresh server (nothing of the prompt cached yet),
+    writes object after object until max_tokens: 6 of them in 300 tokens without the bound (and 2
+    once the prompt is cached: the cache's numerics differ). The bounded schema's grammar, which the
+    server enforces, stops it at MAX_DEFAULT_FACTS objects."""
+    import dataclasses
+
+    from memvault.curate import prompts
+    from memvault.curate.extract import extract_fact_records
+    from memvault.curate.llm import LLMClient
+    from tests.support.local_llm import MODEL_NAME, local_llm_server
+
+    answers = []
+    with local_llm_server() as url:
+        llm = LLMClient(dataclasses.replace(Settings().llm, model=f"openai/{MODEL_NAME}", api_base=url,
+                                            api_key="none", max_tokens=300, temperature=0.0))
+        recording = SimpleNamespace(complete=lambda messages, json_schema=None: answers.append(
+            llm.complete(messages, json_schema)) or answers[-1])
+        extract_fact_records(recording, [{"role": "user", "content": "Hey Mel! Good to see you! How have you been?"}])
+    assert 1 <= answers[0].count('"text"') <= prompts.MAX_DEFAULT_FACTS, answers[0]

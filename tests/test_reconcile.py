@@ -38,7 +38,7 @@ def test_prompt_shows_candidates_once_with_short_ids_and_numbered_facts():
     neighbours = {facts[0]: [PIZZA, PARIS], facts[1]: [PARIS, CRICKET]}
     plan, llm = run("[]", facts, neighbours)
     [call] = llm.calls
-    assert call.json_schema == prompts.RECONCILIATION_SCHEMA
+    assert call.json_schema == prompts.bounded(prompts.RECONCILIATION_SCHEMA, 4, prompts.MAX_FACT_CHARS)
     assert short_ids(call) == {PIZZA[1]: "0", PARIS[1]: "1", CRICKET[1]: "2"}
     assert "fact 0: The user no longer likes pizza.\nfact 1: The user moved to Berlin." in call.prompt
     assert "m-pizza" not in call.prompt  # real ids never reach the LLM

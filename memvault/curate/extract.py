@@ -55,8 +55,10 @@ def extract_fact_records(llm: LLM, messages: list[dict], prompt: str | None = No
     if not said.strip():
         return []
     template = prompts.EXTRACTION_INPUT_WHOLE if whole and said_by_several(messages) else prompts.EXTRACTION_INPUT
-    answer = llm.complete(extraction_messages(said, context, prompt, template), json_schema=prompts.EXTRACTION_SCHEMA)
-    return parse_fact_records(answer)[: fact_limit(prompt, whole)]
+    limit = fact_limit(prompt, whole)
+    schema = prompts.bounded(prompts.EXTRACTION_SCHEMA, limit, prompts.MAX_FACT_CHARS)
+    answer = llm.complete(extraction_messages(said, context, prompt, template), json_schema=schema)
+    return parse_fact_records(answer)[:limit]
 
 
 def fact_limit(prompt: str | None, whole: bool = False) -> int:

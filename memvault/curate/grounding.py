@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from memvault.curate.meaning import SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
+from memvault.curate.prompts import MAX_FACT_CHARS
 from memvault.text.wording import (
     FREE_WORDS,
     PLACEHOLDER,
@@ -39,7 +40,6 @@ from memvault.text.wording import (
     roots_of,
 )
 
-MAX_FACT_CHARS = 500  # a fact is one sentence or two; longer is a runaway answer
 MAX_REPEATS = 4  # a content word said this many times in one fact is a loop, not a fact
 EVIDENCE_SHARE = 0.8  # of an evidence quote's words that must be in the source when it is not verbatim
 EXAMPLE_SIMILARITY = 0.6  # content-word Jaccard at or above which a fact is the prompt's example

@@ -7,6 +7,7 @@ JSON braces in examples need no escaping).
 from __future__ import annotations
 
 MAX_DEFAULT_FACTS = 3
+MAX_FACT_CHARS = 500  # a fact is one sentence or two; longer is a runaway answer (curate.grounding)
 
 # The prompts' examples are placeholders in angle brackets: a small model that copies an example
 # copies a placeholder, which the grounding guard (memvault.curate.grounding) always refuses; and
@@ -67,6 +68,18 @@ EXTRACTION_SCHEMA: dict = {
         "required": ["text", "subject", "predicate", "object"],
     },
 }
+
+
+
+def bounded(schema: dict, items: int, chars: int = 0) -> dict:
+    """`schema` (an array of objects) that also says how much an answer may hold: at most `items`
+    objects, each string at most `chars` long. A server that turns the schema into a grammar (llama.cpp:
+    memvault's own, llm.local_model) then stops there, where a small model would ramble on to max_tokens
+    (SmolLM2 wrote 1,024 tokens of repeats for 3 facts, 65 s under load; bounded, 31 s)."""
+    strings = {name: {**spec, "maxLength": chars} if chars and spec.get("type") == "string" else spec
+               for name, spec in schema["items"]["properties"].items()}
+    return {**schema, "maxItems": items, "items": {**schema["items"], "properties": strings}}
+
 
 RECONCILIATION = """\
 You keep a user's memory store consistent. You are shown memories already stored, each with a \

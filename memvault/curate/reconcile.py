@@ -33,6 +33,7 @@ from memvault.vault.format.entry import text_hash
 EVENTS = ("ADD", "UPDATE", "DELETE", "NONE")
 # The semantic layer's words for the same decisions: a restated fact bumps the stored one (NONE), a
 # changed fact supersedes it (UPDATE), a fact true beside it coexists with it (ADD).
+EVENTS_PER_FACT = 2  # a fact may give two events (DELETE an old memory and ADD the new fact)
 SYNONYMS = {"BUMP": "NONE", "SUPERSEDE": "UPDATE", "COEXIST": "ADD"}
 EVENT_LIST_KEYS = ("memory", "events", "decisions", "actions", "memories", "results")
 # Words too common to tie an event to a fact when the LLM left out the fact's number.
@@ -91,7 +92,9 @@ def reconcile(
     if not prep.asked or llm is None:
         return unasked(prep)
     try:
-        return finish(prep, llm.complete(reconcile_messages(prep), json_schema=prompts.RECONCILIATION_SCHEMA))
+        schema = prompts.bounded(prompts.RECONCILIATION_SCHEMA, EVENTS_PER_FACT * len(prep.asked),
+                                  prompts.MAX_FACT_CHARS)
+        return finish(prep, llm.complete(reconcile_messages(prep), json_schema=schema))
     except LLMError as exc:
         return finish(prep, None, f"LLM failed: {exc}")
 
