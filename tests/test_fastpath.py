@@ -156,6 +156,6 @@ def test_the_common_tabs_take_the_fast_path(vault):
 def test_zsh_help_that_rich_would_wrap_goes_to_typer(vault):
     """typer renders zsh's and fish's help with rich at the terminal's width: a narrow one wraps it."""
     root, _ = vault
-    env = typer_env("zsh", "memvault search --", COLUMNS="30", MEMVAULT_VAULT=str(root))
+    env = typer_env("zsh", "memvault ", COLUMNS="30", MEMVAULT_VAULT=str(root))
     assert not took_fast_path([], env)
     assert fast([], env) == oracle([], env)
