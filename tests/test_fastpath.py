@@ -159,3 +159,29 @@ def test_zsh_help_that_rich_would_wrap_goes_to_typer(vault):
     env = typer_env("zsh", "memvault ", COLUMNS="30", MEMVAULT_VAULT=str(root))
     assert not took_fast_path([], env)
     assert fast([], env) == oracle([], env)
+
+
+@pytest.mark.parametrize("setting", ["default vault", "MEMVAULT_VAULT_PATH", "both variables", "config file",
+                                     "broken config file", "missing config file", "another variable"])
+def test_completion_finds_the_vault_the_settings_name(vault, tmp_path, setting):
+    """Where the vault is: the fast path skips loading the settings only when they could not differ."""
+    root, ids = vault
+    data = tmp_path / "data"
+    (data / "memvault").mkdir(parents=True)
+    (data / "memvault" / "vault").symlink_to(root)
+    config = tmp_path / "config.toml"
+    env = {"XDG_DATA_HOME": str(data), "XDG_CONFIG_HOME": str(tmp_path / "nothing"), "HOME": str(tmp_path)}
+    env.update({"default vault": {}, "MEMVAULT_VAULT_PATH": {"MEMVAULT_VAULT_PATH": str(root)},
+                "both variables": {"MEMVAULT_VAULT": str(root), "MEMVAULT_VAULT_PATH": "/nowhere"},
+                "config file": {"MEMVAULT_CONFIG": str(config)}, "broken config file": {"MEMVAULT_CONFIG": str(config)},
+                "missing config file": {"MEMVAULT_CONFIG": str(tmp_path / "none.toml")},
+                "another variable": {"MEMVAULT_VAULT_MAX_ENTRIES": "zero"}}[setting])
+    config.write_text(f'[vault]\npath = "{root}"\n' if setting == "config file" else "[vault]\nno_such = 1\n")
+    for line in (f"memvault show {ids[0][:2]}", "memvault list -c "):
+        base = bash_env(line, **env)
+        if setting != "both variables":
+            base.pop("MEMVAULT_VAULT", None)
+        printed, _ = probed([], base)
+        assert printed == oracle([], base), (setting, line)
+        assert (printed[0].strip() != b"") == (setting not in ("broken config file", "missing config file",
+                                                                "another variable")), (setting, printed)

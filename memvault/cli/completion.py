@@ -20,11 +20,16 @@ DELETED_NOTE = ", deleted"  # how a soft-deleted memory is described beside its 
 
 def vault_root(ctx) -> str | None:
     """The vault folder the command being completed would open, or None if settings are broken."""
-    from memvault import settings as settings_module
-    from memvault.errors import MemvaultError
+    from memvault.config_paths import plain_vault_path
 
     params = getattr(ctx, "params", None) or {}
     vault = params.get("vault")
+    plain = plain_vault_path(params.get("config"), str(vault) if vault else None)
+    if plain is not None:  # the settings could neither choose another nor refuse: not worth loading them
+        return os.path.expanduser(plain)
+    from memvault import settings as settings_module
+    from memvault.errors import MemvaultError
+
     try:
         settings = settings_module.load(params.get("config"), {"vault.path": str(vault) if vault else None})
     except (MemvaultError, OSError):
