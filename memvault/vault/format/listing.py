@@ -242,7 +242,7 @@ def quick_entry_names(root: str, include_deleted: bool, id_prefix: str = "") -> 
     `id_prefix`, only the files named '<stamp>__<id>.md' with an id that starts so (a few characters
     typed: a sixteenth of a large vault's names parsed). Where entries live is decided here and in
     EntryListing.entry_names: a change of layout changes both."""
-    entries = os.path.join(root, layout.ENTRIES)
+    entries, marked = os.path.join(root, layout.ENTRIES), "__" + id_prefix  # id_prefix is lower case
     for conversation in folder_names(entries):
         homes = [(os.path.join(entries, conversation), False)]
         if include_deleted:
@@ -250,13 +250,13 @@ def quick_entry_names(root: str, include_deleted: bool, id_prefix: str = "") -> 
         for home, deleted in homes:
             for kind in layout.KIND_DIRS.values():
                 try:
-                    with os.scandir(os.path.join(home, kind)) as found:
-                        names = [f.name for f in found if f.name.endswith(".md") and not f.name.startswith(".")
-                                 and f.name.rpartition("__")[2].lower().startswith(id_prefix)]
+                    names = os.listdir(os.path.join(home, kind))  # names only: no DirEntry, no stat
                 except OSError:
                     continue
-                for name in names:
-                    yield conversation, kind, deleted, name
+                for name in names:  # the cheap test first: it keeps a sixteenth of the names per character
+                    if marked in name.lower() and name.endswith(".md") and name[0] != "." \
+                            and name.rpartition("__")[2].lower().startswith(id_prefix):
+                        yield conversation, kind, deleted, name
 
 
 def folder_names(path: str) -> list[str]:
