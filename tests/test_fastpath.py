@@ -185,3 +185,10 @@ def test_completion_finds_the_vault_the_settings_name(vault, tmp_path, setting):
         assert printed == oracle([], base), (setting, line)
         assert (printed[0].strip() != b"") == (setting not in ("broken config file", "missing config file",
                                                                 "another variable")), (setting, printed)
+
+
+def test_python_m_memvault_keeps_its_own_program_name():
+    """click calls the program `python -m memvault` there: the prebuilt texts (`memvault`) must not answer."""
+    done = subprocess.run([sys.executable, "-m", "memvault", "--help"], env=base_env(COLUMNS="100"),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("Usage: python -m memvault [OPTIONS]")

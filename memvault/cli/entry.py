@@ -15,18 +15,13 @@ PROG = "memvault"
 
 
 def main() -> None:
-    code = quick(sys.argv[1:]) if program_name() == PROG else None
+    # The texts say `memvault`: click names the program after argv[0] (`python -m memvault` runs __main__.py).
+    code = quick(sys.argv[1:]) if os.path.basename(sys.argv[0]) == PROG else None
     if code is not None:
         sys.exit(code)
     from memvault.cli.app import main as run_application
 
     run_application()
-
-
-def program_name() -> str:
-    """The name click would give the program: `python -m memvault` is not `memvault` (its usage line differs)."""
-    package = getattr(sys.modules.get("__main__"), "__package__", None)
-    return f"python -m {package}" if package else os.path.basename(sys.argv[0])
 
 
 def quick(args: list[str]) -> int | None:
