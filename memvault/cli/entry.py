@@ -37,8 +37,8 @@ def quick(args: list[str]) -> int | None:
     if args and args[-1] in ("--help", "-h") and tuple(args[:-1]) in prebuilt.HELP:
         return write(sys.stdout, prebuilt.HELP[tuple(args[:-1])], 0)
     if tuple(args) in prebuilt.BARE:  # `memvault`, `memvault rules`: a group given no command
-        stream, text, code = prebuilt.BARE[tuple(args)]
-        return write(getattr(sys, stream), text, code)
+        stream, code = prebuilt.BARE[tuple(args)]
+        return write(getattr(sys, stream), prebuilt.HELP[tuple(args)], code)
     return None
 
 
