@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Where the config file and the default vault are: their own light module, for shell completion.
+from memvault.config_paths import config_path, default_config_path, default_vault_path  # noqa: F401
 from memvault.errors import ConfigError
 
 # A chat's memory mode (chat --memory-mode, the proxy's "memory_mode", Memory(mode=)) -> incognito:
@@ -387,16 +389,6 @@ LOCAL_LLM = "openai/local"
 ENV_ALIASES = {"vault.path": "MEMVAULT_VAULT", "llm.model": "MEMVAULT_LLM_MODEL", "server.api_key": "MEMVAULT_API_KEY"}
 
 
-def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "memvault" / "config.toml"
-
-
-def default_vault_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "memvault" / "vault"
-
-
 def load(config_file: str | Path | None = None, flags: dict[str, Any] | None = None) -> Settings:
     """The effective settings. `flags` maps 'section.name' to values given on the command line."""
     settings = Settings()
@@ -488,10 +480,6 @@ def put(table: Any, name: str, value: Any) -> None:
         table[name] = value
     else:
         table.value._insert_after(keys[-1], name, value)  # tomlkit has no public insert
-
-
-def config_path(config_file: str | Path | None = None) -> Path:
-    return Path(config_file) if config_file else Path(os.environ.get("MEMVAULT_CONFIG") or default_config_path())
 
 
 # A team vault's name (vault.shared "name=path"; `--to NAME`): a short word, never the personal vault's mark.

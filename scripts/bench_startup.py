@@ -11,8 +11,10 @@ CPU (user + sys of the child, which a busy machine inflates less than wall time)
   proves `memvault list` imports no model library
 - a cold `memvault search` on that vault         target < 1.5 s (index already built)
 
-and the import time of `memvault.cli.app` as `python -X importtime` sums it (the median of --runs), and with
---instructions the instructions one run of each start-up row executes (valgrind), which load does not change.
+The help and completion rows are answered by the program's fast path (memvault/cli/entry.py: prebuilt texts,
+no typer); the import time of `memvault.cli.app` (typer and every command, what any other command pays) is
+printed as `python -X importtime` sums it (the median of --runs), and with --instructions the instructions one
+run of each start-up row executes (valgrind), which load does not change.
 
 The vault is synthetic (scripts/synth_vault.py), kept in the temporary folder for the next run, index included.
 Bytecode is cached in a temporary folder, as an installed package would have it.

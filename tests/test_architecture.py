@@ -1,7 +1,7 @@
 """The layering of memvault, frozen: every `memvault` import (lazy ones in functions included) is read
 with `ast` and checked against the graph below (docs/architecture.md, Data flow).
 
-    errors, extras                    base
+    errors, extras, config_paths      base (config_paths: where the config file and the default vault are)
     text            <- errors         text judgement: words compared, secrets found and redacted
     vault           <- text           files and git, in parts (VAULT_LAYERS):
                                       format <- git <- write, forget <- devices
@@ -32,16 +32,17 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memvault"
-BASE = {"errors", "settings", "extras"}
+BASE = {"errors", "settings", "extras", "config_paths"}
 BENEATH = {"text", "vault", "models", "index", "retrieve", "curate"}  # beneath the facade: never a door's
 # Which parts of memvault each part may import (a part: memvault.<part>..., "memvault" is the package
 # itself: its __version__, and the mem0 names it loads lazily from api).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "extras": {"errors"},
+    "config_paths": set(),
     "text": {"errors"},
     "vault": {"errors", "text"},
-    "settings": {"errors", "vault"},
+    "settings": {"errors", "vault", "config_paths"},
     "models": BASE,
     "index": BASE | {"text", "vault", "models"},
     "retrieve": BASE | {"text", "vault", "models", "index"},

@@ -21,6 +21,7 @@ def script(name: str):
 
 gen_completions = script("gen_completions")
 gen_man = script("gen_man")
+gen_prebuilt = script("gen_prebuilt")
 
 
 @pytest.mark.parametrize("shell", sorted(gen_completions.FILES))
@@ -33,6 +34,12 @@ def test_completion_script_is_up_to_date(shell):
 def test_man_page_is_up_to_date():
     committed = (ROOT / gen_man.MAN_FILE).read_text(encoding="utf-8")
     assert committed == gen_man.render(), f"{gen_man.MAN_FILE} is out of date: run `python scripts/gen_man.py`"
+
+
+def test_prebuilt_help_and_completion_tables_are_up_to_date():
+    """The fast path's help texts and completion tables (memvault/cli/prebuilt.py) are the CLI's own."""
+    committed = (ROOT / gen_prebuilt.OUT).read_text(encoding="utf-8")
+    assert committed == gen_prebuilt.render(), f"{gen_prebuilt.OUT} is out of date: run scripts/gen_prebuilt.py"
 
 
 def test_man_page_is_deterministic():

@@ -63,6 +63,54 @@ def test_completing_names_loads_nothing_beneath_the_cli(words, expected):
     assert beneath_the_cli(modules) == []
 
 
+# The real program's entry (memvault/cli/entry.py): help and the common TABs answered from prebuilt tables.
+ENTRY_PROBE = """
+import json, sys
+sys.argv = ["memvault", *sys.argv[1:]]
+from memvault.cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+WITHOUT_TYPER = ["typer", "click", "rich", "shutil"]  # typer and click alone are most of the 0.1 s budget
+
+
+def entry_loaded(args: list[str], **env: str) -> tuple[str, set[str]]:
+    env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "COLUMNS": "100", **env}
+    done = subprocess.run([sys.executable, "-c", ENTRY_PROBE, *args], capture_output=True, text=True, timeout=60,
+                          env=env)
+    return done.stdout, set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], [], ["rules"], ["add", "--help"], ["rules", "add", "-h"]],
+                         ids=lambda args: " ".join(args) or "memvault")
+def test_help_loads_neither_typer_nor_click(args):
+    _, modules = entry_loaded(args)
+    assert [m for m in WITHOUT_TYPER if m in modules] == []
+    assert heavy(modules) == []
+    assert beneath_the_cli(modules) == []
+
+
+@pytest.mark.parametrize(("words", "expected"), [("memvault se", "search"), ("memvault search --to", "--top-k"),
+                                                 ("memvault rules ", "add"), ("memvault list -c ", ""),
+                                                 ("memvault show 0", "")])
+def test_completing_loads_neither_typer_nor_click(tmp_path, words, expected):
+    out, modules = entry_loaded([], _MEMVAULT_COMPLETE="complete_bash", COMP_WORDS=words,
+                                COMP_CWORD=str(len(words.split(" ")) - 1), MEMVAULT_VAULT=str(tmp_path))
+    assert expected in out.split() + [""]
+    assert [m for m in WITHOUT_TYPER if m in modules] == []
+    assert heavy(modules) == []
+    if expected:  # names: nothing beneath the CLI; ids and conversations read the settings and list the vault
+        assert beneath_the_cli(modules) == []
+
+
+def test_the_entry_guard_sees_typer_when_typer_answers():
+    _, modules = entry_loaded(["--version"])
+    assert "typer" in modules and "click" in modules
+
+
 def test_the_guard_sees_what_a_command_loads():
     """The probe is not blind: running a command does load what --help must not."""
     _, modules = loaded(["config", "path"])

@@ -7,7 +7,6 @@ would use: --vault, else MEMVAULT_VAULT or the config file, else the default.
 """
 
 import os
-from collections.abc import Iterator
 from datetime import datetime
 
 # More matches than this and the shell gets the distinct next characters instead of full ids:
@@ -21,11 +20,16 @@ DELETED_NOTE = ", deleted"  # how a soft-deleted memory is described beside its 
 
 def vault_root(ctx) -> str | None:
     """The vault folder the command being completed would open, or None if settings are broken."""
-    from memvault import settings as settings_module
-    from memvault.errors import MemvaultError
+    from memvault.config_paths import plain_vault_path
 
     params = getattr(ctx, "params", None) or {}
     vault = params.get("vault")
+    plain = plain_vault_path(params.get("config"), str(vault) if vault else None)
+    if plain is not None:  # the settings could neither choose another nor refuse: not worth loading them
+        return os.path.expanduser(plain)
+    from memvault import settings as settings_module
+    from memvault.errors import MemvaultError
+
     try:
         settings = settings_module.load(params.get("config"), {"vault.path": str(vault) if vault else None})
     except (MemvaultError, OSError):
@@ -33,48 +37,23 @@ def vault_root(ctx) -> str | None:
     return os.path.expanduser(settings.vault.path)
 
 
-def _subdirs(path: str) -> Iterator[os.DirEntry]:
-    try:
-        with os.scandir(path) as found:
-            yield from (d for d in found if not d.name.startswith(".") and d.is_dir())
-    except OSError:
-        return
-
-
-def _names(path: str, id_prefix: str = "") -> list[str]:
-    """The entry files in `path`; with `id_prefix`, only those whose name ends in '__<id>.md' with an id
-    that starts so (a TAB after a few characters then parses a sixteenth of a large vault's names)."""
-    try:
-        with os.scandir(path) as found:
-            return [f.name for f in found if f.name.endswith(".md") and not f.name.startswith(".")
-                    and f.name.rpartition("__")[2].lower().startswith(id_prefix)]
-    except OSError:
-        return []
-
-
 def conversation_names(root: str) -> list[str]:
     """Conversation folders under entries/, sorted."""
-    from memvault.shapes import layout
+    from memvault.shapes import folder_names, layout
 
-    return sorted(d.name for d in _subdirs(os.path.join(root, layout.ENTRIES)))
+    return sorted(folder_names(os.path.join(root, layout.ENTRIES)))
 
 
 def memory_files(root: str, include_deleted: bool, id_prefix: str = "") -> dict[str, tuple[str, str, str]]:
     """id -> (conversation, kind, file name) for each entry file named by an id starting with `id_prefix`;
     a live file wins over its tombstone (kind ends in ', deleted' for tombstones)."""
-    from memvault.shapes import layout
+    from memvault.shapes import layout, quick_entry_names
 
     found: dict[str, tuple[str, str, str]] = {}
-    for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
-        homes = [(conversation.path, "")]
-        if include_deleted:
-            homes.append((os.path.join(conversation.path, "deleted"), DELETED_NOTE))
-        for home, note in homes:
-            for kind in layout.KIND_DIRS.values():
-                for name in _names(os.path.join(home, kind), id_prefix):
-                    memory_id = layout.id_from_filename(name)
-                    if memory_id and (memory_id not in found or not note):
-                        found[memory_id] = (conversation.name, KIND_LABEL.get(kind, kind) + note, name)
+    for conversation, kind, deleted, name in quick_entry_names(root, include_deleted, id_prefix):
+        memory_id = layout.id_from_filename(name)
+        if memory_id and (memory_id not in found or not deleted):
+            found[memory_id] = (conversation, KIND_LABEL.get(kind, kind) + (DELETED_NOTE if deleted else ""), name)
     return found
 
 
