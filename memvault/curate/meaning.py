@@ -368,9 +368,10 @@ def best_clause(mine: Clause, names: frozenset[str], parts: list[Clause]) -> Cla
 NEGATION_ROOTS = frozenset(root(w) for w in NEGATION_WORDS)
 
 
-def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | None:
+def meaning_problem(fact: str, source: str, superseding: bool = False, folding: bool = False) -> str | None:
     """Why `fact` says something other than `source` (the user's words, or the texts a rewrite was made
-    from), or None; the reason names the kind. `superseding`: the fact may negate (an update)."""
+    from), or None; the reason names the kind. `superseding`: the fact may negate (an update);
+    `folding`: it may put a new value where the source has an old one (a summary folding in new facts)."""
     if COPIED_AFTER_USER.match(fact):
         return "another person's or no one's: a sentence copied after \"The user\""
     parts = clauses(source)
@@ -378,7 +379,7 @@ def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | 
         return None
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
-    reason = None if superseding else mixed_problem(claim, parts)
+    reason = None if superseding or folding else mixed_problem(claim, parts)
     for mine in claim.parts:
         if reason:
             return reason
