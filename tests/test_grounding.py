@@ -151,6 +151,7 @@ def test_meaning_changes_are_refused_with_their_kind(said, fact, kind, embedder)
     ("The news said pizza prices went up.", "The user The news said pizza prices went up."),
     ("Ines said that the landlord sold the flat in Braga.", "The user sold the flat in Braga."),
     ("The chef grew up in a fishing village.", "The user grew up in a fishing village."),
+    ("Could you tell me how you organised the run?", "The user organised the run."),
 ])
 def test_another_persons_act_or_state_is_not_given_to_the_user(said, fact, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
@@ -162,6 +163,10 @@ def test_another_persons_act_or_state_is_not_given_to_the_user(said, fact, embed
     ("The trip to Crete was amazing.", "The user had an amazing trip to Crete."),
     ("I had a film camera as a kid.", "The user used to have a film camera as a kid."),  # past = used to
     ("I used to have a dog in Ohio.", "The user had a dog in Ohio."),
+    ("It reminds me of the camera I had as a kid.", "The user used to have a camera as a kid."),
+    # someone else's condition is not the user's plan
+    ("If you need any help, let me know! I just started volunteering at a shelter.",
+     "The user started volunteering at a shelter and offered help."),
 ])
 def test_what_the_user_said_of_themselves_or_others_in_their_own_words_is_kept(said, fact, embedder):
     assert fact_problem(fact, Source(said, embedder=embedder)) is None

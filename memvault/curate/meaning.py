@@ -56,6 +56,8 @@ COPIED_AFTER_USER = re.compile(r"^\W*[Tt]he [Uu]ser\s+(?:[A-Z$\d]|(?i:i|my|our|t
 AUXILIARIES = frozenset("""
 am is are was were be been being has have had do does did will would can could shall should may might must
 """.split())
+# A condition's or question's first word, before the subject it is about ("if you need", "could you tell me").
+LEADING_MODALS = frozenset("if could would can will should do does did maybe perhaps".split())
 # Words before a clause's subject that say nothing about who it is ("Yeah, honestly I ...").
 OPENERS = frozenset("""
 yeah yes yep oh ok okay well so honestly also and but then now just finally actually really hey hi
@@ -231,7 +233,7 @@ def negates(text: str) -> bool:
 def subject_of(words: tuple[str, ...], raw: str) -> tuple[str, tuple[str, ...], int]:
     """(owner, path, subject size) of a clause from its first words (see Clause)."""
     start = 0
-    while start < len(words) and start < 4 and words[start] in OPENERS:
+    while start < len(words) and start < 4 and (words[start] in OPENERS or words[start] in LEADING_MODALS):
         start += 1
     if start >= len(words):
         return "", (), 0
@@ -441,7 +443,7 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
         return f"drops a negation: the user said {clip(clause.text)}"  # "I'm vegetarian" -> "eats meat"
     if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
         return None
-    if (mine.former and clause.past) or (clause.former and mine.past):
+    if (mine.former and any(map(is_past, clause.words))) or (clause.former and mine.past):
         return None  # "I had a film camera as a kid" is "used to have one"
     if clause.negated:
         return f"drops a negation: the user said {clip(clause.text)}"
@@ -465,9 +467,11 @@ def core_roots(mine: Clause, names: frozenset[str]) -> frozenset[str]:
 
 def modality_problem(claim: Claim, mine: Clause, clause: Clause) -> str | None:
     """Whether a fact states as done what the source's clause wishes, plans, asks or supposes; the
-    fact's own clause decides whether it speaks of the past (not another clause of the same fact)."""
+    fact's own clause decides whether it speaks of the past (not another clause of the same fact).
+    Another person's wish or question ("if you need help", "could you tell me") is not the user's plan:
+    whether the fact gives it to the user is person_problem's."""
     past = mine.past if len(claim.parts) > 1 else claim.past
-    if claim.modal:
+    if claim.modal or clause.owner == "other":
         return None
     if (clause.modal or clause.future) and past:
         return f"a plan stated as past: the user said {clip(clause.text)}"
