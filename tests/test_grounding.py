@@ -163,7 +163,6 @@ def test_another_persons_act_or_state_is_not_given_to_the_user(said, fact, embed
     ("The trip to Crete was amazing.", "The user had an amazing trip to Crete."),
     ("I had a film camera as a kid.", "The user used to have a film camera as a kid."),  # past = used to
     ("I used to have a dog in Ohio.", "The user had a dog in Ohio."),
-    ("It reminds me of the camera I had as a kid.", "The user used to have a camera as a kid."),
     # someone else's condition is not the user's plan
     ("If you need any help, let me know! I just started volunteering at a shelter.",
      "The user started volunteering at a shelter and offered help."),
