@@ -114,6 +114,7 @@ def test_an_abstractive_summary_is_kept(answer, embedder):
     ("The user flew to Osaka in March.", "Osaka is not in what the user said"),
     ("The user flew to Tokyo in May.", "May is not in what the user said"),
     ("The user has never been to Tokyo.", "adds a negation"),
+    ("The user went to Lima.", "Lima is not in what the user said"),
     ("The user travels. The user travels. The user travels.", "loop"),
 ])
 def test_a_summary_that_says_what_its_input_does_not_is_refused(answer, why, embedder):
@@ -129,3 +130,10 @@ def test_a_failing_embedder_leaves_the_words_to_judge():
     assert summary_problem("The user flew to Tokyo and hiked in the Alps.", "\n".join(TRAVEL), Broken()) is None
     assert summary_problem("The user talks about travel and family.", "\n".join(TRAVEL), Broken()) == \
         "its words are not in what it summarises"
+
+
+def test_a_plan_may_be_named_but_not_said_to_have_happened(embedder):
+    turns = "I'm planning a trip to Oslo\nI want to see the fjords"
+    assert summary_problem("Oslo trip.", turns, embedder) is None
+    assert summary_problem("The user plans a trip to Oslo to see the fjords.", turns, embedder) is None
+    assert "plan stated as past" in summary_problem("The user went on a trip to Oslo.", turns, embedder)

@@ -395,7 +395,7 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
             and not reports(mine)  # "The user said thanks": what the user said, not a plan
         reason = (person_problem(subject, mine, clause) or negation
-                  or (modality_problem(claim, mine, clause) if about_predicate else None))
+                  or (modality_problem(claim, mine, clause, folding) if about_predicate else None))
     return reason
 
 
@@ -465,13 +465,14 @@ def core_roots(mine: Clause, names: frozenset[str]) -> frozenset[str]:
     return (roots - named) or roots
 
 
-def modality_problem(claim: Claim, mine: Clause, clause: Clause) -> str | None:
+def modality_problem(claim: Claim, mine: Clause, clause: Clause, folding: bool = False) -> str | None:
     """Whether a fact states as done what the source's clause wishes, plans, asks or supposes; the
     fact's own clause decides whether it speaks of the past (not another clause of the same fact).
     Another person's wish or question ("if you need help", "could you tell me") is not the user's plan:
-    whether the fact gives it to the user is person_problem's."""
+    whether the fact gives it to the user is person_problem's. A summary (`folding`) may name a plan
+    ("Oslo trip."), never say it happened."""
     past = mine.past if len(claim.parts) > 1 else claim.past
-    if claim.modal or clause.owner == "other":
+    if claim.modal or clause.owner == "other" or (folding and not past):
         return None
     if (clause.modal or clause.future) and past:
         return f"a plan stated as past: the user said {clip(clause.text)}"
