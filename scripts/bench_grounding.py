@@ -2,7 +2,8 @@
 a real vault, git and the MiniLM embedder) with a scripted LLM that answers the given facts; no real LLM.
 
 (a) LoCoMo's observation facts (the speaker's name put as "The user", the other speaker's name given
-    as the assistant turn's `name`) added from their own evidence turn: the share kept;
+    as the assistant turn's `name`, a shared photo's caption in the turn's text as LoCoMo renders it)
+    added from their own evidence turn: the share kept;
 (b) the same facts added from another turn of the same speaker: the share stored;
 (c) scripts/data/grounding_cases.jsonl: paraphrases (must be kept) and near misses (must be refused),
     per kind, its development half and its held-out half (written before the guard was tuned) apart.
@@ -65,9 +66,16 @@ def locomo_pairs(conversations: range, rng: random.Random) -> list[tuple[str, li
 
 def messages_at(turns: list[dict], index: int) -> list[dict]:
     """The turn as the user's message, the turn before it as the assistant's (named)."""
-    before = [{"role": "assistant", "content": turns[index - 1]["text"], "name": turns[index - 1]["speaker"]}] \
+    before = [{"role": "assistant", "content": shown(turns[index - 1]), "name": turns[index - 1]["speaker"]}] \
         if index else []
-    return [*before, {"role": "user", "content": turns[index]["text"]}]
+    return [*before, {"role": "user", "content": shown(turns[index])}]
+
+
+def shown(turn: dict) -> str:
+    """A turn's text as a chat shows it: a shared photo by its caption, as LoCoMo renders one (the
+    observations were written by a model that saw it)."""
+    caption = turn.get("blip_caption")
+    return f"{turn['text']} [shares {caption}]" if caption else turn["text"]
 
 
 def stored(memory, llm: FactsLLM, fact: str, messages: list[dict], user: str) -> tuple[bool, str]:

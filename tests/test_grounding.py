@@ -142,6 +142,35 @@ def test_meaning_changes_are_refused_with_their_kind(said, fact, kind, embedder)
     assert reason is not None and kind in reason, reason
 
 
+@pytest.mark.parametrize(("said", "fact"), [
+    # what a capable model (Qwen 1.5B) stored from scripts/bench_curation_quality.py's traps: "The user"
+    # put before a sentence about someone else
+    ("Bob told me his dog Rex is sick.", "The user Bob told me his dog Rex is sick."),
+    ("My aunt Rosa loved gardening; she passed away a few years ago.", "The user passed away a few years ago."),
+    ("Grandpa Joe fought in the war; he died in 1990.", "The user Grandpa Joe fought in the war and died in 1990."),
+    ("The news said pizza prices went up.", "The user The news said pizza prices went up."),
+    ("Ines said that the landlord sold the flat in Braga.", "The user sold the flat in Braga."),
+    ("The chef grew up in a fishing village.", "The user grew up in a fishing village."),
+    ("Could you tell me how you organised the run?", "The user organised the run."),
+])
+def test_another_persons_act_or_state_is_not_given_to_the_user(said, fact, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert reason is not None and "another person's" in reason, reason
+
+
+@pytest.mark.parametrize(("said", "fact"), [
+    ("My aunt passed away in May and I miss her.", "The user misses their aunt, who passed away in May."),
+    ("The trip to Crete was amazing.", "The user had an amazing trip to Crete."),
+    ("I had a film camera as a kid.", "The user used to have a film camera as a kid."),  # past = used to
+    ("I used to have a dog in Ohio.", "The user had a dog in Ohio."),
+    # someone else's condition is not the user's plan
+    ("If you need any help, let me know! I just started volunteering at a shelter.",
+     "The user started volunteering at a shelter and offered help."),
+])
+def test_what_the_user_said_of_themselves_or_others_in_their_own_words_is_kept(said, fact, embedder):
+    assert fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
 def test_without_an_embedder_the_meaning_checks_still_run_and_words_decide_closeness():
     assert fact_problem("The user plays rugby.", Source("My son Theo plays rugby")) is not None
     assert fact_problem("The user eats sugar.", Source("I stopped eating sugar")) is not None

@@ -63,6 +63,8 @@ def test_the_check_names_what_is_wrong():
     assert summary_problem("The user's summary is incomplete.", "The user lives in Galway.") == \
         "it speaks of the summary, not of what the user said"
     assert summary_problem("The user keeps tigers in Paris.", "The user lives in Galway.") == \
+        "changes a name, place or date: Paris is not in what the user said"
+    assert summary_problem("The user keeps tigers at home.", "The user lives in Galway.") == \
         "its words are not in what it summarises"
     assert summary_problem("", "x") == "an empty answer"
     assert summary_problem("The user lives in Galway.", "The user lives in Galway.") is None
@@ -78,3 +80,60 @@ def test_a_wrecked_session_summary_is_replaced_by_the_turns_openings(memvault):
     ended = memvault.end_session("chat", llm)
     assert ended.summary is not None and ended.summary.text.startswith("A session of 3 user turns: I moved to Galway")
     assert any("session summary the LLM wrote was refused" in note for note in ended.notes)
+
+
+# -- judged by meaning (with the embedder): an abstractive summary is kept, a wrong one refused ----------
+TRAVEL = ["The user flew to Tokyo in March.", "The user's sister Ana lives in Porto.",
+          "The user went hiking in the Alps with their father."]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from memvault.models.embedders import load_embedder
+
+    return load_embedder("minilm")
+
+
+@pytest.mark.parametrize("answer", [
+    "The user talks about travel and family.",
+    "The user enjoys travelling and spending time with family.",
+    "The user travels a lot: Tokyo in March, the Alps with their father; their sister Ana lives in Porto.",
+])
+def test_an_abstractive_summary_is_kept(answer, embedder):
+    notes: list[str] = []
+    assert update_summary(ScriptedLLM.always(answer), None, TRAVEL, "default", notes, embedder) == answer
+    assert notes == []
+
+
+@pytest.mark.parametrize(("answer", "why"), [
+    ("The user likes cooking and gardening.", "not close in meaning"),
+    ("I am a helpful assistant. I am here to help you with anything you need today.", "not close in meaning"),
+    ("Answer in the third person, concisely, as plain prose or short bullet lines.", "the prompt's instructions"),
+    ("The user's summary is incomplete.", "speaks of the summary"),
+    ("The user lives in Porto and travels.", "another person's"),
+    ("The user flew to Osaka in March.", "Osaka is not in what the user said"),
+    ("The user flew to Tokyo in May.", "May is not in what the user said"),
+    ("The user has never been to Tokyo.", "adds a negation"),
+    ("The user went to Lima.", "Lima is not in what the user said"),
+    ("The user travels. The user travels. The user travels.", "loop"),
+])
+def test_a_summary_that_says_what_its_input_does_not_is_refused(answer, why, embedder):
+    problem = summary_problem(answer, "\n".join(TRAVEL), embedder)
+    assert problem is not None and why in problem, problem
+
+
+def test_a_failing_embedder_leaves_the_words_to_judge():
+    class Broken:
+        def embed(self, texts, kind="passage"):
+            raise RuntimeError("model file gone")
+
+    assert summary_problem("The user flew to Tokyo and hiked in the Alps.", "\n".join(TRAVEL), Broken()) is None
+    assert summary_problem("The user talks about travel and family.", "\n".join(TRAVEL), Broken()) == \
+        "its words are not in what it summarises"
+
+
+def test_a_plan_may_be_named_but_not_said_to_have_happened(embedder):
+    turns = "I'm planning a trip to Oslo\nI want to see the fjords"
+    assert summary_problem("Oslo trip.", turns, embedder) is None
+    assert summary_problem("The user plans a trip to Oslo to see the fjords.", turns, embedder) is None
+    assert "plan stated as past" in summary_problem("The user went on a trip to Oslo.", turns, embedder)

@@ -240,7 +240,8 @@ class Sessions:
             else:
                 chosen.append(item)
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
-        if summary and llm is not None and (problem := summary_problem(summary, "\n".join(user_turns))):
+        if summary and llm is not None and (problem := summary_problem(summary, "\n".join(user_turns),
+                                                                         self.storage.embedder())):
             result.notes.append(f"the session summary the LLM wrote was refused ({problem}): the turns' openings "
                                 "are kept instead")
             summary = session_summary(None, user_turns)

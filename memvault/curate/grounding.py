@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from memvault.curate.meaning import SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
+from memvault.curate.meaning import BOUNDARY, SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
 from memvault.curate.prompts import MAX_FACT_CHARS
 from memvault.text.wording import (
     FREE_WORDS,
@@ -73,6 +73,8 @@ class Source:
         if self.embedder is None or self.vectors.get("failed"):
             return None
         units = [as_first_person(self.said)] + [as_first_person(s) for s in SENTENCE.split(self.said) if s.strip()]
+        units += [part for s in SENTENCE.split(self.said) for part in BOUNDARY.split(as_first_person(s))
+                  if part and len(part.split()) >= 3]
         try:
             if "units" not in self.vectors:
                 self.vectors["units"] = np.asarray(self.embedder.embed(units, kind="passage"))

@@ -138,7 +138,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     plan = reconcile(llm, facts, neighbours, stored.hashes, embedder=embedder)
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
-    summary = update_summary(llm, previous_summary, learned, conversation, notes) if learned else None
+    summary = update_summary(llm, previous_summary, learned, conversation, notes, embedder) if learned else None
     return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes,
                         triples, dropped + plan.dropped)
 

@@ -46,9 +46,18 @@ POSSESSIVE_OTHERS = frozenset("his her their your".split())
 REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention|appreciat|admir|acknowledg|not|"
                        r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
 USER_WORDS = frozenset("i me we us".split())
+# A subject that is a noun phrase of its own ("the new mayor", "someone on the forum"): someone or
+# something else, whose act a fact gives the user only when it copies it nearly whole.
+DETERMINERS = frozenset("the a an this that these those someone somebody everyone everybody nobody people".split())
+# "The user" then a sentence with a subject of its own ("The user Bob told me ...", "The user The news said
+# ..."): a sentence copied after the user's name, not something the user said of themselves.
+COPIED_AFTER_USER = re.compile(r"^\W*[Tt]he [Uu]ser\s+(?:[A-Z$\d]|(?i:i|my|our|the|a|an|he|she|they|his|her|their|we"
+                               r"|you|your|someone|somebody)\b)")
 AUXILIARIES = frozenset("""
 am is are was were be been being has have had do does did will would can could shall should may might must
 """.split())
+# A condition's or question's first word, before the subject it is about ("if you need", "could you tell me").
+LEADING_MODALS = frozenset("if could would can will should do does did maybe perhaps".split())
 # Words before a clause's subject that say nothing about who it is ("Yeah, honestly I ...").
 OPENERS = frozenset("""
 yeah yes yep oh ok okay well so honestly also and but then now just finally actually really hey hi
@@ -63,7 +72,8 @@ BOUNDARY = re.compile("|".join((
     r"\s+and\s+(?=(?:doesn|don|didn|isn|aren|wasn|won|never|no longer|does not|do not|did not|will not)\b)",
     r"\s*[,;]\s*(?:but|whereas|while|although|though)\s+", r"\s+but\s+",
     r",?\s+(?:despite|even though|even if|although|though|whereas)\s+",
-    r"\b(?:told me|tells me|said|says|mentioned|thinks|thought)\s+(?:that\s+)?(?=(?:he|she|they|his|her|their|it)\b)",
+    r"\b(?:told me|tells me|said|says|mentioned|thinks|thought)\s+(?:that\s+)?"
+    r"(?=(?:he|she|they|his|her|their|it|the)\b)",
 )), re.IGNORECASE)
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+-\s+|\s*;\s*")
 
@@ -158,12 +168,27 @@ class Clause:
     future: bool  # a plan by its time ("I'm flying to Tokyo on Friday")
 
     @property
+    def past(self) -> bool:
+        """Whether the clause's verb is in the past ("went", "finished", "had", "would practise" of a habit)."""
+        head = self.words[self.subject_size: self.subject_size + 3]
+        return any(is_past(w) for w in head)
+
+    @property
+    def former(self) -> bool:
+        """Whether its only negation is "used to": a past habit or state, which a past-tense clause says too."""
+        return " used to " in f" {self.text} " and not negates(f" {self.text} ".replace(" used to ", " "))
+
+    @property
     def predicate_roots(self) -> frozenset[str]:
         return frozenset(root(w) for w in self.words[self.subject_size:] if w not in FREE_WORDS)
 
     @property
     def roots(self) -> frozenset[str]:
         return frozenset(root(w) for w in self.words) | implied_roots(self.text)
+
+
+def is_past(word: str) -> bool:
+    return word in IRREGULAR_PAST or (word.endswith("ed") and len(word) > 4 and word not in FREE_WORDS)
 
 
 def as_first_person(text: str) -> str:
@@ -208,7 +233,7 @@ def negates(text: str) -> bool:
 def subject_of(words: tuple[str, ...], raw: str) -> tuple[str, tuple[str, ...], int]:
     """(owner, path, subject size) of a clause from its first words (see Clause)."""
     start = 0
-    while start < len(words) and start < 4 and words[start] in OPENERS:
+    while start < len(words) and start < 4 and (words[start] in OPENERS or words[start] in LEADING_MODALS):
         start += 1
     if start >= len(words):
         return "", (), 0
@@ -229,6 +254,11 @@ def subject_of(words: tuple[str, ...], raw: str) -> tuple[str, tuple[str, ...], 
         return "other", people, size
     if first in THIRD_PERSON or is_name(first, raw):
         return "other", (), size
+    if first in DETERMINERS:
+        noun = words[start: start + 4]
+        end = next((k for k in range(2, len(noun)) if noun[k] in AUXILIARIES or is_past(noun[k])
+                    or noun[k].endswith("s")), len(noun) - 1 if len(noun) > 2 else len(noun))
+        return "thing", (), start + end
     return "", (), 0
 
 
@@ -265,7 +295,7 @@ def claim_of(fact: str) -> Claim:
     text = normalised(as_first_person(fact))
     words = text.split()
     head = words[parts[0].subject_size: parts[0].subject_size + 3]
-    past = any(w in IRREGULAR_PAST or (w.endswith("ed") and len(w) > 4 and w not in FREE_WORDS) for w in head)
+    past = any(is_past(w) for w in head)
     return Claim(parts, text, frozenset(names_in(fact)), bool(MODAL_FACT.search(text)), past)
 
 
@@ -340,15 +370,18 @@ def best_clause(mine: Clause, names: frozenset[str], parts: list[Clause]) -> Cla
 NEGATION_ROOTS = frozenset(root(w) for w in NEGATION_WORDS)
 
 
-def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | None:
+def meaning_problem(fact: str, source: str, superseding: bool = False, folding: bool = False) -> str | None:
     """Why `fact` says something other than `source` (the user's words, or the texts a rewrite was made
-    from), or None; the reason names the kind. `superseding`: the fact may negate (an update)."""
+    from), or None; the reason names the kind. `superseding`: the fact may negate (an update);
+    `folding`: it may put a new value where the source has an old one (a summary folding in new facts)."""
+    if COPIED_AFTER_USER.match(fact):
+        return "another person's or no one's: a sentence copied after \"The user\""
     parts = clauses(source)
     if not parts:
         return None
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
-    reason = None if superseding else mixed_problem(claim, parts)
+    reason = None if superseding or folding else mixed_problem(claim, parts)
     for mine in claim.parts:
         if reason:
             return reason
@@ -362,24 +395,31 @@ def meaning_problem(fact: str, source: str, superseding: bool = False) -> str | 
         about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
             and not reports(mine)  # "The user said thanks": what the user said, not a plan
         reason = (person_problem(subject, mine, clause) or negation
-                  or (modality_problem(claim, clause) if about_predicate else None))
+                  or (modality_problem(claim, mine, clause, folding) if about_predicate else None))
     return reason
 
 
 def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
     """Whether a fact's clause (`mine`, about `subject`'s subject) gives the user what the source's
     clause says of someone else."""
-    if subject.owner not in ("user", "people") or clause.owner not in ("other", "people"):
+    if subject.owner not in ("user", "people") or clause.owner not in ("other", "people", "thing"):
         return None
     if reports(mine):
         return None
+    whose = clause.words[: clause.subject_size]
+    if any(w in mine.words[mine.subject_size:] for w in whose if w not in FREE_WORDS and w not in DETERMINERS):
+        return None  # "The user misses their aunt, who passed away": the fact says whose it is
     if clause.owner == "people" and subject.owner == "people" and same_people(subject.path, clause.path):
         return None
     if clause.owner == "other" and subject.owner == "people" and not clause.path:
         return None  # "they loved it" may be the user's kids: who "they" are is not known
     said = clause.predicate_roots
     told = [word_root for word_root in mine.predicate_roots if word_root not in NEGATION_ROOTS]
-    if told and sum(1 for word_root in told if known(word_root, said)) >= 0.5 * len(told):
+    # a noun phrase's act ("the trip was amazing") is the user's only when the fact copies it nearly whole
+    share = 0.8 if clause.owner == "thing" else 0.5
+    if clause.owner == "thing" and (subject.owner != "user" or len(told) < 2):
+        return None
+    if told and sum(1 for word_root in told if known(word_root, said)) >= share * len(told):
         whose = " ".join(clause.words[: clause.subject_size])
         given = "the user" if not subject.path else "the user's " + " ".join(subject.path)
         return f"another person's: the user said it of {whose!r}, not of {given}"
@@ -403,6 +443,8 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
         return f"drops a negation: the user said {clip(clause.text)}"  # "I'm vegetarian" -> "eats meat"
     if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
         return None
+    if (mine.former and clause.past) or (clause.former and mine.past):
+        return None  # "I had a film camera as a kid" is "used to have one"
     if clause.negated:
         return f"drops a negation: the user said {clip(clause.text)}"
     if any(part.negated or core & negated_by_state(part) for part in parts
@@ -423,14 +465,20 @@ def core_roots(mine: Clause, names: frozenset[str]) -> frozenset[str]:
     return (roots - named) or roots
 
 
-def modality_problem(claim: Claim, clause: Clause) -> str | None:
-    if claim.modal:
+def modality_problem(claim: Claim, mine: Clause, clause: Clause, folding: bool = False) -> str | None:
+    """Whether a fact states as done what the source's clause wishes, plans, asks or supposes; the
+    fact's own clause decides whether it speaks of the past (not another clause of the same fact).
+    Another person's wish or question ("if you need help", "could you tell me") is not the user's plan:
+    whether the fact gives it to the user is person_problem's. A summary (`folding`) may name a plan
+    ("Oslo trip."), never say it happened."""
+    past = mine.past if len(claim.parts) > 1 else claim.past
+    if claim.modal or clause.owner == "other" or (folding and not past):
         return None
-    if (clause.modal or clause.future) and claim.past:
+    if (clause.modal or clause.future) and past:
         return f"a plan stated as past: the user said {clip(clause.text)}"
     if clause.modal:
         return f"a {clause.modal} stated as fact: the user said {clip(clause.text)}"
-    if clause.future and claim.past:
+    if clause.future and past:
         return f"a plan stated as past: the user said {clip(clause.text)}"
     return None
 
