@@ -117,6 +117,16 @@ def test_the_guard_sees_what_a_command_loads():
     assert "memvault.settings" in beneath_the_cli(modules)
 
 
+def test_an_add_without_the_llm_loads_no_model_library(tmp_path):
+    """`memvault add --no-llm` (a shell pipeline's write) commits a file: no embedding, so no numpy, no
+    model runtime and no litellm on the way (numpy alone was a quarter of the process, issue 36)."""
+    vault = str(tmp_path / "vault")
+    loaded(["init", "--vault", vault])
+    out, modules = loaded(["add", "--no-llm", "--vault", vault, "The tram pass renews in May"])
+    assert "Added" in out or "ADD" in out, out
+    assert [m for m in ("numpy", "onnxruntime", "litellm", "tokenizers", "torch") if m in modules] == []
+
+
 def command_tree():
     import typer
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from memvault.curate.meaning import BOUNDARY, SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
 from memvault.curate.prompts import MAX_FACT_CHARS
 from memvault.text.wording import (
@@ -72,6 +70,8 @@ class Source:
         None when there is no embedder or it fails: the guard then judges by words alone."""
         if self.embedder is None or self.vectors.get("failed"):
             return None
+        import numpy as np  # here, not at the top: `add --no-llm` loads this module and never embeds
+
         units = [as_first_person(self.said)] + [as_first_person(s) for s in SENTENCE.split(self.said) if s.strip()]
         units += [part for s in SENTENCE.split(self.said) for part in BOUNDARY.split(as_first_person(s))
                   if part and len(part.split()) >= 3]
