@@ -27,6 +27,7 @@ HOMES: dict[str, str] = {
     "conversation_for_scopes": "memvault.vault.format.layout",
     "folder_for": "memvault.vault.format.layout",
     "named_scopes": "memvault.vault.format.layout",
+    "kind_files": "memvault.vault.format.listing",  # the entry files of a kind folder, day folders too
     # arguments a door parses before it calls the facade
     "filter_from_json": "memvault.retrieve.filters",  # a mem0 filter given as JSON
     "parse_age": "memvault.vault.forget.eviction",  # `--idle 20m`, `--purge-older-than 30d`

@@ -308,7 +308,7 @@ def table(n: int, repeat: int) -> None:
     month_back = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 30 * 86400))
     runs(f"`memvault search --as-of {month_back}` (a month back)", 2, "search", "green tea", "--as-of", month_back)
     runs("no-change `memvault sync`", repeat, "sync", "-q")
-    victim = next((path / "entries" / "c1" / "facts").glob("*.md")).name.rsplit("__", 1)[1][:-3]
+    victim = next((path / "entries" / "c1" / "facts").rglob("*.md")).name.rsplit("__", 1)[1][:-3]
     runs("`memvault erase` of one memory", 1, "erase", victim, "--yes", "--reason", "benchmark")
     reset_remote(path)  # erase rewrote every commit: the remote follows, for the next run's sync
     before = load()

@@ -41,17 +41,6 @@ def _subdirs(path: str) -> Iterator[os.DirEntry]:
         return
 
 
-def _names(path: str, id_prefix: str = "") -> list[str]:
-    """The entry files in `path`; with `id_prefix`, only those whose name ends in '__<id>.md' with an id
-    that starts so (a TAB after a few characters then parses a sixteenth of a large vault's names)."""
-    try:
-        with os.scandir(path) as found:
-            return [f.name for f in found if f.name.endswith(".md") and not f.name.startswith(".")
-                    and f.name.rpartition("__")[2].lower().startswith(id_prefix)]
-    except OSError:
-        return []
-
-
 def conversation_names(root: str) -> list[str]:
     """Conversation folders under entries/, sorted."""
     from memvault.shapes import layout
@@ -62,7 +51,7 @@ def conversation_names(root: str) -> list[str]:
 def memory_files(root: str, include_deleted: bool, id_prefix: str = "") -> dict[str, tuple[str, str, str]]:
     """id -> (conversation, kind, file name) for each entry file named by an id starting with `id_prefix`;
     a live file wins over its tombstone (kind ends in ', deleted' for tombstones)."""
-    from memvault.shapes import layout
+    from memvault.shapes import kind_files, layout
 
     found: dict[str, tuple[str, str, str]] = {}
     for conversation in _subdirs(os.path.join(root, layout.ENTRIES)):
@@ -71,7 +60,9 @@ def memory_files(root: str, include_deleted: bool, id_prefix: str = "") -> dict[
             homes.append((os.path.join(conversation.path, "deleted"), DELETED_NOTE))
         for home, note in homes:
             for kind in layout.KIND_DIRS.values():
-                for name in _names(os.path.join(home, kind), id_prefix):
+                for _, name in kind_files(home, kind):
+                    if not name.rpartition("__")[2].lower().startswith(id_prefix):
+                        continue  # a TAB after a few characters parses a sixteenth of a large vault's names
                     memory_id = layout.id_from_filename(name)
                     if memory_id and (memory_id not in found or not note):
                         found[memory_id] = (conversation.name, KIND_LABEL.get(kind, kind) + note, name)
