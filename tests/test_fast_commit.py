@@ -203,7 +203,7 @@ def test_a_path_a_global_ignore_file_ignores_is_refused_as_git_add_refuses_it(tm
     core = open_core(vault)
     add(core, "first")
     (tmp_path / "xdg" / "git").mkdir(parents=True)
-    (tmp_path / "xdg" / "git" / "ignore").write_text("entries/c/facts/*.md\n")
+    (tmp_path / "xdg" / "git" / "ignore").write_text("entries/c/facts/**/*.md\n")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     try:
         add(core, "ignored")

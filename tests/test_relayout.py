@@ -248,3 +248,41 @@ def test_an_edit_made_on_the_old_layout_merges_into_the_moved_file(tmp_path):
     assert flat_leftovers(laptop.vault) == []
     assert git(laptop.vault, "status", "--porcelain") == ""
     assert set(rows) == {m["id"] for m in MEMORIES.values() if not m.get("deleted")}
+
+
+def delete_as_the_release_did(root: Path, rel: str) -> None:
+    """What the release's `memvault rm` did: the file moved to deleted/ with deleted_at in front matter."""
+    parts = PurePosixPath(rel).parts
+    tomb = PurePosixPath(parts[0], parts[1], layout.DELETED, *parts[2:])
+    (root / tomb).parent.mkdir(parents=True, exist_ok=True)
+    text = (root / rel).read_text()
+    (root / tomb).write_text(text.replace("\ncreated_at:", "\ndeleted_at: '2026-03-25T10:00:00.000Z'\ncreated_at:", 1))
+    (root / rel).unlink()
+    git(root, "add", "-A", "entries")
+    git(root, "commit", "-qm", "deleted on the old layout")
+
+
+@pytest.mark.parametrize("deleting", ["migrated", "old"])
+def test_a_delete_on_one_layout_wins_over_an_edit_on_the_other(tmp_path, deleting):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(FIXTURE / "vault.bundle"), str(remote)], check=True)
+    laptop = Cli(tmp_path / "laptop")
+    Cli(tmp_path / "unused").ok("clone", str(remote), str(laptop.vault))  # moved here, not pushed yet
+    old = tmp_path / "old"
+    subprocess.run(["git", "clone", "-q", str(remote), str(old)], check=True)
+    memory_id = MEMORIES["The staging database is Postgres 15"]["id"]
+    flat = next(rel for rel in entry_paths(old) if memory_id in rel)
+    if deleting == "migrated":
+        laptop.ok("rm", memory_id)
+        (old / flat).write_text((old / flat).read_text().replace("Postgres 15", "Postgres 16"))
+        git(old, "commit", "-qam", "edited on the old layout")
+    else:
+        laptop.ok("edit", memory_id, "--text", "The staging database is Postgres 16")
+        delete_as_the_release_did(old, flat)
+    git(old, "push", "-q", "origin", "main")
+
+    laptop.ok("sync")
+    assert memory_id not in live_ids(laptop)
+    assert memory_id in {row["id"] for row in laptop.ok("list", "--deleted", "--json").json()}
+    assert git(laptop.vault, "status", "--porcelain") == ""
+    assert not [rel for rel in entry_paths(laptop.vault) if memory_id in rel and layout.DELETED not in rel]

@@ -227,6 +227,16 @@ def is_day_parts(parts: Sequence[str]) -> bool:
     return len(parts) == 3 and all(shape.match(part) for shape, part in zip(DAY_PARTS, parts, strict=False))
 
 
+def both_places(rel: PurePosixPath) -> tuple[PurePosixPath, ...]:
+    """The paths an entry file of a dated kind may have: in its day folder and in the kind folder itself
+    (a device on the older layout writes there); `rel` alone for other files."""
+    parts = rel.parts
+    if is_day_parts(parts[-4:-1]) and kind_of_parts(parts) in DATED_KINDS:
+        return rel, PurePosixPath(*parts[:-4], parts[-1])
+    dated = dated_path(rel)
+    return (rel,) if dated is None else (dated, rel)
+
+
 def dated_path(rel: PurePosixPath) -> PurePosixPath | None:
     """Where the entry file at `rel` goes in the dated layout (the day its name's stamp gives), or None
     when it is there already or stays where it is (a kind that stays flat, a name without a stamp)."""
