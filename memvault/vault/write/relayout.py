@@ -21,6 +21,7 @@ from memvault.vault.format import jsonlines, layout
 from memvault.vault.format.atomic import atomic_write
 from memvault.vault.format.listing import flat_files
 from memvault.vault.git.errors import GitFailed
+from memvault.vault.git.fastcommit import split_option
 from memvault.vault.git.log import format_message
 
 INTENT_FILE = "relayout.jsonl"
@@ -43,8 +44,8 @@ def relayout(vault) -> str | None:
     paths = [path for pair in moves.items() if place(vault.root, *pair) for path in pair]
     sha = vault.git.commit(paths, format_message(SUBJECT, "migrate", None, [])) if paths else None
     vault.forget_paths()
-    try:
-        vault.git.run("update-index", "-q", "--refresh")  # the moved files' stat data, once, not at each `git status`
+    try:  # the moved files' stat data, once, not at each `git status`; a large index's shared part renewed
+        vault.git.run("update-index", "-q", "--refresh", *split_option(vault.git))
     except GitFailed:
         pass  # only a cost: git re-hashes them when it next looks
     intent.unlink(missing_ok=True)
