@@ -230,13 +230,20 @@ def test_new_entries_go_in_day_folders_and_a_hand_written_flat_file_is_read(tmp_
     assert (rows[turn_id]["role"], rows[turn_id]["conversation_id"]) == ("user", "work")
 
 
-def test_an_edit_made_on_the_old_layout_merges_into_the_moved_file(tmp_path):
+def two_devices(tmp_path: Path) -> tuple[Cli, Path]:
+    """A remote holding the release vault; a clone made by this memvault (moved into day folders at
+    `clone`, not pushed yet), and a plain git clone standing for a device still on the release."""
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(FIXTURE / "vault.bundle"), str(remote)], check=True)
     laptop = Cli(tmp_path / "laptop")
-    Cli(tmp_path / "unused").ok("clone", str(remote), str(laptop.vault))  # moved here, not pushed yet
+    Cli(tmp_path / "unused").ok("clone", str(remote), str(laptop.vault))
     old = tmp_path / "old"
     subprocess.run(["git", "clone", "-q", str(remote), str(old)], check=True)
+    return laptop, old
+
+
+def test_an_edit_made_on_the_old_layout_merges_into_the_moved_file(tmp_path):
+    laptop, old = two_devices(tmp_path)
     work = next(rel for rel in entry_paths(old) if MEMORIES["The staging database is Postgres 15"]["id"] in rel)
     (old / work).write_text((old / work).read_text().replace("Postgres 15", "Postgres 16"))
     git(old, "commit", "-qam", "edited on the old layout")
@@ -264,12 +271,7 @@ def delete_as_the_release_did(root: Path, rel: str) -> None:
 
 @pytest.mark.parametrize("deleting", ["migrated", "old"])
 def test_a_delete_on_one_layout_wins_over_an_edit_on_the_other(tmp_path, deleting):
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(FIXTURE / "vault.bundle"), str(remote)], check=True)
-    laptop = Cli(tmp_path / "laptop")
-    Cli(tmp_path / "unused").ok("clone", str(remote), str(laptop.vault))  # moved here, not pushed yet
-    old = tmp_path / "old"
-    subprocess.run(["git", "clone", "-q", str(remote), str(old)], check=True)
+    laptop, old = two_devices(tmp_path)
     memory_id = MEMORIES["The staging database is Postgres 15"]["id"]
     flat = next(rel for rel in entry_paths(old) if memory_id in rel)
     if deleting == "migrated":
