@@ -6,8 +6,9 @@ so `git log --follow`, rename detection, `memvault history` and `--as-of` read a
 It runs with the other format migration (vault.devices.drivers.ensure_merge_setup: at `init`, `clone`
 and each sync), so files a device still on the old layout writes are moved by the next one. It is
 idempotent and safe to kill: the moves are noted in .memvault/relayout.jsonl before the first file
-moves, and a re-run finishes them. A file with uncommitted changes, or one git does not track (a file
-a person wrote by hand), is left where it is: reading accepts both places.
+moves, and a re-run finishes them. A file with uncommitted changes, one git does not track (a file a
+person wrote by hand) or one whose name carries no memvault stamp (agent-cli's `<ISO time>__<id>.md`,
+which agent-cli reads wherever it is) is left where it is: reading accepts both places.
 """
 
 from __future__ import annotations
