@@ -114,7 +114,8 @@ def open_vault(root: Path) -> Memvault:
     return Memvault.open(settings_module.load(None, {"vault.path": str(root)}))
 
 
-def test_a_migration_killed_half_way_loses_nothing_and_the_next_run_finishes_it(tmp_path, monkeypatch):
+@pytest.mark.parametrize("next_run", ["sync", "proxy start"])
+def test_a_migration_killed_half_way_loses_nothing_and_the_next_run_finishes_it(tmp_path, monkeypatch, next_run):
     cli = released(tmp_path)
     root = cli.vault
     ids = live_ids(cli)
@@ -122,8 +123,8 @@ def test_a_migration_killed_half_way_loses_nothing_and_the_next_run_finishes_it(
     real_place, placed = relayout_module.place, []
 
     def killed_after_three(*args):
-        if len(placed) == 3:
-            raise KeyboardInterrupt  # Ctrl-C between two moves
+        if len(placed) == 7:
+            raise KeyboardInterrupt  # Ctrl-C between two moves: the user turn moved, the assistant's not
         placed.append(args)
         return real_place(*args)
 
@@ -135,11 +136,16 @@ def test_a_migration_killed_half_way_loses_nothing_and_the_next_run_finishes_it(
     monkeypatch.setattr(relayout_module, "place", real_place)
     assert (root / ".memvault" / relayout_module.INTENT_FILE).exists()
     assert len(flat_leftovers(root)) == len(files)  # nothing committed yet: git still has them flat
-    assert live_ids(cli) == ids  # three files in day folders, the others flat: all read, once each
+    assert live_ids(cli) == ids  # seven files in day folders, one flat: all read, once each
 
     memvault = open_vault(root)
-    assert memvault.ensure_merge_setup()
+    if next_run == "sync":
+        assert memvault.ensure_merge_setup()
+    else:  # the proxy commits the turn files a stop left: the moved one is no new turn
+        assert memvault.commit_leftover_turns() == 0
     memvault.close()
+    user_turn = MEMORIES["Can you remind me when we deploy?"]["id"]
+    assert [e["event"] for e in cli.ok("history", user_turn, "--json").json()] == ["ADD"]
     assert flat_leftovers(root) == [] and len(entry_paths(root)) == len(files)
     assert git(root, "status", "--porcelain") == ""
     assert not (root / ".memvault" / relayout_module.INTENT_FILE).exists()

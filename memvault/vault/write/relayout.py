@@ -53,6 +53,15 @@ def relayout(vault) -> str | None:
     return sha
 
 
+def finish_interrupted(vault) -> str | None:
+    """Finish a move a kill cut short, if one is noted (takes the write lock): before anything that
+    would take its moved files, untracked in their day folders, for new ones (the proxy's leftover turns)."""
+    if not (vault.state_dir / INTENT_FILE).exists():
+        return None
+    with vault.lock():
+        return relayout(vault)
+
+
 def found_moves(vault, known: dict[str, str]) -> dict[str, str]:
     """old -> new vault path of each file in a dated kind folder itself whose bytes are HEAD's (tracked
     and unchanged). Only the kind folders are listed, not their day folders: a migrated vault costs a
