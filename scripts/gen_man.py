@@ -60,8 +60,8 @@ EXAMPLES = [
 
 FILES = [
     ("$XDG_DATA_HOME/memvault/vault", "The default vault (~/.local/share/memvault/vault), a git repository."),
-    ("<vault>/entries/<conversation>/facts/<timestamp>__<id>.md", "A fact (role memory)."),
-    ("<vault>/entries/<conversation>/turns/user/, turns/assistant/", "Chat turns, one file each."),
+    ("<vault>/entries/<conversation>/facts/<YYYY>/<MM>/<DD>/", "Facts (role memory): <timestamp>__<id>.md."),
+    ("<vault>/entries/<conversation>/turns/user/, turns/assistant/", "Chat turns, one file each, in day folders."),
     ("<vault>/entries/<conversation>/summaries/summary.md", "The conversation's rolling summary."),
     ("<vault>/entries/<conversation>/deleted/",
      "Tombstones of deleted and replaced entries (deleted_at, replaced_by)."),

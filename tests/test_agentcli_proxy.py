@@ -86,7 +86,7 @@ def test_round_trip_creates_turn_files_with_front_matter(proxy):
     while len(list(folder.rglob("*.md"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     files = sorted(folder.rglob("*.md"))
-    assert [f.parent.name for f in files] == ["assistant", "user"]  # user + assistant turns
+    assert [f.relative_to(folder).parts[:2] for f in files] == [("turns", "assistant"), ("turns", "user")]
     assert all(f.read_text().startswith("---\n") for f in files)  # YAML front matter present
 
 

@@ -148,3 +148,17 @@ def test_the_fixture_is_what_agentcli_writes(tmp_path):
     made = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
     vendored = {p.relative_to(FIXTURE): p.read_bytes() for p in FIXTURE.rglob("*") if p.is_file()}
     assert made == vendored
+
+
+def test_agentcli_files_stay_where_agentcli_put_them_and_memvault_writes_day_folders(cli):
+    before = sorted(git(cli.vault, "ls-files", "entries").splitlines())
+    listed = by_id(cli.ok("list", "--deleted", "--json").json())
+    cli.ok("init")  # the format migrations, the move into day folders among them
+    assert sorted(git(cli.vault, "ls-files", "entries").splitlines()) == before  # agent-cli's names: no stamp
+    assert by_id(cli.ok("list", "--deleted", "--json").json()).keys() == listed.keys()
+    added = cli.ok("add", "--no-llm", "The user keeps bees", "--json").json()["results"][0]["id"]
+    [path] = [rel for rel in git(cli.vault, "ls-files", "entries").splitlines() if added in rel]
+    assert path.startswith("entries/default/facts/") and len(path.split("/")) == 7  # .../<YYYY>/<MM>/<DD>/<file>
+    # agent-cli reads entries/ recursively (its _files.load_memory_files: rglob("*.md")), as this does:
+    assert added in {p.stem.rsplit("__", 1)[-1] for p in (cli.vault / "entries").rglob("*.md")
+                     if "deleted" not in p.parts}

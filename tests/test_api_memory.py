@@ -183,7 +183,7 @@ def test_get_returns_the_memory_item_and_none_when_absent(make):
     assert {**item, "score": None} == {**m.get_all(user_id="alice")["results"][0], "score": None}
     assert m.get(str(uuid.uuid4())) is None
     assert m.get("not-an-id/../x") is None
-    [turn] = (m.vault_path / "entries" / "user-alice+agent-coach" / "turns" / "user").glob("*.md")
+    [turn] = (m.vault_path / "entries" / "user-alice+agent-coach" / "turns" / "user").rglob("*.md")
     assert m.get(parse(turn.read_text()).id) is None  # a stored chat turn is not a memory
     m.delete(event["id"])
     assert m.get(event["id"]) is None

@@ -219,7 +219,7 @@ def test_writes_waiting_in_the_journal_are_not_reported_as_an_index_out_of_step(
     code, checks, _ = doctor(vault, "--no-llm-check")
     assert code == 0 and checks["index sync"]["status"] == "ok", checks["index sync"]
     assert "2 recent write(s) wait in the journal" in checks["index sync"]["detail"]
-    path = next(p for p in (vault / "entries" / "c1" / "facts").glob("*.md") if "Alice" in p.read_text())
+    path = next(p for p in (vault / "entries" / "c1" / "facts").rglob("*.md") if "Alice" in p.read_text())
     path.write_text(path.read_text().replace("Alice drinks green tea", "Alice drinks black tea"))
     _, checks, _ = doctor(vault, "--no-llm-check")
     assert checks["index sync"]["status"] == "warn" and "changed since indexed" in checks["index sync"]["detail"]

@@ -149,6 +149,28 @@ def test_a_large_index_is_made_split_and_stays_consistent(tmp_path, monkeypatch)
     core.close()
 
 
+def test_a_split_index_that_grew_is_pushed_into_a_new_shared_part(tmp_path, monkeypatch):
+    """A commit of many paths (a move into day folders) leaves them in the split part, which each later
+    write would read and rewrite whole: the next write pushes them into a new shared part."""
+    vault = tmp_path / "vault"
+    core = open_core(vault)
+    add(core, "first")
+    monkeypatch.setattr(fastcommit, "SPLIT_INDEX_BYTES", 10)
+    add(core, "second")  # split from here on
+    index = vault / ".git" / "index"
+    small = index.stat().st_size
+    monkeypatch.setattr(fastcommit, "SPLIT_INDEX_BYTES", small + 4000)
+    core.add_entries([Entry(f"bulk {i}") for i in range(300)], "many paths")
+    git(vault, "update-index", "-q", "--refresh")  # their stat data, as a person's `git status` fills it
+    grown = index.stat().st_size
+    assert grown > small + 4000
+    add(core, "after")
+    assert index.stat().st_size < grown / 4
+    assert git(vault, "status", "--porcelain") == ""
+    assert len(git(vault, "ls-files", "entries").split()) == 303
+    core.close()
+
+
 def test_a_kill_between_the_index_and_the_ref_is_undone_by_the_next_write(tmp_path):
     vault = tmp_path / "vault"
     core = open_core(vault)
@@ -203,7 +225,7 @@ def test_a_path_a_global_ignore_file_ignores_is_refused_as_git_add_refuses_it(tm
     core = open_core(vault)
     add(core, "first")
     (tmp_path / "xdg" / "git").mkdir(parents=True)
-    (tmp_path / "xdg" / "git" / "ignore").write_text("entries/c/facts/*.md\n")
+    (tmp_path / "xdg" / "git" / "ignore").write_text("entries/c/facts/**/*.md\n")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     try:
         add(core, "ignored")

@@ -8,13 +8,14 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
 from memvault.core import Memvault
 from memvault.settings import Settings
 from memvault.transfer import import_source
+from memvault.vault.format import layout
 from tests.support.cli import Cli, run_memvault
 from tests.support.exports import write_chatgpt_export
 from tests.support.scripted_llm import ScriptedLLM
@@ -137,7 +138,7 @@ def test_curate_adds_facts_in_the_conversations_own_commit_and_a_second_run_asks
     # turns, facts and the rolling summary of a conversation: one commit
     shown = git(memvault.vault.root, "show", "--name-only", "--format=%s", "HEAD~1").splitlines()
     assert shown[0] == "memvault import: 4 entries of 'Trip to Lisbon'"
-    folders = sorted({"/".join(path.split("/")[2:-1]) for path in shown[2:] if path})
+    folders = sorted({layout.kind_of(PurePosixPath(path)) for path in shown[2:] if path})  # day folders or not
     assert folders == ["facts", "summaries", "turns/assistant", "turns/user"]
     summary = memvault.vault.summary(turn.conversation_id)
     assert summary.text == "The user is flying to Lisbon in May and is vegetarian."

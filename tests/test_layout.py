@@ -1,3 +1,5 @@
+from pathlib import PurePosixPath
+
 import pytest
 
 from memvault.errors import UnsafePathError
@@ -33,6 +35,30 @@ def test_paths_follow_the_documented_layout():
     assert str(layout.relative_path(summary)) == "entries/work/summaries/summary.md"
     gone = fact.replace(deleted_at=fact.created_at)
     assert str(layout.relative_path(gone)).startswith("entries/work/deleted/facts/")
+
+
+def test_facts_turns_and_sessions_go_in_the_day_folder_of_their_stamp_rules_and_the_summary_do_not():
+    from datetime import datetime, timezone
+
+    moment = datetime(2026, 3, 5, 23, 59, 59, 999000, tzinfo=timezone.utc)
+    day = "2026/03/05/20260305T235959999Z__"
+    for role, kind in (("memory", "facts"), ("user", "turns/user"), ("assistant", "turns/assistant"),
+                       ("session", "sessions")):
+        entry = Entry("x", role=role, conversation_id="work", created_at=moment)
+        rel = layout.relative_path(entry)
+        assert str(rel) == f"entries/work/{kind}/{day}{entry.id}.md"
+        assert layout.kind_of(rel) == kind and layout.conversation_folder_of(rel) == "work"
+        flat = PurePosixPath(f"entries/work/{kind}/{rel.name}")
+        assert layout.kind_of(flat) == kind and layout.dated_path(flat) == rel  # an older vault's file
+        assert layout.dated_path(rel) is None  # there already
+        tomb = layout.tombstone_path(rel, entry)
+        assert str(tomb) == f"entries/work/deleted/{kind}/{day}{entry.id}.md" and layout.kind_of(tomb) == kind
+    rule = Entry("x", role="rule", conversation_id="work", created_at=moment)
+    assert str(layout.relative_path(rule)) == f"entries/work/rules/20260305T235959999Z__{rule.id}.md"
+    assert layout.dated_path(layout.relative_path(rule)) is None
+    assert layout.dated_path(PurePosixPath("entries/work/facts/note.md")) is None  # no stamp: stays
+    assert layout.kind_of(PurePosixPath("entries/work/summaries/2026/03/05/x.md")) == "summaries/2026/03/05"  # not read
+    assert layout.kind_of(PurePosixPath("entries/deleted/My_Chat/facts/2026/03/05/x.md")) == "facts"  # agent-cli
 
 
 def test_an_entry_with_a_forged_id_cannot_name_a_path():

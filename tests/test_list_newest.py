@@ -42,7 +42,7 @@ def test_a_hand_named_file_is_read_and_placed_by_its_front_matter(tmp_path):
 
 def test_only_the_newest_files_are_read(tmp_path):
     core = vault_with(tmp_path, [Entry(f"fact {i}", created_at=START + timedelta(days=i)) for i in range(5)])
-    oldest = sorted((core.vault.root / "entries" / "default" / "facts").iterdir())[0]
+    oldest = sorted((core.vault.root / "entries" / "default" / "facts").rglob("*.md"))[0]
     oldest.write_text("---\ncreated_at: [unclosed\n---\nbroken\n")
     assert [str(p.path) for p in core.list().broken] == [str(oldest.relative_to(core.vault.root))]
     newest = core.list(limit=2)

@@ -48,7 +48,7 @@ def subjects(vault: Path) -> list[str]:
 
 def session_files(vault: Path, conversation: str = "default") -> list[Path]:
     folder = vault / "entries" / conversation / "sessions"
-    return sorted(folder.glob("*.md")) if folder.is_dir() else []
+    return sorted(folder.rglob("*.md")) if folder.is_dir() else []
 
 
 def talk(memvault, turns, llm, conversation="default"):
@@ -188,7 +188,7 @@ def test_proxy_prompt_order_and_the_default_owner(tmp_path, upstream):
     assert "The user cooks Italian food." in sent.split(MEMORY_HEADER)[0].split(SUMMARY_HEADER)[1]
     assert "[memory] The user's favourite pasta is carbonara." in sent.split(CURRENT_HEADER)[0].split(MEMORY_HEADER)[1]
     # No memory_id: the owner is `default`, as agent-cli's is; the turn is stored there.
-    assert wait_for(lambda: list((vault / "entries" / "default" / "turns" / "user").glob("*.md")))
+    assert wait_for(lambda: list((vault / "entries" / "default" / "turns" / "user").rglob("*.md")))
 
 
 def curating_settings(vault: Path, upstream: Upstream, idle_minutes: float):

@@ -42,7 +42,8 @@ def test_opening_again_with_a_persons_untracked_file_is_no_error(vault):
 def test_a_write_is_one_commit_of_exactly_its_file(vault):
     entry = add(vault, "tea")
     files = git(vault, "show", "--name-only", "--format=", "HEAD").split()
-    assert files == [f"entries/default/facts/{vault.path_of(entry.id).name}"]
+    assert files == [str(vault.path_of(entry.id))]
+    assert files[0].startswith("entries/default/facts/") and entry.created_at.strftime("/%Y/%m/%d/") in files[0]
     assert not git(vault, "status", "--porcelain")
 
 

@@ -69,8 +69,10 @@ def test_a_linked_folder_is_reported_and_never_entered(tmp_path, outside):
     (conversation / "facts" / STAMPED).write_text(f"---\nrole: memory\n---\n{SECRET}\n")
     os.symlink(conversation, vault / "entries" / "evil")  # a whole conversation
     os.symlink(conversation / "facts", vault / "entries" / "default" / "turns")  # a kind folder
+    (vault / "entries" / "default" / "facts" / "2025").mkdir(parents=True, exist_ok=True)
+    os.symlink(conversation / "facts", vault / "entries" / "default" / "facts" / "2025" / "01")  # a day folder's month
     broken = {item["path"] for item in cli("reindex", "--json").json()["broken"]}
-    assert broken == {"entries/evil", "entries/default/turns"}
+    assert broken == {"entries/evil", "entries/default/turns", "entries/default/facts/2025/01"}
     assert "secret" not in cli.ok("search", "zebra password", "--json").stdout
 
 

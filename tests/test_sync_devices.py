@@ -197,7 +197,7 @@ def test_sessions_the_journal_and_the_rolling_summary_keep_both_sides(tmp_path):
         assert text.count(fact) == 1, text
     rolling = (laptop.vault / "entries" / "default" / "summaries" / "summary.md").read_text()
     assert "- swims on Sundays" in rolling and "- cycles daily" in rolling and f"{RESUMMARIZE}: true" in rolling
-    assert len(list((laptop.vault / "entries" / "default" / "sessions").glob("*.md"))) == 3
+    assert len(list((laptop.vault / "entries" / "default" / "sessions").rglob("*.md"))) == 3
     assert_clean(laptop.vault)
 
 

@@ -58,7 +58,7 @@ def vault(tmp_path_factory):
                                     predicate="LIKES", object="Porto", created_at=noon(YESTERDAY))], "memvault add")
         core.erase([facts[4].id], reason="test")  # history rewritten: every commit's sha changes
         # A hand edit in the work tree since (not committed), indexed: today's row is not the past's.
-        [edited] = [p for p in (root / "entries" / "trip" / "facts").iterdir() if facts[0].id in p.name]
+        [edited] = [p for p in (root / "entries" / "trip" / "facts").rglob("*.md") if facts[0].id in p.name]
         edited.write_text(edited.read_text().replace("Alice lives in Lisbon.", "Alice lives in Lisbon and Faro."))
         core.reindex()
         yield core, root

@@ -304,13 +304,10 @@ class Sessions:
         """The newest session summary of the conversation that carries exactly these scopes (read from
         the files: no index, no model)."""
         wanted = check_scopes(scopes)
-        folder = PurePosixPath(layout.ENTRIES, layout.folder_for(conversation), layout.KIND_DIRS["session"])
-        path = self.vault.root / folder
-        if not path.is_dir():
-            return None
-        for name in sorted((p.name for p in path.iterdir() if p.suffix == ".md"), reverse=True):
+        folder = f"{layout.ENTRIES}/{layout.folder_for(conversation)}/{layout.KIND_DIRS['session']}"
+        for name, day in sorted(((name, day) for day, name in self.vault.kind_names(folder)), reverse=True):
             try:
-                entry = self.vault.read(folder / name)
+                entry = self.vault.read(PurePosixPath(day, name))
             except MemvaultError:  # a broken or foreign file: doctor reports it
                 continue
             if entry.role == "session" and all(getattr(entry, key) == wanted.get(key) for key in SCOPE_KEYS):

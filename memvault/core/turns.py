@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from memvault.errors import MemvaultError
 from memvault.vault.format import layout
 from memvault.vault.format.entry import Entry
+from memvault.vault.write.relayout import finish_interrupted
 from memvault.vault.write.transaction import Change
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class TurnWriting:
         """Commit turn files a hard stop left written but uncommitted (untracked, or staged new);
         returns how many. Temporary files of atomic writes are never turns: old ones are removed."""
         self.vault.remove_temp_files()
+        finish_interrupted(self.vault)  # a killed move into day folders: its files are no new turns
         written = []
         for code, path in self.vault.git.status():
             rel = PurePosixPath(path)

@@ -169,23 +169,19 @@ def entry_of(record: dict, rel: PurePosixPath | None, conversation: str | None) 
 
 def entry_path(value: Any) -> PurePosixPath:
     """A line's `path`, if it is a place memvault reads an entry from (entries/<conversation>/[deleted/]
-    facts|turns/user|turns/assistant|summaries/<name>.md, or a tombstone where agent-cli puts them,
-    entries/deleted/<conversation>/...); nothing else is ever written."""
+    facts|turns/user|turns/assistant|summaries/<name>.md, day folders <YYYY>/<MM>/<DD>/ included, or a
+    tombstone where agent-cli puts them, entries/deleted/<conversation>/...); nothing else is ever written."""
     text = str(value)
     rel = PurePosixPath(text)
     parts = rel.parts
     if (rel.is_absolute() or "\\" in text or ".." in parts or not layout.is_entry_path(rel)
             or any(ord(c) < 32 for c in text)):
         raise UsageError(f"'path' {text!r:.80} is not an entry file under entries/")
-    kind = parts[2:-1]
     if parts[1] == DELETED and len(parts) > 4:  # agent-cli's tombstones: entries/deleted/<conversation>/<kind>/
         layout.check_conversation(parts[2])
-        kind = parts[3:-1]
     else:
         layout.check_conversation(parts[1])
-        if kind[:1] == (DELETED,):
-            kind = kind[1:]
-    if "/".join(kind) not in layout.KIND_DIRS.values():
+    if layout.kind_of_parts(parts) not in layout.KIND_DIRS.values():  # day folders included
         raise UsageError(f"'path' {text!r:.80} is not in a folder memvault reads entries from")
     return rel
 

@@ -11,6 +11,7 @@ from memvault.vault.format.gitattributes import GITATTRIBUTES_FILE, gitattribute
 from memvault.vault.git.errors import GitFailed
 from memvault.vault.git.log import format_message
 from memvault.vault.git.repository import VaultGit
+from memvault.vault.write.relayout import relayout
 from memvault.vault.write.store import Vault
 
 
@@ -30,13 +31,16 @@ def install_drivers(git: VaultGit, python: str | None = None) -> bool:
 
 
 def ensure_merge_setup(vault: Vault) -> bool:
-    """Drivers in .git/config and .gitattributes committed (the migration of a vault made before
-    sync existed: one commit). Call with the vault's write lock held; True when a commit was made."""
+    """The vault's format migrations, one commit each: drivers in .git/config and .gitattributes
+    committed (a vault made before sync existed), entry files moved into day folders (a vault made
+    before them, or files a device on the old layout wrote: vault.write.relayout). Call with the
+    vault's write lock held; True when a commit was made."""
     install_drivers(vault.git)
     path = vault.root / GITATTRIBUTES_FILE
     text = gitattributes_text(path.read_text(encoding="utf-8") if path.is_file() else None)
-    if text is None:
-        return False
-    atomic_write(path, text.encode("utf-8"))
-    return vault.git.commit([GITATTRIBUTES_FILE], format_message(
-        "memvault: merge drivers for sync (.gitattributes)", "migrate", None, [])) is not None
+    committed = False
+    if text is not None:
+        atomic_write(path, text.encode("utf-8"))
+        committed = vault.git.commit([GITATTRIBUTES_FILE], format_message(
+            "memvault: merge drivers for sync (.gitattributes)", "migrate", None, [])) is not None
+    return relayout(vault) is not None or committed

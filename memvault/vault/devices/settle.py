@@ -63,12 +63,14 @@ def settle(git: VaultGit, repo_path: str, blobs: dict[int, str]) -> str:
 
 
 def has_tombstone(git: VaultGit, rel: str) -> bool:
-    """Whether the merged tree holds a tombstone of the live entry at `rel`."""
+    """Whether the merged tree holds a tombstone of the live entry at `rel`, in its day folder or in
+    the kind folder itself (where a device on the older layout puts it)."""
     parts = PurePosixPath(rel).parts
     if len(parts) < 4:
         return False
     tomb = PurePosixPath(parts[0], parts[1], layout.DELETED, *parts[2:])
-    return bool(git.run("ls-files", "-z", "--", git.repo_path(str(tomb))).strip("\0"))
+    places = [git.repo_path(str(place)) for place in layout.both_places(tomb)]
+    return bool(git.run("ls-files", "-z", "--", *places).strip("\0"))
 
 
 def drop_listed(git: VaultGit, erased: Erased) -> list[str]:

@@ -22,6 +22,12 @@ KIND_DIRS = {"memory": "facts", "user": "turns/user", "assistant": "turns/assist
              "rule": "rules", "session": "sessions"}  # session: one episodic summary per finished session
 ROLE_OF_KIND_DIR = {folder: role for role, folder in KIND_DIRS.items()}  # 'facts' -> 'memory'
 KIND_TOPS = {kind.split("/")[0] for kind in KIND_DIRS.values()}  # facts, turns, summaries, rules, sessions
+# The kinds whose files go in day folders, <kind>/<YYYY>/<MM>/<DD>/<stamp>__<id>.md, so that no folder's
+# tree object grows with the vault (a commit rewrites the trees on its path: a folder of 25k turns cost
+# 0.2 s an add). The summary is one file; rules are capped per conversation: both stay flat. Files in
+# the kind folder itself (older vaults, written by hand or by agent-cli) are read as well.
+DATED_KINDS = (KIND_DIRS["memory"], KIND_DIRS["user"], KIND_DIRS["assistant"], KIND_DIRS["session"])
+DAY_PARTS = (re.compile(r"^\d{4}$"), re.compile(r"^\d{2}$"), re.compile(r"^\d{2}$"))  # YYYY, MM, DD
 DELETED = "deleted"
 SUMMARY_FILE = "summary.md"
 # Workspace files (docs/architecture.md, Vault layout): plain markdown a person writes, beside entries/.
@@ -206,7 +212,41 @@ def relative_path(entry: Entry) -> PurePosixPath:
         base = base / "deleted"
     if entry.role == "summary" and not entry.deleted:
         return base / kind / SUMMARY_FILE
-    return base / kind / f"{file_stamp(entry)}__{entry.id}.md"
+    stamp = file_stamp(entry)
+    return base / kind / PurePosixPath(*day_folders(kind, stamp)) / f"{stamp}__{entry.id}.md"
+
+
+def day_folders(kind: str, stamp: str) -> tuple[str, ...]:
+    """The day folders ('2026', '11', '29') of a file named '<stamp>__<id>.md' in this kind folder:
+    the day of its stamp; none for a kind that stays flat."""
+    return (stamp[0:4], stamp[4:6], stamp[6:8]) if kind in DATED_KINDS else ()
+
+
+def is_day_parts(parts: Sequence[str]) -> bool:
+    """Whether three folder names are a day folder's path: YYYY, MM, DD."""
+    return len(parts) == 3 and all(shape.match(part) for shape, part in zip(DAY_PARTS, parts, strict=False))
+
+
+def both_places(rel: PurePosixPath) -> tuple[PurePosixPath, ...]:
+    """The paths an entry file of a dated kind may have: in its day folder and in the kind folder itself
+    (a device on the older layout writes there); `rel` alone for other files."""
+    parts = rel.parts
+    if is_day_parts(parts[-4:-1]) and kind_of_parts(parts) in DATED_KINDS:
+        return rel, PurePosixPath(*parts[:-4], parts[-1])
+    dated = dated_path(rel)
+    return (rel,) if dated is None else (dated, rel)
+
+
+def dated_path(rel: PurePosixPath) -> PurePosixPath | None:
+    """Where the entry file at `rel` goes in the dated layout (the day its name's stamp gives), or None
+    when it is there already or stays where it is (a kind that stays flat, a name without a stamp)."""
+    parts = rel.parts
+    if not is_entry_parts(parts) or kind_of_parts(parts) not in DATED_KINDS or is_day_parts(parts[-4:-1]):
+        return None
+    name = parts[-1]
+    if not STAMPED_NAME.match(name) or time_from_filename(name) is None:
+        return None
+    return PurePosixPath(*parts[:-1], *day_folders(kind_of_parts(parts), name), name)
 
 
 def time_from_filename(name: str) -> float | None:
@@ -276,6 +316,8 @@ def kind_of(rel: PurePosixPath) -> str:
 def kind_of_parts(parts: Sequence[str]) -> str:
     """kind_of a path's parts."""
     start = 3 if is_agentcli_parts(parts) or parts[2] == DELETED else 2
+    if len(parts) - start >= 5 and is_day_parts(parts[-4:-1]) and "/".join(parts[start:-4]) in DATED_KINDS:
+        return "/".join(parts[start:-4])  # a day folder's file
     return "/".join(parts[start:-1])
 
 

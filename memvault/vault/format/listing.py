@@ -34,9 +34,18 @@ class EntryListing:
         links = [] if links is None else links
         for root in self.entry_roots(include_deleted, conversation):
             for kind in layout.KIND_DIRS.values():
-                folder = f"{root}/{kind}"
-                for name in self._file_names(folder, links):
-                    yield folder, name
+                yield from self.kind_names(f"{root}/{kind}", links)
+
+    def kind_names(self, folder: str, links: list[str] | None = None) -> Iterator[tuple[str, str]]:
+        """(folder, file name) of the entry files of one kind folder ('entries/work/facts'): see
+        `kind_files`. A kind folder reached through a link has none (the link goes to `links`)."""
+        links = [] if links is None else links
+        link = self.linked_part(PurePosixPath(folder))
+        if link is not None:
+            if str(link) not in links:
+                links.append(str(link))
+            return
+        yield from kind_files(self.root, folder, links)
 
     def entry_roots(self, include_deleted: bool, conversation: str | None) -> list[str]:
         """The folders holding kind folders (facts/, turns/...): each conversation's, then (asked for
@@ -65,26 +74,8 @@ class EntryListing:
         return base.is_dir() and not base.is_symlink() and not any((base / top).exists() for top in layout.KIND_TOPS)
 
     def _file_names(self, folder: str, links: list[str]) -> list[str]:
-        """The entry file names in one folder, sorted; links among them go to `links`. A folder reached
-        through a link has none (the link goes to `links`, once), nor has a missing folder."""
-        link = self.linked_part(PurePosixPath(folder))
-        if link is not None:
-            if str(link) not in links:
-                links.append(str(link))
-            return []
-        names = []
-        try:
-            with os.scandir(self.root / folder) as found:
-                for item in found:
-                    if not item.name.endswith(".md") or item.name[0] == ".":
-                        continue
-                    if item.is_symlink():  # d_type from the directory: no extra stat
-                        links.append(f"{folder}/{item.name}")
-                    elif item.is_file(follow_symlinks=False):
-                        names.append(item.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        return sorted(names)
+        """The markdown file names in a folder of no day folders (core/, journal/), sorted: see kind_names."""
+        return [name for _, name in self.kind_names(folder, links)]
 
     def stray_files(self, limit: int = 100) -> list[PurePosixPath]:
         """Markdown files under entries/ in no folder memvault reads entries from (entries/notes/x.md,
@@ -228,6 +219,56 @@ class EntryListing:
         return rel, self.read(rel)
 
 
+DATED_ENDINGS = tuple(f"/{kind}" for kind in layout.DATED_KINDS)
+
+
+def kind_files(root: str | Path, folder: str, links: list[str] | None = None) -> Iterator[tuple[str, str]]:
+    """(folder, file name) of the entry files of one kind folder (`folder`, relative to `root`): the
+    markdown files in it (older vaults, files written by hand or by agent-cli), then, for a kind
+    written in day folders (layout.DATED_KINDS), those of <YYYY>/<MM>/<DD>/ day by day. Each folder's
+    names are sorted. Links (files, day folders) go to `links` when given, never entered. The one
+    listing of a kind folder: the vault's, the sync's and TAB completion's."""
+    links = [] if links is None else links
+    for name in flat_files(root, folder, links):
+        yield folder, name
+    if not f"/{folder}".endswith(DATED_ENDINGS):
+        return
+    days = [folder]
+    for shape in layout.DAY_PARTS:  # years, then months in them, then days
+        days = [f"{parent}/{name}" for parent in days for name in _scan(root, parent, links, shape)[1]]
+    for day in days:
+        for name in _scan(root, day, links, ())[0]:
+            yield day, name
+
+
+def flat_files(root: str | Path, folder: str, links: list[str] | None = None) -> list[str]:
+    """The markdown file names in `folder` itself (not in its day folders), sorted."""
+    return _scan(root, folder, [] if links is None else links, ())[0]
+
+
+def _scan(root: str | Path, folder: str, links: list[str], shape) -> tuple[list[str], list[str]]:
+    """(markdown files, folders whose name has `shape`) in one folder, each sorted, without a stat per
+    file (os.scandir's d_type); links among them go to `links`. A missing folder has none."""
+    names: list[str] = []
+    folders: list[str] = []
+    try:
+        with os.scandir(os.path.join(root, folder)) as found:
+            for item in found:
+                name = item.name
+                is_md = name.endswith(".md")
+                if name[0] == "." or not (is_md or (shape and shape.match(name))):
+                    continue
+                if item.is_symlink():
+                    links.append(f"{folder}/{name}")
+                elif is_md and item.is_file(follow_symlinks=False):
+                    names.append(name)
+                elif not is_md and item.is_dir(follow_symlinks=False):
+                    folders.append(name)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return sorted(names), sorted(folders)
+
+
 def scandir_dirs(path: Path) -> list[os.DirEntry]:
     """The folders in `path`, symbolic links included (entry_names reports those, never enters them)."""
     try:
@@ -240,8 +281,8 @@ def quick_entry_names(root: str, include_deleted: bool, id_prefix: str = "") -> 
     """(conversation, kind folder, deleted, file name) of the entry files under the vault `root`, from
     folder listings alone (no stat, no read): what a TAB completing an id walks, every time. With
     `id_prefix`, only the files named '<stamp>__<id>.md' with an id that starts so (a few characters
-    typed: a sixteenth of a large vault's names parsed). Where entries live is decided here and in
-    EntryListing.entry_names: a change of layout changes both."""
+    typed: a sixteenth of a large vault's names parsed). Kind folders are listed by `kind_files`, as the
+    vault lists them."""
     entries, marked = os.path.join(root, layout.ENTRIES), "__" + id_prefix  # id_prefix is lower case
     for conversation in folder_names(entries):
         homes = [(os.path.join(entries, conversation), False)]
@@ -249,13 +290,8 @@ def quick_entry_names(root: str, include_deleted: bool, id_prefix: str = "") -> 
             homes.append((os.path.join(entries, conversation, layout.DELETED), True))
         for home, deleted in homes:
             for kind in layout.KIND_DIRS.values():
-                try:
-                    names = os.listdir(os.path.join(home, kind))  # names only: no DirEntry, no stat
-                except OSError:
-                    continue
-                for name in names:  # the cheap test first: it keeps a sixteenth of the names per character
-                    if marked in name.lower() and name.endswith(".md") and name[0] != "." \
-                            and name.rpartition("__")[2].lower().startswith(id_prefix):
+                for _, name in kind_files(home, kind):  # the cheap test first: a sixteenth of the names a character
+                    if marked in name.lower() and name.rpartition("__")[2].lower().startswith(id_prefix):
                         yield conversation, kind, deleted, name
 
 

@@ -102,14 +102,15 @@ def update_index(git: Any, blobs: dict[str, bytes | None]) -> None:
     touched: the user's own staged changes stay staged."""
     lines = "".join(f"{FILE.decode()} {blob.hex()}\t{path}\0" if blob is not None else f"0 {NO_SHA}\t{path}\0"
                     for path, blob in blobs.items())
+    git.run("update-index", *split_option(git), "-z", "--index-info", input=lines)
+
+
+def split_option(git: Any) -> list[str]:
+    """`--split-index` when git's index file is large: a whole index is made split, and the changes a
+    split one gathered (a migration's 100k renames) are pushed into a new shared part, so that each
+    later write rewrites a small file again."""
     index = Path(git.git_dir) / "index"
-    split_it = index.is_file() and index.stat().st_size > SPLIT_INDEX_BYTES and not is_split(git)
-    git.run("update-index", *(["--split-index"] if split_it else []), "-z", "--index-info", input=lines)
-
-
-def is_split(git: Any) -> bool:
-    """Whether git's index is split already (its shared part lies beside it)."""
-    return any(Path(git.git_dir).glob("sharedindex.*"))
+    return ["--split-index"] if index.is_file() and index.stat().st_size > SPLIT_INDEX_BYTES else []
 
 
 def may_be_ignored(git: Any, repo_paths: list[str]) -> bool:
