@@ -294,3 +294,16 @@ def test_a_delete_on_one_layout_wins_over_an_edit_on_the_other(tmp_path, deletin
     assert memory_id in {row["id"] for row in laptop.ok("list", "--deleted", "--json").json()}
     assert git(laptop.vault, "status", "--porcelain") == ""
     assert not [rel for rel in entry_paths(laptop.vault) if memory_id in rel and layout.DELETED not in rel]
+
+
+def test_doctor_names_a_vault_not_moved_yet_and_its_fix_moves_it(tmp_path):
+    """A person who never runs `init` or `sync` again learns of the move from doctor, and --fix makes it."""
+    cli = released(tmp_path)
+    waiting = flat_leftovers(cli.vault)
+    line = next(c for c in cli("doctor", "--json").json()["checks"] if c["name"] == "layout")
+    assert line["status"] == "warn" and f"{len(waiting)} entry file(s)" in line["detail"], line
+    cli.ok("doctor", "--fix")
+    assert flat_leftovers(cli.vault) == []
+    assert git(cli.vault, "log", "-1", "--format=%s").strip() == relayout_module.SUBJECT
+    line = next(c for c in cli("doctor", "--json").json()["checks"] if c["name"] == "layout")
+    assert line["status"] == "ok", line

@@ -33,6 +33,7 @@ from memvault.doctor.vault_checks import (
     check_git_state,
     check_interrupted_erase,
     check_interrupted_write,
+    check_layout,
     check_stray_files,
     check_sync,
     check_temp_files,
@@ -66,7 +67,7 @@ def check_files(settings: Settings, embedder_identity: str | None) -> list[Check
     return [opened, check_git_state(vault), check_git_locks(vault), check_interrupted_write(vault),
             check_interrupted_erase(vault), check_uncommitted(vault), check_temp_files(vault),
             check_curation_queue(vault), check_refusals(vault), check_sync(vault), check_erasure_records(vault),
-            files, tombstones, check_triples(vault), check_stray_files(vault),
+            files, tombstones, check_triples(vault), check_layout(vault), check_stray_files(vault),
             *check_index(vault, embedder_identity)]
 
 

@@ -14,6 +14,7 @@ from memvault.doctor.report import (
     REBUILD,
     RECOVER,
     REINDEX,
+    RELAYOUT,
     REQUEUE,
     TRIPLES,
     UNLOCK,
@@ -91,9 +92,14 @@ def rebuild(memvault, paths: list[str]) -> str:
     return reindex(memvault, paths, full=True)
 
 
+def relayout(memvault, paths: list[str]) -> str | None:
+    moved = memvault.ensure_merge_setup()  # the format migrations, the move into day folders among them
+    return f"moved {len(paths)} entry file(s) into their day folders, in one commit of renames" if moved else None
+
+
 FIXES: dict[str, Callable[..., str | None]] = {
     UNLOCK: unlock, RECOVER: recover, ERASE: erase, CLEAN: clean, ADOPT: adopt, COMMIT: commit, REQUEUE: requeue,
-    TRIPLES: triples, REBUILD: rebuild, REINDEX: reindex,
+    RELAYOUT: relayout, TRIPLES: triples, REBUILD: rebuild, REINDEX: reindex,
 }
 
 

@@ -14,7 +14,8 @@ REQUEUE = "requeue"
 ADOPT = "adopt"  # finish a sync's adoption of an erased history (before COMMIT: its replayed files are its own)
 ERASE = "erase"  # finish an erase a kill cut short
 TRIPLES = "triples"
-ACTIONS = (UNLOCK, RECOVER, ERASE, CLEAN, ADOPT, COMMIT, TRIPLES, REBUILD, REINDEX, REQUEUE)
+RELAYOUT = "relayout"  # move an older vault's entry files into their day folders (after COMMIT: committed files move)
+ACTIONS = (UNLOCK, RECOVER, ERASE, CLEAN, ADOPT, COMMIT, RELAYOUT, TRIPLES, REBUILD, REINDEX, REQUEUE)
 SHOWN_PATHS = 5
 
 

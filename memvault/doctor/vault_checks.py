@@ -14,6 +14,7 @@ from memvault.doctor.report import (
     FAIL,
     OK,
     RECOVER,
+    RELAYOUT,
     REQUEUE,
     TRIPLES,
     UNLOCK,
@@ -184,6 +185,19 @@ def check_entry_files(vault) -> tuple[Check, Check]:
     else:
         tomb = Check("tombstones", OK, f"{len(tombstones)} replaced_by link(s) resolve")
     return files, tomb
+
+
+def check_layout(vault) -> Check:
+    """Entry files of a vault made before day folders, not moved yet (`init` and `sync` move them): each
+    commit rewrites the tree of the folder holding them, so an add slows as it grows."""
+    from memvault.vault.write.relayout import found_moves
+
+    waiting = sorted(found_moves(vault, {}))
+    if not waiting:
+        return Check("layout", OK, "facts, turns and sessions are in their day folders")
+    return Check("layout", WARN, f"{len(waiting)} entry file(s) still in their kind folder itself (a vault made "
+                 f"before day folders): {listed(waiting)}", fix="`memvault doctor --fix` or `memvault init` moves "
+                 "them in one commit of renames (history and --as-of read across it)", repair=RELAYOUT, paths=waiting)
 
 
 def check_stray_files(vault) -> Check:
