@@ -171,6 +171,34 @@ def test_what_the_user_said_of_themselves_or_others_in_their_own_words_is_kept(s
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
 
 
+# What SmolLM2 stored over 200 messages of the curation benchmark before these checks (its own words
+# here; the assistant's turn as the context the model was shown).
+@pytest.mark.parametrize(("said", "context", "fact", "why"), [
+    ("I went to a support group yesterday and it was so powerful.",
+     "Hey Cara! Good to see you! I'm swamped with the kids and work.",
+     "Hey Cara! Good to see you! I'm swamped with the kids and work.", "another speaker's words"),
+    ("I took the kids to the aquarium on Sunday.", "Sounds lovely. I was stuck at the office all weekend.",
+     "The user was stuck at the office all weekend.", "another speaker's words"),
+    ("Bob told me his dog Rex is sick.", "",
+     "Bob told me his dog Rex is sick. I'm sorry for your loss.", "in \"I'm sorry for your loss.\""),
+    ("We hiked the trails last week and the views were amazing!", "",
+     "The user hiked the trails last week.</description_3012896475-favicon.ico", "markup the model wrote"),
+    ("My car broke down, so I got it repaired.", "", "The user's car broke down.<context-only_json", "markup"),
+])
+def test_what_the_model_added_or_took_from_another_turn_is_refused(said, context, fact, why, embedder):
+    assert why in (fact_problem(fact, Source(said, context, embedder=embedder)) or "")
+
+
+@pytest.mark.parametrize(("said", "context", "fact"), [
+    ("Yes, I went there last May.", "Did you enjoy your trip to Lisbon?", "The user went to Lisbon last May."),
+    ("I'm a staff nurse at St Mary's. I love the night shifts.", "",
+     "The user works as a nurse at St Mary's. The user loves night shifts."),
+    ("Caroline, I adopted a puppy called Biscuit!", "Any news?", "The user adopted a puppy called Biscuit."),
+])
+def test_a_fact_that_takes_a_reference_from_another_turn_or_has_two_sentences_is_kept(said, context, fact, embedder):
+    assert fact_problem(fact, Source(said, context, embedder=embedder)) is None
+
+
 def test_without_an_embedder_the_meaning_checks_still_run_and_words_decide_closeness():
     assert fact_problem("The user plays rugby.", Source("My son Theo plays rugby")) is not None
     assert fact_problem("The user eats sugar.", Source("I stopped eating sugar")) is not None

@@ -23,6 +23,7 @@ reasons into DROP events, so nothing is dropped silently.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,14 @@ EXAMPLE_SIMILARITY = 0.6  # content-word Jaccard at or above which a fact is the
 SIMILARITY_WEIGHT = 0.5  # support = weight * embedder similarity + (1 - weight) * share of words held
 MIN_SUPPORT = 0.40
 MIN_WORDS_ALONE = 0.34  # the share of words held needed when no embedder can judge
+# Of a fact's content words, the share that must be the user's own (not only the other turns'): below it,
+# a fact is another speaker's sentence given to the user (SmolLM2 stored the assistant's "I'm swamped
+# with the kids & work" for a user who spoke of a support group).
+MIN_OWN_SHARE = 0.25
+OWN_SIMILARITY = 0.5  # ... unless it is this close in meaning to what the user said
+# The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
+MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
+MIN_SENTENCE_ROOTS = 2  # a sentence of a fact with fewer content words is judged with the whole
 
 
 
@@ -91,6 +100,9 @@ def degenerate(text: str) -> str | None:
         return f"degenerate: longer than {MAX_FACT_CHARS} characters"
     if PLACEHOLDER.search(text):
         return "copies a placeholder from the prompt's example"
+    markup = MARKUP.search(text)
+    if markup:
+        return f"degenerate: markup the model wrote ({markup.group(0)!r})"
     counts: dict[str, int] = {}
     for word_root in content_roots(text):
         counts[word_root] = counts.get(word_root, 0) + 1
@@ -137,7 +149,36 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
     if not content_roots(text):
         return "ungrounded: it says nothing about what the user said"
     return (detail_problem(text, f"{source.said}\n{source.context}")
-            or meaning_problem(text, source.said, superseding=negating) or support_problem(text, source))
+            or meaning_problem(text, source.said, superseding=negating) or others_words_problem(text, source)
+            or support_problem(text, source) or sentence_problem(text, source))
+
+
+def others_words_problem(text: str, source: Source) -> str | None:
+    """Why a fact is the other turns' words given to the user rather than the user's own, or None. The
+    other turns resolve a reference ("there" -> Paris), so some words may come from them, not most."""
+    if not source.context.strip():
+        return None
+    mine = content_roots(text)
+    own = roots_of(source.said) | implied_roots(source.said)
+    if sum(1 for word_root in mine if known(word_root, own)) / max(1, len(mine)) >= MIN_OWN_SHARE:
+        return None
+    similarity = source.similarity(text)
+    if similarity is not None and similarity >= OWN_SIMILARITY:
+        return None
+    return "another speaker's words: hardly any of it is in what the user said"
+
+
+def sentence_problem(text: str, source: Source) -> str | None:
+    """Why one sentence of a fact of several is not supported, though the whole is (a model that adds
+    "I'm sorry for your loss." to a fact it copied), or None."""
+    sentences = [part for part in SENTENCE.split(text) if len(content_roots(part)) >= MIN_SENTENCE_ROOTS]
+    if len(sentences) < 2:
+        return None
+    for sentence in sentences:
+        reason = support_problem(sentence, source)
+        if reason:
+            return f"{reason}, in {clip_quote(sentence)}"
+    return None
 
 
 def support_problem(text: str, source: Source) -> str | None:
