@@ -174,7 +174,7 @@ def test_the_proxy_sends_the_original_upstream_and_keeps_the_marker(tmp_path):
                 "model": "fake", "memory_id": "keys", "messages": [{"role": "user", "content": said}]})
             assert reply.status_code == 200, reply.text
     assert said in upstream.chat_requests()[0]["messages"][-1]["content"]  # the original went upstream
-    turn = next((tmp_path / "vault/entries").rglob("turns/user/*.md")).read_text()
+    turn = next(p for p in (tmp_path / "vault/entries").rglob("*.md") if "/turns/user/" in p.as_posix()).read_text()
     assert "here is my github token [redacted: github-token] and my password is [redacted: password]" in turn
     everything = vault_bytes(tmp_path / "vault")
     assert TOKEN.encode() not in everything and b"hunter2" not in everything
