@@ -184,6 +184,8 @@ def test_what_the_user_said_of_themselves_or_others_in_their_own_words_is_kept(s
     ("We hiked the trails last week and the views were amazing!", "",
      "The user hiked the trails last week.</description_3012896475-favicon.ico", "markup the model wrote"),
     ("My car broke down, so I got it repaired.", "", "The user's car broke down.<context-only_json", "markup"),
+    ("Thanks a lot, Maria. Your help is really motivating.", "", "Maria", "a single word"),
+    ("Apparently the CEO moved to Berlin.", "", "The user apparently moved to Berlin.", "another person's"),  # Qwen
 ])
 def test_what_the_model_added_or_took_from_another_turn_is_refused(said, context, fact, why, embedder):
     assert why in (fact_problem(fact, Source(said, context, embedder=embedder)) or "")
@@ -194,6 +196,7 @@ def test_what_the_model_added_or_took_from_another_turn_is_refused(said, context
     ("I'm a staff nurse at St Mary's. I love the night shifts.", "",
      "The user works as a nurse at St Mary's. The user loves night shifts."),
     ("Caroline, I adopted a puppy called Biscuit!", "Any news?", "The user adopted a puppy called Biscuit."),
+    ("Apparently I'm moving to Berlin next month.", "", "The user is moving to Berlin next month."),
 ])
 def test_a_fact_that_takes_a_reference_from_another_turn_or_has_two_sentences_is_kept(said, context, fact, embedder):
     assert fact_problem(fact, Source(said, context, embedder=embedder)) is None

@@ -110,6 +110,8 @@ def degenerate(text: str) -> str | None:
             return "degenerate: a word repeated over and over"
     if not any(ch.isalnum() for ch in text):
         return "degenerate: no words"
+    if len(text.split()) < 2:
+        return "degenerate: a single word is not a fact"
     if "?" in text:
         return "a question, not a fact"
     return None

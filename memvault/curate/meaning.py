@@ -58,9 +58,14 @@ am is are was were be been being has have had do does did will would can could s
 """.split())
 # A condition's or question's first word, before the subject it is about ("if you need", "could you tell me").
 LEADING_MODALS = frozenset("if could would can will should do does did maybe perhaps".split())
+# Adverbs before a clause's subject: they say nothing of who acted, nor (in a fact) of what was done.
+ADVERB_OPENERS = frozenset("""
+apparently reportedly supposedly allegedly evidently obviously basically literally seriously personally honestly
+actually really
+""".split())
 # Words before a clause's subject that say nothing about who it is ("Yeah, honestly I ...").
-OPENERS = frozenset("""
-yeah yes yep oh ok okay well so honestly also and but then now just finally actually really hey hi
+OPENERS = ADVERB_OPENERS | frozenset("""
+yeah yes yep oh ok okay well so also and but then now just finally hey hi
 thanks thank wow lol anyway btw plus last yesterday today tonight recently lately this week weekend month
 year friday monday tuesday wednesday thursday saturday sunday morning night still sometimes
 """.split())
@@ -368,6 +373,7 @@ def best_clause(mine: Clause, names: frozenset[str], parts: list[Clause]) -> Cla
 
 
 NEGATION_ROOTS = frozenset(root(w) for w in NEGATION_WORDS)
+OPENER_ROOTS = frozenset(root(w) for w in ADVERB_OPENERS)  # "apparently" in a fact is not its act
 
 
 def meaning_problem(fact: str, source: str, superseding: bool = False, folding: bool = False) -> str | None:
@@ -406,7 +412,7 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
         return None
     if reports(mine):
         return None
-    whose = clause.words[: clause.subject_size]
+    whose = [w for w in clause.words[: clause.subject_size] if w not in OPENERS and w not in LEADING_MODALS]
     if any(w in mine.words[mine.subject_size:] for w in whose if w not in FREE_WORDS and w not in DETERMINERS):
         return None  # "The user misses their aunt, who passed away": the fact says whose it is
     if clause.owner == "people" and subject.owner == "people" and same_people(subject.path, clause.path):
@@ -414,7 +420,7 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
     if clause.owner == "other" and subject.owner == "people" and not clause.path:
         return None  # "they loved it" may be the user's kids: who "they" are is not known
     said = clause.predicate_roots
-    told = [word_root for word_root in mine.predicate_roots if word_root not in NEGATION_ROOTS]
+    told = [word_root for word_root in mine.predicate_roots if word_root not in NEGATION_ROOTS | OPENER_ROOTS]
     # a noun phrase's act ("the trip was amazing") is the user's only when the fact copies it nearly whole
     share = 0.8 if clause.owner == "thing" else 0.5
     if clause.owner == "thing" and (subject.owner != "user" or len(told) < 2):
