@@ -231,14 +231,25 @@ def kind_files(root: str | Path, folder: str, links: list[str] | None = None) ->
     links = [] if links is None else links
     for name in flat_files(root, folder, links):
         yield folder, name
-    if not f"/{folder}".endswith(DATED_ENDINGS):
+    if not is_dated(folder):
         return
-    days = [folder]
-    for shape in layout.DAY_PARTS:  # years, then months in them, then days
-        days = [f"{parent}/{name}" for parent in days for name in _scan(root, parent, links, shape)[1]]
-    for day in days:
+    for day in day_folders(folder, lambda parent, shape: _scan(root, parent, links, shape)[1]):
         for name in _scan(root, day, links, ())[0]:
             yield day, name
+
+
+def is_dated(folder: str) -> bool:
+    """Whether a kind folder ('entries/work/facts', 'turns/user') holds day folders (layout.DATED_KINDS)."""
+    return f"/{folder}".endswith(DATED_ENDINGS)
+
+
+def day_folders(folder: str, subfolders) -> list[str]:
+    """The <YYYY>/<MM>/<DD>/ folders under a kind folder, in order; `subfolders(parent, shape)` names the
+    folders in `parent` whose name has `shape` (layout.DAY_PARTS: years, then months, then days)."""
+    days = [folder]
+    for shape in layout.DAY_PARTS:
+        days = [f"{parent}/{name}" for parent in days for name in subfolders(parent, shape)]
+    return days
 
 
 def flat_files(root: str | Path, folder: str, links: list[str] | None = None) -> list[str]:
@@ -291,7 +302,7 @@ def quick_entry_names(root: str, include_deleted: bool, id_prefix: str = "") -> 
             homes.append((os.path.join(entries, conversation, layout.DELETED), True))
         for home, deleted in homes:
             for kind in layout.KIND_DIRS.values():
-                for name in names_in_kind(os.path.join(home, kind), f"/{kind}".endswith(DATED_ENDINGS)):
+                for name in names_in_kind(os.path.join(home, kind), is_dated(kind)):
                     # the cheap test first: it keeps a sixteenth of the names per character typed
                     if marked in name.lower() and name.endswith(".md") and name[0] != "." \
                             and name.rpartition("__")[2].lower().startswith(id_prefix):
@@ -302,10 +313,7 @@ def names_in_kind(folder: str, dated: bool) -> Iterator[str]:
     """Every name in a kind folder and, for a dated kind, in its <YYYY>/<MM>/<DD>/ folders (names only)."""
     yield from _names(folder)
     if dated:
-        days = [folder]
-        for shape in layout.DAY_PARTS:
-            days = [os.path.join(parent, name) for parent in days for name in _names(parent) if shape.match(name)]
-        for day in days:
+        for day in day_folders(folder, lambda parent, shape: [name for name in _names(parent) if shape.match(name)]):
             yield from _names(day)
 
 
