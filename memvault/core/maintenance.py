@@ -115,8 +115,7 @@ class Maintenance:
         from memvault.vault.devices import safety
 
         git = self.vault.git
-        root_prefix = "" if git.repo_path(".") == "." else git.repo_path(".")
-        flagged = safety.unsafe_paths(git, tracking, root_prefix, git.head_sha())
+        flagged = safety.unsafe_paths(git, tracking, safety.root_prefix_of(git), git.head_sha())
         if flagged:
             shown = ", ".join(repr(p) for p in sorted(flagged)[:3]) + (" ..." if len(flagged) > 3 else "")
             raise VaultError(f"the remote's head holds {len(flagged)} path(s) no checkout can hold safely "

@@ -46,8 +46,7 @@ def bad_name(name: str, at_root: bool) -> bool:
 
 def check(git: VaultGit, ours: str | None, theirs: str) -> Refusal | None:
     """None when the remote head's tree is safe to check out, else the commit to merge in its place."""
-    folder = git.repo_path(".")
-    root_prefix = "" if folder == "." else folder  # the vault's folder in an enclosing repository
+    root_prefix = root_prefix_of(git)
     flagged = unsafe_paths(git, theirs, root_prefix, ours)
     if not flagged:
         return None
@@ -58,6 +57,12 @@ def check(git: VaultGit, ours: str | None, theirs: str) -> Refusal | None:
     message += "".join(f"\nMemvault-Refused: {sha}" for sha in refusal.commits or [theirs]) + "\n"
     refusal.safe = git.run("commit-tree", clean, "-p", theirs, "-F", "-", input=message).strip()
     return refusal
+
+
+def root_prefix_of(git: VaultGit) -> str:
+    """The vault's folder in an enclosing repository ('' when the vault is its repository's root)."""
+    folder = git.repo_path(".")
+    return "" if folder == "." else folder
 
 
 def unsafe_paths(git: VaultGit, rev: str, root_prefix: str, ours: str | None = None) -> set[str]:
