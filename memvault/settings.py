@@ -189,6 +189,17 @@ class SyncSettings:
 
 
 @dataclass
+class CurationSettings:
+    """How curation judges what a model extracted (memvault.curate.judge)."""
+
+    # The configured LLM as a second judge of a fact the local rules refused only for closeness:
+    # auto (on unless the model is marked weak) | on | off.
+    judge: str = "auto"
+    # Words in llm.local_model or llm.model (case ignored) that mark a model too weak to judge.
+    weak_models: list = field(default_factory=lambda: ["smollm"])
+
+
+@dataclass
 class Settings:
     vault: VaultSettings = field(default_factory=VaultSettings)
     embedder: EmbedderSettings = field(default_factory=EmbedderSettings)
@@ -205,6 +216,7 @@ class Settings:
     proxy: ProxySettings = field(default_factory=ProxySettings)
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
     sync: SyncSettings = field(default_factory=SyncSettings)
+    curation: CurationSettings = field(default_factory=CurationSettings)
     # Where each value came from ("default", a file path, "env MEMVAULT_X", "flag"), for `config show`.
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
@@ -247,7 +259,7 @@ AUTO = "auto"
 # carry it; a key of only whitespace is refused, since trimming it would silently mean "no key".
 SECRET_KEYS = ("llm.api_key", "server.api_key")
 # Settings that take one of a few words.
-CHOICES = {"vault.delete": ("soft", "erase")}
+CHOICES = {"vault.delete": ("soft", "erase"), "curation.judge": ("auto", "on", "off")}
 # The smallest value a setting takes: below it the feature would defeat itself (compacting a
 # conversation down to nothing, or a core file cut to a word).
 FLOORS = {"core.max_chars": 100, "compaction.max_messages": 8, "compaction.max_chars": 4_000, "compaction.keep": 4,

@@ -8,8 +8,10 @@ a real vault, git and the MiniLM embedder) with a scripted LLM that answers the 
 (c) scripts/data/grounding_cases.jsonl: paraphrases (must be kept) and near misses (must be refused),
     per kind, its development half and its held-out half (written before the guard was tuned) apart.
 LoCoMo conversations 0-4 were looked at while tuning; 5-9 were not, and are reported on their own.
+With --judge-gguf, a GGUF model served by memvault's own llama server (llm.local_model, one thread) is
+the second judge (curation.judge on, memvault.curate.judge) of the facts refused for closeness alone.
 
-    python scripts/bench_grounding.py [--limit N] [--json]
+    python scripts/bench_grounding.py [--limit N] [--part tuned|heldout|both] [--judge-gguf PATH] [--json]
 """
 
 from __future__ import annotations
@@ -31,12 +33,32 @@ TUNED_ON = range(0, 5)  # LoCoMo conversations looked at while tuning
 
 
 class FactsLLM:
-    """A scripted model: extraction answers the facts it is given, anything else answers nothing."""
+    """A scripted model: extraction answers the facts it is given, the second judge's question goes to
+    `judge` (a real model, timed), anything else answers nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, judge=None) -> None:
         self.facts: list[str] = []
+        self.judge = judge
+        self.judged = 0
+        self.said_yes = 0
+        self.judge_seconds = 0.0
+        self.questions: list[tuple[str, str]] = []  # (the question, the answer), for --json
 
-    def complete(self, messages, **_):
+    def complete(self, messages, json_schema=None):
+        from memvault.curate import prompts
+
+        if self.judge is not None and messages[0].get("content") == prompts.JUDGE:
+            from memvault.curate.judge import YES, clean_verdict
+
+            started = time.monotonic()
+            try:
+                answer = self.judge.complete(messages, json_schema=json_schema)
+            finally:
+                self.judged += 1
+                self.judge_seconds += time.monotonic() - started
+            self.said_yes += clean_verdict(answer) == YES
+            self.questions.append((messages[-1]["content"], answer))
+            return answer
         prompt = "\n".join(str(m.get("content")) for m in messages)
         return json.dumps(self.facts) if "extract from" in prompt else "[]"
 
@@ -86,45 +108,64 @@ def stored(memory, llm: FactsLLM, fact: str, messages: list[dict], user: str) ->
     return any(e.event in ("ADD", "UPDATE", "NONE") for e in result.events), (reasons or [""])[0]
 
 
-def run(limit: int) -> dict:
+HALVES = {"tuned": ("tuned on (conversations 0-4)", TUNED_ON, "dev"),
+          "heldout": ("held out (conversations 5-9)", range(5, 10), "heldout")}
+
+
+def run(limit: int, part: str = "both", judge_gguf: str = "") -> dict:
     from memvault import settings
     from memvault.core import Memvault
+    from memvault.curate.llm import LLMClient
 
     rng = random.Random(5)
-    llm = FactsLLM()
+    flags = {"llm.local_model": judge_gguf, "llm.local_threads": 1, "llm.timeout": 600,
+             "curation.judge": "on"} if judge_gguf else {"curation.judge": "off"}
     figures: dict = {}
     started = time.monotonic()
     checked = 0
     with tempfile.TemporaryDirectory() as folder:
-        memory = Memvault.open(settings.load(None, {"vault.path": f"{folder}/vault"}), create=True)
+        configured = settings.load(None, {"vault.path": f"{folder}/vault", **flags})
+        llm = FactsLLM(LLMClient(configured.llm) if judge_gguf else None)
+        memory = Memvault.open(configured, create=True)
         try:
-            for label, conversations in (("tuned on (conversations 0-4)", TUNED_ON),
-                                         ("held out (conversations 5-9)", range(5, 10))):
-                pairs = locomo_pairs(conversations, rng)[:limit]
+            for name, (label, conversations, split) in HALVES.items():
+                pairs = locomo_pairs(conversations, rng)[:limit]  # drawn for both: each half's pairs stay the same
+                if part not in (name, "both"):
+                    continue
                 own = sum(stored(memory, llm, fact, mine, f"own{i}")[0] for i, (fact, mine, _) in enumerate(pairs))
                 other = sum(stored(memory, llm, fact, theirs, f"other{i}")[0]
                             for i, (fact, _, theirs) in enumerate(pairs))
                 checked += 2 * len(pairs)
                 figures[f"LoCoMo {label}"] = {"facts": len(pairs), "kept for their own turn": own / len(pairs),
                                               "stored for another turn": other / len(pairs)}
-            cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
-            for split in ("dev", "heldout"):
-                kinds: dict = {}
-                for i, case in enumerate(c for c in cases if c["split"] == split):
-                    kept, reason = stored(memory, llm, case["fact"], [{"role": "user", "content": case["source"]}],
-                                          f"{split}{i}")
-                    row = kinds.setdefault(case["kind"], {"label": case["label"], "cases": 0, "right": 0, "wrong": []})
-                    row["cases"] += 1
-                    checked += 1
-                    if kept == (case["label"] == "kept"):
-                        row["right"] += 1
-                    else:
-                        row["wrong"].append(f"{case['source']} -> {case['fact']} ({reason or 'kept'})")
-                figures[f"cases, {split}"] = kinds
+                figures[f"cases, {split}"], cases_checked = run_cases(memory, llm, split)
+                checked += cases_checked
         finally:
             memory.close()
     figures["ms per add (vault, git, index, guard)"] = 1000 * (time.monotonic() - started) / max(1, checked)
+    if judge_gguf:
+        figures["facts judged by the model"] = llm.judged
+        figures["judge said yes"] = llm.said_yes
+        figures["ms per judged fact"] = 1000 * llm.judge_seconds / max(1, llm.judged)
+        figures["judge questions"] = llm.questions
     return figures
+
+
+def run_cases(memory, llm: FactsLLM, split: str) -> tuple[dict, int]:
+    """The grounding cases of one split, per kind: how many the add path judged right, and the misses."""
+    cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kinds: dict = {}
+    checked = 0
+    for i, case in enumerate(c for c in cases if c["split"] == split):
+        kept, reason = stored(memory, llm, case["fact"], [{"role": "user", "content": case["source"]}], f"{split}{i}")
+        row = kinds.setdefault(case["kind"], {"label": case["label"], "cases": 0, "right": 0, "wrong": []})
+        row["cases"] += 1
+        checked += 1
+        if kept == (case["label"] == "kept"):
+            row["right"] += 1
+        else:
+            row["wrong"].append(f"{case['source']} -> {case['fact']} ({reason or 'kept'})")
+    return kinds, checked
 
 
 def guard_cost(repeats: int = 60) -> float:
@@ -146,11 +187,17 @@ def guard_cost(repeats: int = 60) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=150, help="LoCoMo facts per half (default 150)")
+    parser.add_argument("--part", choices=("tuned", "heldout", "both"), default="both",
+                        help="tuned: conversations 0-4 and the dev cases; heldout: 5-9 and the held-out cases")
+    parser.add_argument("--judge-gguf", default="", metavar="PATH",
+                        help="a GGUF model, served by memvault on one thread, as the second judge (curation.judge)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     if not LOCOMO.exists():
         sys.exit(f"error: {LOCOMO} not found (the LoCoMo data set)")
-    figures = run(args.limit)
+    if args.judge_gguf and not Path(args.judge_gguf).expanduser().is_file():
+        sys.exit(f"error: --judge-gguf: no such file: {args.judge_gguf}")
+    figures = run(args.limit, args.part, args.judge_gguf)
     figures["guard ms per fact"] = guard_cost()
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -165,7 +212,7 @@ def main() -> None:
             for kind, row in value.items():
                 verb = "kept" if row["label"] == "kept" else "refused"
                 print(f"| {name}: {kind} ({verb} expected) | {row['right']}/{row['cases']} {verb} |")
-        else:
+        elif isinstance(value, (int, float)):
             print(f"| {name} | {value:.0f} |")
     misses = [(name, miss) for name, value in figures.items() if name.startswith("cases")
               for row in value.values() for miss in row["wrong"]]

@@ -244,7 +244,7 @@ class Adding:
         previous = self.vault.summary(conversation)
         curation = plan_curation(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
                                  previous.text if previous else None, self.extraction_prompt(prompt), select,
-                                 whole=whole, embedder=self.storage.embedder())
+                                 whole=whole, embedder=self.storage.embedder(), judge=self.judge(llm))
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.storage.write("add", subject, conversation) as tx:
@@ -255,6 +255,15 @@ class Adding:
             events = apply_curation(tx, curation, dataclasses.replace(place, source=source, provenance=written_by),
                                     self.live_entry, previous)
         return AddResult(events, curation.notes, turn, curated=True)
+
+    def judge(self, llm):
+        """The second judge the settings allow for `llm` (curate.judge), described by its own settings
+        when it has them, else by the configured ones; None when none may judge."""
+        from memvault.curate.judge import judge_for
+        from memvault.settings import LLMSettings
+
+        own = getattr(llm, "settings", None)
+        return judge_for(self.settings.curation, own if isinstance(own, LLMSettings) else self.settings.llm, llm)
 
     def model_name(self, llm) -> str:
         """The model an LLM client calls (its own settings' llm.model, else the configured one), for

@@ -55,6 +55,10 @@ OWN_SIMILARITY = 0.5  # ... unless it is this close in meaning to what the user 
 # The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
 MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
 MIN_SENTENCE_ROOTS = 2  # a sentence of a fact with fewer content words is judged with the whole
+# The reasons of the closeness checks, the last ones made: a fact refused with one of them passed every
+# other check (names, numbers, dates, meaning, wrecks, the prompt's examples), so a second judge may
+# overrule them (curate.judge).
+CLOSENESS = ("ungrounded: not close in meaning", "ungrounded: too few of its words")
 
 
 
@@ -153,6 +157,12 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
     return (detail_problem(text, f"{source.said}\n{source.context}")
             or meaning_problem(text, source.said, superseding=negating) or others_words_problem(text, source)
             or support_problem(text, source) or sentence_problem(text, source))
+
+
+def closeness_only(reason: str | None) -> bool:
+    """Whether `fact_problem` refused a fact for closeness alone: those checks come last, so every
+    other one (evidence, names, numbers, dates, meaning, wrecks, the prompt's examples) passed."""
+    return bool(reason) and reason.startswith(CLOSENESS)
 
 
 def others_words_problem(text: str, source: Source) -> str | None:

@@ -16,7 +16,8 @@ from typing import Any
 
 from memvault.curate import prompts
 from memvault.curate.extract import Fact, extract_fact_records, grounding_source, split_latest
-from memvault.curate.grounding import Source, fact_problem
+from memvault.curate.grounding import Source, closeness_only, fact_problem
+from memvault.curate.judge import YES, Judge, refusal
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
@@ -109,13 +110,15 @@ class CurationPlan:
 def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: StoredFacts,
                   previous_summary: str | None, prompt: str | None = None,
                   select: Callable[[list[str]], list[str]] | None = None,
-                  facts: list[str] | None = None, whole: bool = False, embedder=None) -> CurationPlan:
+                  facts: list[str] | None = None, whole: bool = False, embedder=None,
+                  judge: Judge | None = None) -> CurationPlan:
     """Ask the LLM what the latest user message (with `whole`, every user message) teaches, and how
     it changes what is stored. Only facts the user's words support are kept (curate.grounding):
     the rest are `dropped`, with the reason.
     `select(facts)`: the extracted facts to store now (the write policy, memvault.curate.policy);
     `facts`: candidates already chosen (held ones promoted at session end): nothing is extracted.
-    `embedder`: what the grounding guard judges closeness of meaning with (None: words alone)."""
+    `embedder`: what the grounding guard judges closeness of meaning with (None: words alone);
+    `judge`: the model asked about a fact refused only for closeness (curate.judge; None: nobody)."""
     notes: list[str] = []
     triples: dict[str, dict[str, str]] = {}
     dropped: list[tuple[str, str]] = []
@@ -123,7 +126,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
         try:
             records = extract_fact_records(llm, messages, prompt, whole)
             source = grounding_source(messages, whole)
-            records = grounded(records, Source(source.said, source.context, embedder), dropped)
+            records = grounded(records, Source(source.said, source.context, embedder), dropped, judge)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
@@ -143,16 +146,21 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
                         triples, dropped + plan.dropped)
 
 
-def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]) -> list[Fact]:
+def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]],
+             judge: Judge | None = None) -> list[Fact]:
     """The extracted facts the source supports (curate.grounding) and the hard guards let through
     (curate.policy.guard: a fact that names a secret is never kept); each other one is appended to
-    `dropped` with its reason."""
+    `dropped` with its reason. A fact refused only for closeness is kept when `judge` says the user
+    stated it."""
     from memvault.curate.policy import guard
 
     kept = []
     for record in records:
         reason = guard(record.text) or fact_problem(record.text, source, record.triple.get("evidence"),
                                                     prompts.EXAMPLE_FACTS)
+        if judge is not None and closeness_only(reason):
+            verdict = judge.verdict(record.text, source.said, source.context)
+            reason = None if verdict == YES else refusal(reason, verdict)
         if reason:
             dropped.append((record.text, reason))
         else:

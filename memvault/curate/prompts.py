@@ -81,6 +81,35 @@ def bounded(schema: dict, items: int, chars: int = 0) -> dict:
     return {**schema, "maxItems": items, "items": {**schema["items"], "properties": strings}}
 
 
+# The second judge (memvault.curate.judge): one yes/no question about one fact the local rules refused.
+JUDGE = """\
+You check one memory before it is stored. Say whether the user's message states this fact about the \
+user. Other words for the same thing count ("I relocated to Denver" states "The user lives in Denver"). \
+Answer "no" when the message does not say it, or says something else: a wish, a plan, a question or a \
+condition; something about another person; or the opposite. The earlier turns are context only: a fact \
+only they state is "no".
+
+Answer with JSON only: {"verdict": "yes"} or {"verdict": "no"}"""
+
+JUDGE_INPUT = """\
+Earlier turns (context only):
+{context}
+
+The user's message:
+{message}
+
+The fact:
+{fact}"""
+
+# One word of two: a server that turns the schema into a grammar (memvault's own) can answer nothing else.
+JUDGE_SCHEMA: dict = {
+    "type": "object",
+    "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["verdict"],
+    "additionalProperties": False,
+}
+
+
 RECONCILIATION = """\
 You keep a user's memory store consistent. You are shown memories already stored, each with a \
 short id, and new facts just learned, each with a number.
