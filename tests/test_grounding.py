@@ -202,6 +202,31 @@ def test_a_fact_that_takes_a_reference_from_another_turn_or_has_two_sentences_is
     assert fact_problem(fact, Source(said, context, embedder=embedder)) is None
 
 
+# Two clauses about different people merged into one fact: SmolLM2 stored the first through a real add.
+DENVER = "I relocated to Denver over the summer, and my son Max plays the violin."
+
+
+@pytest.mark.parametrize(("said", "fact"), [
+    (DENVER, "Max playing the violin in Denver."),
+    (DENVER, "The user's son Max plays the violin in Denver."),
+    (DENVER, "The user relocated to Denver with Max."),
+    ("My sister moved to Paris. I stayed in Lyon.", "The user moved to Paris with their sister."),
+])
+def test_a_fact_that_gives_one_persons_clause_a_name_said_of_another_is_refused(said, fact, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder)) or ""
+    assert reason.startswith("mixes two clauses"), reason
+
+
+@pytest.mark.parametrize(("said", "fact"), [
+    (DENVER, "The user relocated to Denver, and their son Max plays the violin."),
+    ("I took my kids to Yellowstone and they loved it.", "The user's kids enjoyed the trip to Yellowstone."),
+    ("I visited Paris. My sister Ana lives there.", "The user's sister Ana lives in Paris."),  # "there"
+    ("My friend Ana visited. She lives in Lisbon.", "The user's friend Ana, who lives in Lisbon, visited."),
+])
+def test_names_a_clause_shares_or_refers_to_are_not_a_merge(said, fact, embedder):
+    assert fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
 def test_without_an_embedder_the_meaning_checks_still_run_and_words_decide_closeness():
     assert fact_problem("The user plays rugby.", Source("My son Theo plays rugby")) is not None
     assert fact_problem("The user eats sugar.", Source("I stopped eating sugar")) is not None

@@ -122,6 +122,29 @@ def test_a_summary_that_says_what_its_input_does_not_is_refused(answer, why, emb
     assert problem is not None and why in problem, problem
 
 
+# A session summary SmolLM2 wrote began "In a moment of pure bliss, ...": a phrase of its own, set off by a
+# comma, that the rest of the sentence (close to the turns) carried through.
+HIKE = "I went hiking with my kids on Saturday.\nWe saw a waterfall and had a picnic."
+
+
+@pytest.mark.parametrize("answer", [
+    "In a moment of pure bliss, the user went hiking with their kids on Saturday and saw a waterfall.",
+    "The user went hiking with their kids on Saturday, a day of pure joy and wonder.",
+    "Feeling deeply grateful and at peace: the user hiked with the kids and had a picnic.",
+])
+def test_an_embellishment_set_off_in_a_sentence_is_refused(answer, embedder):
+    assert (summary_problem(answer, HIKE, embedder) or "").startswith("adds what it does not summarise"), answer
+
+
+@pytest.mark.parametrize("answer", [
+    "The user spent Saturday outdoors with family, hiking and picnicking by a waterfall.",
+    "Weekend outing: the user hiked with the kids, saw a waterfall, had a picnic.",
+    "On Saturday, the user went hiking with the kids; they saw a waterfall.",
+])
+def test_phrases_that_say_what_was_said_in_other_words_are_kept(answer, embedder):
+    assert summary_problem(answer, HIKE, embedder) is None
+
+
 def test_a_failing_embedder_leaves_the_words_to_judge():
     class Broken:
         def embed(self, texts, kind="passage"):

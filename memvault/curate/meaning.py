@@ -157,6 +157,8 @@ LIST_WORDS = frozenset("and or".split())
 # "the user's car is blue" where the user said "my car is red", "works as a lawyer" for "as a chef".
 COPULAS = (["is"], ["are"], ["was"], ["as"])
 MAX_LINK = 4  # a verb and its object are at most this many words apart ("works as a nurse")
+# Words by which a clause refers to a place or thing named in another ("My sister lives there").
+REFERENCES = frozenset("there here it its that this them those one".split())
 
 
 @dataclass(frozen=True)
@@ -401,8 +403,50 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
             and not reports(mine)  # "The user said thanks": what the user said, not a plan
         reason = (person_problem(subject, mine, clause) or negation
-                  or (modality_problem(claim, mine, clause, folding) if about_predicate else None))
+                  or (modality_problem(claim, mine, clause, folding) if about_predicate else None)
+                  or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
+
+
+def merge_problem(mine: Clause, names: frozenset[str], parts: list[Clause]) -> str | None:
+    """Whether a fact's clause gives its subject a name the user said only of someone else, in another
+    clause: "Max plays the violin in Denver" from "I relocated to Denver, and my son Max plays the
+    violin". A clause that speaks of the fact's subject too ("I took my kids to Yellowstone"), or one
+    whose subject is a pronoun, may be about it; a clause about the subject that says "there" or "it"
+    may name the place or thing so (the reference resolved, not a merge)."""
+    who = subject_words(mine)
+    if not who and mine.words and any(person_word(mine.words[0]) in subject_words(part) for part in parts):
+        who = frozenset({person_word(mine.words[0])})  # "Max playing ...": a fact's first word, capitalised anyway
+    if not who:
+        return None
+    own = [part for part in parts if subject_words(part) & who]
+    if not own or any(set(part.words[part.subject_size:]) & REFERENCES for part in own):
+        return None
+    for name in sorted(names & set(mine.words[mine.subject_size:])):
+        holders = [part for part in parts if name in part.words]
+        if holders and all(subject_words(part) and not subject_words(part) & who
+                           and not {person_word(w) for w in part.words} & who for part in holders):
+            whose = " ".join(holders[0].words[: holders[0].subject_size])
+            return (f"mixes two clauses: the user said {name.capitalize()} of {whose!r}, "
+                    f"not of {' '.join(mine.words[: mine.subject_size]) or mine.words[0]!r}")
+    return None
+
+
+def subject_words(clause: Clause) -> frozenset[str]:
+    """Who a clause is about, as words to compare: {"i"} for the user, the person's words ("son", "max")
+    for a person of the user's or a named one; empty when unknown (a pronoun, a thing)."""
+    if clause.owner == "user":
+        return frozenset({"i"})
+    if clause.owner not in ("people", "other"):
+        return frozenset()
+    words = [w for w in clause.words[: clause.subject_size] if w not in OPENERS and w not in LEADING_MODALS]
+    if not words or words[0] in THIRD_PERSON:
+        return frozenset()
+    return frozenset(person_word(w) for w in words if w not in FREE_WORDS and w not in ("my", "our", "s", "and"))
+
+
+def person_word(word: str) -> str:
+    return "i" if word in USER_WORDS else PERSON_SYNONYMS.get(word, word)
 
 
 def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:

@@ -98,7 +98,7 @@ def summary_problem(text: str, source: str, embedder=None) -> str | None:
         said.add(sentence.casefold())
         sentences.append(sentence)
     return next(filter(None, (sentence_problem(s, source) for s in sentences)), None) \
-        or closeness_problem(text, sentences, source, embedder)
+        or added_phrase(sentences, source, embedder) or closeness_problem(text, sentences, source, embedder)
 
 
 def sentence_problem(sentence: str, source: str) -> str | None:
@@ -113,6 +113,22 @@ def sentence_problem(sentence: str, source: str) -> str | None:
             and share_held(sentence, source) < MIN_SUPPORTED:
         return "it copies the prompt's instructions"
     return detail_problem(sentence, source) or meaning_problem(sentence, source, folding=True)
+
+
+def added_phrase(sentences: list[str], source: str, embedder) -> str | None:
+    """Why a sentence carries a phrase of its own, set off by commas or a colon, that holds none of its
+    input's words and is far from it in meaning: an embellishment ("In a moment of pure bliss, the user
+    went hiking"), which the rest of the sentence, close to the input, would carry through; or None."""
+    from memvault.text.wording import content_roots
+
+    added = [phrase.strip() for sentence in sentences for phrase in PHRASE.split(sentence)
+             if phrase.strip() != sentence and len(content_roots(phrase)) >= MIN_PHRASE_ROOTS
+             and share_held(phrase, source) == 0]
+    similarities = similarity(added, source, embedder) if added and embedder is not None else None
+    for i, phrase in enumerate(added):
+        if similarities is None or similarities[i] < MIN_SIMILARITY:
+            return f"adds what it does not summarise: {phrase[:60]!r}"
+    return None
 
 
 def closeness_problem(text: str, sentences: list[str], source: str, embedder) -> str | None:
@@ -162,6 +178,8 @@ def similarity(sentences: list[str], source: str, embedder) -> list[float] | Non
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+PHRASE = re.compile(r"\s*[,;:()]\s*|\s+[-–—]\s+")  # a sentence's phrases, as commas, colons and dashes set them off
+MIN_PHRASE_ROOTS = 3  # a phrase with fewer content words ("Overall", "on Saturday") adds nothing to judge
 
 
 def summary_messages(previous: str | None, new_facts: list[str], conversation: str) -> list[dict]:
