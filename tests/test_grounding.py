@@ -227,6 +227,35 @@ def test_names_a_clause_shares_or_refers_to_are_not_a_merge(said, fact, embedder
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
 
 
+# Someone or something of the user's ("my tutor", "my car") is not the user; a superlative said with
+# "nothing" is no negation; a future of remembering speaks of the past, not of a plan.
+@pytest.mark.parametrize(("said", "fact"), [
+    ("My car broke down last week.", "The user broke down last week."),
+    ("My tutor moved to Madrid in May.", "The user moved to Madrid in May."),
+    ("Nothing about golf interests me.", "The user is interested in golf."),
+    ("I'll never go back to Japan.", "The user will go back to Japan."),
+])
+def test_what_the_users_things_or_people_did_or_a_real_nothing_is_refused(said, fact, embedder):
+    assert fact_problem(fact, Source(said, embedder=embedder)) is not None
+
+
+@pytest.mark.parametrize(("said", "fact"), [
+    ("My favourite food is sushi.", "The user's favourite food is sushi."),
+    ("My favourite food is sushi.", "The user loves sushi."),
+    ("My new job starts on Monday.", "The user starts a new job on Monday."),
+    ("My tutor helped me pass my driving test.", "The user passed their driving test."),
+    ("My old laptop finally died, so I bought a new one.", "The user bought a new laptop."),
+    ("Nothing makes me happier than a good cup of coffee in the morning.",
+     "The user loves a good cup of coffee in the morning."),
+    ("There's nothing like a swim in the sea at dawn.", "The user loves swimming in the sea at dawn."),
+    ("Nothing compares to my grandma's apple pie.", "The user loves their grandma's apple pie."),
+    ("I'll never forget my first trip to Japan.", "The user went on a trip to Japan."),
+    ("I will always remember my grandfather's garden.", "The user's grandfather had a garden."),
+])
+def test_superlatives_memories_and_the_users_own_things_are_kept(said, fact, embedder):
+    assert fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
 def test_without_an_embedder_the_meaning_checks_still_run_and_words_decide_closeness():
     assert fact_problem("The user plays rugby.", Source("My son Theo plays rugby")) is not None
     assert fact_problem("The user eats sugar.", Source("I stopped eating sugar")) is not None

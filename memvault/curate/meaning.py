@@ -94,6 +94,8 @@ NEGATION_PHRASES = ("no longer", "any more", "gave up", "give up", "giving up", 
                     "can not stand", "cannot stand", "not stand", "not bear")
 # "not" that does not negate the claim: "can't wait", "couldn't be happier", "not only".
 NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier|stop|hesitate|forget)\b"
+                          # "nothing makes me happier than", "there's nothing like": a superlative, not a "not"
+                          r"|\bnothing (?:\w+ ){0,3}?(?:than|like|compares?|beats?)\b"
                           r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
                           r"|\bstopp?e?d? by\b"
                           r"|\bno (?:worries|problem|doubt|way)\b|^no\b")
@@ -111,6 +113,8 @@ MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|shoul
                         r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest"
                         r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal"
                         r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
+# "I'll never forget our trip": remembering, a future that speaks of the past, not a plan.
+REMEMBERING = re.compile(r"\b(?:will|would) (?:never forget|always remember)\b")
 CONDITION = re.compile(r"(?<!even )(?<!as )(?<!what )\bif\b")
 # "Hey Nate," "Thanks Mel!": the person spoken to, not the clause's subject.
 VOCATIVE = re.compile(r"^\W*(?:(?:hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|sure thing|congrats|aw+)\W+)*"
@@ -158,6 +162,7 @@ LIST_WORDS = frozenset("and or".split())
 COPULAS = (["is"], ["are"], ["was"], ["as"])
 MAX_LINK = 4  # a verb and its object are at most this many words apart ("works as a nurse")
 # Words by which a clause refers to a place or thing named in another ("My sister lives there").
+RELATIVES = frozenset("who whose whom which".split())
 REFERENCES = frozenset("there here it its that this them those one".split())
 
 
@@ -226,7 +231,7 @@ def parse_clause(raw: str, question: bool = False) -> Clause:
     owner, path, size = subject_of(words, raw)
     negated = negates(text)
     modal = "question" if question else "condition" if CONDITION.search(text) else \
-        "wish or plan" if MODAL_SOURCE.search(text) else ""
+        "wish or plan" if MODAL_SOURCE.search(REMEMBERING.sub(" ", text)) else ""
     future = bool(PROGRESSIVE.search(text) and FUTURE_TIME.search(text))
     return Clause(text, words, owner, path, size, negated, modal, future)
 
@@ -256,17 +261,24 @@ def subject_of(words: tuple[str, ...], raw: str) -> tuple[str, tuple[str, ...], 
         return "user", (), size
     people = tuple(PERSON_SYNONYMS.get(word, word) for word in span if word in PEOPLE)
     if first in ("my", "our"):
-        return ("people", people, size) if people else ("user", (), size)
+        if people:
+            return "people", people, size
+        # "my mentor", "my car": someone or something of the user's, not the user ("My mentor retired"
+        # does not say the user retired); "my favourite food is sushi" is still the user's taste
+        return "thing", (), start + noun_end(words[start: start + 4])
     if first in POSSESSIVE_OTHERS:
         return "other", people, size
     if first in THIRD_PERSON or is_name(first, raw):
         return "other", (), size
     if first in DETERMINERS:
-        noun = words[start: start + 4]
-        end = next((k for k in range(2, len(noun)) if noun[k] in AUXILIARIES or is_past(noun[k])
-                    or noun[k].endswith("s")), len(noun) - 1 if len(noun) > 2 else len(noun))
-        return "thing", (), start + end
+        return "thing", (), start + noun_end(words[start: start + 4])
     return "", (), 0
+
+
+def noun_end(noun: tuple[str, ...]) -> int:
+    """How many of a noun phrase's first words ("the new mayor", "my car") are its subject: up to its verb."""
+    return next((k for k in range(2, len(noun)) if noun[k] in AUXILIARIES or is_past(noun[k])
+                 or noun[k].endswith("s")), len(noun) - 1 if len(noun) > 2 else len(noun))
 
 
 def is_name(word: str, raw: str) -> bool:
@@ -419,10 +431,13 @@ def merge_problem(mine: Clause, names: frozenset[str], parts: list[Clause]) -> s
         who = frozenset({person_word(mine.words[0])})  # "Max playing ...": a fact's first word, capitalised anyway
     if not who:
         return None
-    own = [part for part in parts if subject_words(part) & who]
+    own = [part for part in parts if subject_words(part) & who and part.predicate_roots]  # says something of them
     if not own or any(set(part.words[part.subject_size:]) & REFERENCES for part in own):
         return None
-    for name in sorted(names & set(mine.words[mine.subject_size:])):
+    predicate = mine.words[mine.subject_size:]
+    # what follows "who" or "which" is said of the noun before it ("misses their aunt, who passed away in May")
+    predicate = predicate[: next((i for i, w in enumerate(predicate) if w in RELATIVES), len(predicate))]
+    for name in sorted(names & set(predicate)):
         holders = [part for part in parts if name in part.words]
         if holders and all(subject_words(part) and not subject_words(part) & who
                            and not {person_word(w) for w in part.words} & who for part in holders):
