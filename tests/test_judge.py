@@ -182,3 +182,18 @@ def test_auto_never_asks_the_real_bundled_smollm2_though_on_does(tmp_path):
             assert len(llm.asked) == asked, (judge, llm.asked)
         finally:
             memory.close()
+
+
+def test_a_fact_that_names_the_person_the_user_talks_to_is_not_asked_about(tmp_path):
+    memory = open_vault(tmp_path, judge="on")
+    try:
+        llm = judge_says('{"verdict": "yes"}')
+        said = [{"role": "assistant", "name": "Jon", "content": "I finally opened my dance studio!"},
+                {"role": "user", "content": "Thanks, Jon! Your words are really encouraging."}]
+        llm.rules.insert(0, (EXTRACT, json.dumps(["The user admires Jon for following his dreams."])))
+        result = memory.add(said, llm=llm)
+        drop, = [e for e in result.events if e.event == "DROP"]
+        assert drop.reason.startswith("ungrounded: not close in meaning")  # soft: the judge would be asked
+        assert judge_calls(llm) == []
+    finally:
+        memory.close()

@@ -17,7 +17,7 @@ from typing import Any
 from memvault.curate import prompts
 from memvault.curate.extract import Fact, extract_fact_records, grounding_source, split_latest
 from memvault.curate.grounding import Source, closeness_only, fact_problem
-from memvault.curate.judge import YES, Judge, refusal
+from memvault.curate.judge import YES, Judge, asks, refusal
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
@@ -126,7 +126,8 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
         try:
             records = extract_fact_records(llm, messages, prompt, whole)
             source = grounding_source(messages, whole)
-            records = grounded(records, Source(source.said, source.context, embedder), dropped, judge)
+            speakers = tuple(m["name"] for m in messages if isinstance(m.get("name"), str) and m["role"] != "user")
+            records = grounded(records, Source(source.said, source.context, embedder), dropped, judge, speakers)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
@@ -147,18 +148,18 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
 
 
 def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]],
-             judge: Judge | None = None) -> list[Fact]:
+             judge: Judge | None = None, speakers: tuple[str, ...] = ()) -> list[Fact]:
     """The extracted facts the source supports (curate.grounding) and the hard guards let through
     (curate.policy.guard: a fact that names a secret is never kept); each other one is appended to
     `dropped` with its reason. A fact refused only for closeness is kept when `judge` says the user
-    stated it."""
+    stated it, unless it names one of the other `speakers` (curate.judge.asks)."""
     from memvault.curate.policy import guard
 
     kept = []
     for record in records:
         reason = guard(record.text) or fact_problem(record.text, source, record.triple.get("evidence"),
                                                     prompts.EXAMPLE_FACTS)
-        if judge is not None and closeness_only(reason):
+        if judge is not None and closeness_only(reason) and asks(record.text, speakers):
             verdict = judge.verdict(record.text, source.said, source.context)
             reason = None if verdict == YES else refusal(reason, verdict)
         if reason:

@@ -7,7 +7,9 @@ dates come from the source, no meaning change was found, it is no wreck, no prom
 and the settings let the model judge (`curation.judge`), the model is asked one short question: does
 the user's message state this fact about the user? Only a clean `{"verdict": "yes"}` keeps the fact;
 "no", anything else, an error or a timeout keeps the refusal (the reason says what the model answered).
-Nothing is cached: each add asks afresh.
+A fact that names the person the user talks to is not asked about (`asks`): small models read courtesy
+("Thanks, Jon!") as a statement ("The user appreciates Jon's support"). Nothing is cached: each add asks
+afresh.
 
 `curation.judge`: off, never; on, always; auto, unless the model is marked weak (`curation.weak_models`,
 the bundled SmolLM2 by default: it says yes to anything) or no model is named (a scripted one).
@@ -16,6 +18,7 @@ the bundled SmolLM2 by default: it says yes to anything) or no model is named (a
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from memvault.curate import prompts
@@ -55,6 +58,14 @@ def clean_verdict(answer: object) -> str:
     if isinstance(value, dict) and set(value) == {"verdict"} and value["verdict"] in (YES, NO):
         return value["verdict"]
     return UNCLEAR
+
+
+def asks(fact: str, speakers: tuple[str, ...]) -> bool:
+    """Whether the judge may be asked about `fact`: not when it names the person the user talks to (a
+    named speaker of the other turns). "The user appreciates Jon's support" is read into "Thanks, Jon!";
+    on LoCoMo's conversations 0-4 a 1.5B judge said yes to 5 such facts given for the wrong turn."""
+    words = set(re.findall(r"\w+", fact.casefold()))
+    return not any(set(re.findall(r"\w+", name.casefold())) & words for name in speakers)
 
 
 def refusal(reason: str, verdict: str) -> str:

@@ -83,11 +83,14 @@ def bounded(schema: dict, items: int, chars: int = 0) -> dict:
 
 # The second judge (memvault.curate.judge): one yes/no question about one fact the local rules refused.
 JUDGE = """\
-You check one memory before it is stored. Say whether the user's message states this fact about the \
-user. Other words for the same thing count ("I relocated to Denver" states "The user lives in Denver"). \
-Answer "no" when the message does not say it, or says something else: a wish, a plan, a question or a \
-condition; something about another person; or the opposite. The earlier turns are context only: a fact \
-only they state is "no".
+You check one memory before it is stored: does the user's own message state this fact about the user?
+
+Answer "yes" only when the user's message itself says it, in these or other words ("I relocated to \
+Denver" states "The user lives in Denver"). Answer "no" when:
+- the fact is a guess, an interpretation or a feeling the message does not state;
+- the message wishes, plans, asks or supposes it, or says the opposite;
+- it is about someone else (the person the user talks to, a friend, a relative), or only the earlier \
+turns say it. The earlier turns are context only: they tell who "she" is or where "there" is.
 
 Answer with JSON only: {"verdict": "yes"} or {"verdict": "no"}"""
 
