@@ -126,6 +126,8 @@ def run(limit: int, part: str = "both", judge_gguf: str = "") -> dict:
     with tempfile.TemporaryDirectory() as folder:
         configured = settings.load(None, {"vault.path": f"{folder}/vault", **flags})
         llm = FactsLLM(LLMClient(configured.llm) if judge_gguf else None)
+        if judge_gguf:  # the server starts on the first call: not a judged fact's time
+            llm.judge.complete([{"role": "user", "content": "Say yes."}], json_schema=None)
         memory = Memvault.open(configured, create=True)
         try:
             for name, (label, conversations, split) in HALVES.items():
