@@ -88,6 +88,7 @@ You check one memory before it is stored: does the user's own message state this
 Answer "yes" only when the user's message itself says it, in these or other words ("I relocated to \
 Denver" states "The user lives in Denver"). Answer "no" when:
 - the fact is a guess, an interpretation or a feeling the message does not state;
+- the fact gives a detail the message does not (what, which kind, where, when, why, with whom);
 - the message wishes, plans, asks or supposes it, or says the opposite;
 - it is about someone else (the person the user talks to, a friend, a relative), or only the earlier \
 turns say it. The earlier turns are context only: they tell who "she" is or where "there" is.
