@@ -66,7 +66,8 @@ def move_branch(git_dir: Path, common_dir: Path, new: str, old: str, reflog: str
 
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """A Ctrl-C during the block is raised at its end (in the main thread; elsewhere no signal comes)."""
+    """A Ctrl-C during the block is delivered at its end, to the handler there was (Python's raises
+    KeyboardInterrupt; a server's stops it its way). Only the main thread receives signals."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -77,4 +78,4 @@ def interrupts_deferred() -> Iterator[None]:
     finally:
         signal.signal(signal.SIGINT, previous)
     if caught:
-        raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)
