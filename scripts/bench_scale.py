@@ -1,6 +1,6 @@
 """Index and search at scale: synthetic vaults of 10k and 100k memories (scripts/synth_vault.py).
 
-    python scripts/bench_scale.py --n 100000 [--repeat 5]
+    python scripts/bench_scale.py --n 100000 [--repeat 5] [--rows add,search-one,...]
     python scripts/bench_scale.py [--sizes 10000,100000] [--queries 50] [--cli-repeat 5]
                                   [--throughput-sample 1000] [--only reindex,search,cli]
 
@@ -296,7 +296,11 @@ def measure_in_process(path: Path, what: str, repeat: int) -> str:
     return result
 
 
-def table(n: int, repeat: int) -> None:
+ROWS = ("add", "search-one", "search-all", "reindex", "cli-add", "cold-search", "as-of", "sync", "erase", "gc")
+
+
+def table(n: int, repeat: int, rows: set[str]) -> None:
+    """Issue 36's table for the proxy-shaped vault of `n` memories: the rows named in `rows` (ROWS)."""
     path = proxy_vault(n)
     print(f"| {n} memories (proxy shape) | value | peak memory | load (1 min, 2 cores) |\n|---|---|---|---|")
     build = json.loads((path.parent / "build.json").read_text())
@@ -310,6 +314,8 @@ def table(n: int, repeat: int) -> None:
                         ("search-one", "search in-process, the huge conversation, p50 / p95"),
                         ("search-all", "search in-process, all conversations, p50 / p95"),
                         ("reindex", "no-change reindex, median of 3")):
+        if what not in rows:
+            continue
         before = load()
         _, peak, out = child([sys.executable, str(SELF), "--measure", what, "--path", str(path),
                               "--repeat", str(repeat)])
@@ -322,24 +328,33 @@ def table(n: int, repeat: int) -> None:
         row(f"{label}, median / max of {count}", f"{percentile(walls, 50):.2f} / {max(walls):.2f} s",
             max(peak for _, peak, _ in done), before)
 
-    runs("whole `memvault add --no-llm` process", repeat, "add", "a turn from the shell", "--no-llm", "-c", "default")
-    runs("cold `memvault search` process", repeat, "search", "green tea in Lisbon", "-c", "default")
-    month_back = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 30 * 86400))
-    runs(f"`memvault search --as-of {month_back}` (a month back)", 2, "search", "green tea", "--as-of", month_back)
-    runs("no-change `memvault sync`", repeat, "sync", "-q")
-    victim = next((path / "entries" / "c1" / "facts").rglob("*.md")).name.rsplit("__", 1)[1][:-3]
-    runs("`memvault erase` of one memory", 1, "erase", victim, "--yes", "--reason", "benchmark")
-    reset_remote(path)  # erase rewrote every commit: the remote follows, for the next run's sync
-    before = load()
-    wall, peak, _ = child(memvault_cli(path, "gc", "--max-entries", str(10 ** 9)))
-    size = sum(f.stat().st_size for f in (path / ".git").rglob("*") if f.is_file()) / 2 ** 20
-    row("`.git` after `memvault gc` (its git gc)", f"{size:.0f} MiB (gc took {wall:.0f} s)", peak, before)
+    if "cli-add" in rows:
+        runs("whole `memvault add --no-llm` process", repeat, "add", "a turn from the shell", "--no-llm", "-c",
+             "default")
+    if "cold-search" in rows:
+        runs("cold `memvault search` process", repeat, "search", "green tea in Lisbon", "-c", "default")
+    if "as-of" in rows:
+        month_back = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 30 * 86400))
+        runs(f"`memvault search --as-of {month_back}` (a month back)", 2, "search", "green tea", "--as-of",
+             month_back)
+    if "sync" in rows:
+        runs("no-change `memvault sync`", repeat, "sync", "-q")
+    if "erase" in rows:
+        victim = next((path / "entries" / "c1" / "facts").rglob("*.md")).name.rsplit("__", 1)[1][:-3]
+        runs("`memvault erase` of one memory", 1, "erase", victim, "--yes", "--reason", "benchmark")
+        reset_remote(path)  # erase rewrote every commit: the remote follows, for the next run's sync
+    if "gc" in rows:
+        before = load()
+        wall, peak, _ = child(memvault_cli(path, "gc", "--max-entries", str(10 ** 9)))
+        size = sum(f.stat().st_size for f in (path / ".git").rglob("*") if f.is_file()) / 2 ** 20
+        row("`.git` after `memvault gc` (its git gc)", f"{size:.0f} MiB (gc took {wall:.0f} s)", peak, before)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, help="issue 36's table for a proxy-shaped vault of N memories")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rows", default=",".join(ROWS), help="with --n: the rows to measure, of " + ", ".join(ROWS))
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # a child's one in-process measure
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--sizes", default="10000,100000")
@@ -354,7 +369,7 @@ def main() -> None:
         print(measure_in_process(Path(args.path), args.measure, args.repeat))
         return
     if args.n:
-        table(args.n, args.repeat)
+        table(args.n, args.repeat, set(args.rows.split(",")))
         return
     only = set(args.only.split(","))
     print("| memories | measure | value | load (1 min, 2 cores) |\n|---|---|---|---|")

@@ -125,6 +125,9 @@ def test_an_add_without_the_llm_loads_no_model_library(tmp_path):
     out, modules = loaded(["add", "--no-llm", "--vault", vault, "The tram pass renews in May"])
     assert "Added" in out or "ADD" in out, out
     assert [m for m in ("numpy", "onnxruntime", "litellm", "tokenizers", "torch") if m in modules] == []
+    # nor the curation's guards and prompts, nor filelock (asyncio and more): a verbatim add needs none of them
+    assert [m for m in ("memvault.curate.ingest", "memvault.curate.grounding", "filelock", "asyncio", "git")
+            if m in modules] == []
 
 
 def command_tree():

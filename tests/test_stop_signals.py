@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from memvault.vault.format.entry import Entry
+from memvault.vault.git import fastcommit
 from memvault.vault.git.repository import VaultGit
 from memvault.vault.write.store import Vault
 
@@ -43,7 +44,14 @@ def test_a_stop_after_the_commit_landed_keeps_the_committed_file(vault, monkeypa
             raise KeyboardInterrupt
         return out
 
+    def move_branch(*args, **kwargs):  # the branch moved in this process: the stop arrives after it
+        if real_move(*args, **kwargs):
+            raise KeyboardInterrupt
+        return False
+
+    real_move = fastcommit.move_branch
     monkeypatch.setattr(VaultGit, "run", run)
+    monkeypatch.setattr(fastcommit, "move_branch", move_branch)
     with pytest.raises(KeyboardInterrupt):
         add(vault, "second")
     assert "add second" in git(vault.root, "log", "--format=%s")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.reading import Reading
     from memvault.core.searching import Searching
-    from memvault.curate.ingest import Placement
+    from memvault.curate.events import Placement
 
 
 @dataclass
@@ -65,7 +65,7 @@ def refusal(text: str):
     through, before any LLM sees the words. A secret's value is not a reason to refuse a text: the
     value is redacted and the rest kept (a fact a model extracts that names one is refused later,
     curate.ingest)."""
-    from memvault.curate.ingest import MemoryEvent
+    from memvault.curate.events import MemoryEvent
     from memvault.curate.policy import guard
     from memvault.text.redact import redact
 
@@ -151,7 +151,7 @@ class Adding:
     def add_as_given(self, entries: list[Entry]) -> AddResult:
         """Entries a caller built (the CLI's --jsonl, several texts at once), stored as given in one
         commit after the gate every add passes: each one it refuses is a DROP event, not stored."""
-        from memvault.curate.ingest import MemoryEvent
+        from memvault.curate.events import MemoryEvent
 
         kept, refused = self.gate(entries)
         if kept:
@@ -184,7 +184,7 @@ class Adding:
         procedural memory (`memory_type`) is stored as given.
         `turn`: the user turn is already stored (chat persists turns first); it becomes the source.
         `whole`: facts come from every user message given (mem0's `add(messages)`), not the latest."""
-        from memvault.curate.ingest import Placement
+        from memvault.curate.events import Placement
 
         conversation, scopes, chat, notes = placed(messages, conversation, scopes, self.settings.limits.max_text_chars)
         chat, dropped = guarded_messages(chat)
@@ -210,7 +210,7 @@ class Adding:
                       keep_role: bool) -> AddResult:
         """Each message as one memory, all in one commit. `keep_role`: the message's role is kept in
         the metadata (messages given as messages, as mem0 keeps it; a plain text has none)."""
-        from memvault.curate.ingest import MemoryEvent, split_fields
+        from memvault.curate.events import MemoryEvent, split_fields
 
         entries = []
         for message in chat:

@@ -78,7 +78,8 @@ class Importing:
 
     def _apply_curation(self, tx, conversation: str, plans: list[tuple[Any, Entry]]) -> int:
         """Write every turn's planned facts into the open transaction; the rolling summary once, last."""
-        from memvault.curate.ingest import CurationPlan, Placement, apply_curation
+        from memvault.curate.events import Placement
+        from memvault.curate.ingest import CurationPlan, apply_curation
         from memvault.curate.reconcile import Plan
 
         facts = 0

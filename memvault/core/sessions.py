@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.core.rules import Rules
     from memvault.core.workspace import Workspace
-    from memvault.curate.ingest import MemoryEvent, Placement
+    from memvault.curate.events import MemoryEvent, Placement
     from memvault.curate.policy import Candidate
     from memvault.vault.write.transaction import Transaction
 
@@ -79,7 +79,7 @@ class Sessions:
         """A user turn through the write policy: its candidates stored now, held for session end, or
         dropped (HOLD and DROP events say which and why). Counts the turn in the conversation's open
         session. Without an LLM nothing can be labelled: the text is stored as given, as `add` does."""
-        from memvault.curate.ingest import Placement
+        from memvault.curate.events import Placement
 
         llm = llm or self.storage.llm()
         if llm is None:  # nothing can label the text: stored as given (`add` holds the hard guards)
@@ -120,7 +120,7 @@ class Sessions:
                       events: list, rules: list[str]) -> list[str]:
         """The facts to store now; held ones go to the buffer, a returning `repeat` is promoted.
         HOLD and DROP events are appended to `events`, rules to `rules`."""
-        from memvault.curate.ingest import MemoryEvent
+        from memvault.curate.events import MemoryEvent
         from memvault.curate.policy import same_candidate
 
         now: list[str] = []
@@ -212,7 +212,7 @@ class Sessions:
 
     def _end_taken(self, conversation: str, llm) -> SessionEnd | None:
         """end_session's work, with the conversation's ending claim held."""
-        from memvault.curate.ingest import MemoryEvent
+        from memvault.curate.events import MemoryEvent
         from memvault.curate.policy import promoted, session_summary
         from memvault.curate.summary import summary_problem
 
@@ -262,7 +262,8 @@ class Sessions:
     def _commit_session_end(self, result: SessionEnd, record: SessionRecord, chosen: list[dict],
                             summary: str | None, llm) -> None:
         """The promoted candidates, the summary and the daily log: one commit (none when all are empty)."""
-        from memvault.curate.ingest import MemoryEvent, Placement, apply_curation, plan_curation
+        from memvault.curate.events import MemoryEvent, Placement
+        from memvault.curate.ingest import apply_curation, plan_curation
 
         conversation, scopes = result.conversation, record.scopes
         facts = [str(item["text"]) for item in chosen if item.get("kind") != "rule"]
@@ -325,7 +326,7 @@ def unsupported_by(text: str, user_turns: list[str], embedder=None) -> str | Non
 
 def learned_events(record: SessionRecord, events: list) -> list:
     """What the session learned, for the daily log: what its turns changed, then what its end promoted."""
-    from memvault.curate.ingest import MemoryEvent
+    from memvault.curate.events import MemoryEvent
 
     during = [MemoryEvent(str(item.get("event")), item.get("id"), item.get("old_memory"), item.get("memory"))
               for item in record.state.get("learned") or [] if isinstance(item, dict)]
@@ -343,7 +344,7 @@ def iso(moment: Any) -> str | None:
 
 def rule_event(result, text: str):
     """A rule's RuleResult as the write policy's event: ADD (stored), NONE (already in force) or DROP."""
-    from memvault.curate.ingest import MemoryEvent
+    from memvault.curate.events import MemoryEvent
 
     rule = result.rule
     if result.event == "DROP":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 
+from memvault.text.lazy_pattern import LazyPattern
 from memvault.text.secret_tokens import looks_random
 
 PASSWORD, PIN, TOKEN = "password", "pin", "token"
@@ -82,8 +83,8 @@ EVERYDAY = frozenset(
 # Endings of everyday words that follow "password is" in those languages (expired, changing, gesperrt...)
 EVERYDAY_ENDINGS = ("ed", "ing", "ly", "iert", "ado", "ada", "ido", "ida", "ée", "ito", "ita", "able", "ible")
 # What joins a word to its value. ASSIGN: code and config shapes. PROSE: a verb in some language.
-ASSIGN = re.compile(r"[\"'`]?[ \t]*(?::=|=>|->|[:=：])[ \t]*(?!=)")
-PROSE = re.compile(
+ASSIGN = LazyPattern(r"[\"'`]?[ \t]*(?::=|=>|->|[:=：])[ \t]*(?!=)")
+PROSE = LazyPattern(
     r"(?:['’]s|[ \t]+(?:is|was|are|were|has been|ist|war|lautet|heißt|est|était|c'est|es|era|son|é|era|è|"
     r"is|was|jest|to|je|är|er|on|это|—|–|-|->)|[ \t]*[—–])"
     r"(?:[ \t]+(?:now|currently|still|actually|simply|just|jetzt|maintenant|ahora|agora|adesso|nu|teraz))?"
@@ -92,32 +93,32 @@ PROSE = re.compile(
     r"[ \t]*[:：]?[ \t]+"
     r"|[ \t]*(?:是|为|為|は|が|는|은|이|:|：)[ \t]*", re.IGNORECASE)
 # "pass hunter2" straight after a login ("login: alice / pass hunter2"), or a flag ("--password x").
-LOGIN_BEFORE = re.compile(r"(?:login|user(?:name)?|usuario|benutzer|utilisateur|usuário|email|e-mail)\b"
+LOGIN_BEFORE = LazyPattern(r"(?:login|user(?:name)?|usuario|benutzer|utilisateur|usuário|email|e-mail)\b"
                           r"(?:[^\n]{0,60}?[/,;|]|[ \t]*[:=]?[ \t]*\S{1,60})[ \t]*$", re.IGNORECASE)
 # Words between a keyword and its verb: "the password for the router is", "Kennwort für den Server
 # lautet", "la contraseña del banco es", "Пароль от почты:". A preposition and at most two words.
-QUALIFIER = re.compile(r"[ \t]+(?:for|of|on|to|at|für|zum|zur|vom|von|du|de|des|pour|del|de la|do|da|dos|das|di|"
+QUALIFIER = LazyPattern(r"[ \t]+(?:for|of|on|to|at|für|zum|zur|vom|von|du|de|des|pour|del|de la|do|da|dos|das|di|"
                        r"della|van|voor|för|till|på|od|do|dla|от|для|к)(?:[ \t]+[^\s:=：]{1,24}){1,3}?(?=[ \t]*"
                        r"(?:[:=：]|[ \t](?:is|was|ist|lautet|est|es|é|è|is|jest|är|er|to)[ \t]))", re.IGNORECASE)
 # A list of names and values: "- name: SECRET_KEY" then "value: ..." on the next line (Kubernetes,
 # CI), and XML's key="Password" value="...".
-NAME_VALUE = re.compile(r"[\"']?(?:[ \t]*\n[ \t]*-?[ \t]*|[ \t]+)value[ \t]*[:=][ \t]*")
+NAME_VALUE = LazyPattern(r"[\"']?(?:[ \t]*\n[ \t]*-?[ \t]*|[ \t]+)value[ \t]*[:=][ \t]*")
 # "Minha senha nova:", "Neues Passwort" has it before: an adjective between the word and its value
-ADJECTIVE = re.compile(r"[ \t]+(?:nova|novo|nuevo|nueva|nouveau|nouvelle|neue|neues|nuova|nuovo|nieuwe|nowe|"
+ADJECTIVE = LazyPattern(r"[ \t]+(?:nova|novo|nuevo|nueva|nouveau|nouvelle|neue|neues|nuova|nuovo|nieuwe|nowe|"
                        r"новый|new|current|actual|temporary|temporal|temporaire|provisoire)(?=[ \t]*[:=：])",
                        re.IGNORECASE)
-BARE = re.compile(r"[ \t]+")
-QUOTED = re.compile(r"\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`|«[ \t]?([^»\n]{1,200}?)[ \t]?»|"
+BARE = LazyPattern(r"[ \t]+")
+QUOTED = LazyPattern(r"\"([^\"\n]{1,200})\"|'([^'\n]{1,200})'|`([^`\n]{1,200})`|«[ \t]?([^»\n]{1,200}?)[ \t]?»|"
                     r"„([^“”\n]{1,200})[“”]|“([^”\n]{1,200})”|「([^」\n]{1,200})」")
 # An unquoted value: up to a space, a quote or bracket, or a character of a script written without spaces.
-UNQUOTED = re.compile(r"[^\s\"'`<>，。、；！？」』（）()\[\]{}\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{1,200}")
+UNQUOTED = LazyPattern(r"[^\s\"'`<>，。、；！？」』（）()\[\]{}\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{1,200}")
 TRAILING = ".,;:!?)]}*_"
-PLACEHOLDER = re.compile(r"^(?:\*+|x{3,}|\.{3,}|…|<[^>]*>|\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%\(?\w*\)?s|"
+PLACEHOLDER = LazyPattern(r"^(?:\*+|x{3,}|\.{3,}|…|<[^>]*>|\$\{?[A-Za-z_][\w.]*\}?|\{\{.*\}\}|%\(?\w*\)?s|"
                          r"str|int|bytes|bool|float|any|object|secretstr|optional\[.*|list\[.*|dict\[.*|"
                          r"\[redacted.*|true|false|null|none|nil|undefined|required|optional|string|"
                          r"env\(.*|os\.environ.*|process\.env.*|getenv.*|secrets?\..*|vault:.*)$", re.IGNORECASE)
 # What may follow an everyday-looking value for it to be the value: the clause ends there.
-CLAUSE_END = re.compile(r"[ \t]*(?:$|[\n.,;:!?)\]]|(?:and|but|so|or|please|und|aber|et|mais|y|pero|e|mas|ma|en|maar|"
+CLAUSE_END = LazyPattern(r"[ \t]*(?:$|[\n.,;:!?)\]]|(?:and|but|so|or|please|und|aber|et|mais|y|pero|e|mas|ma|en|maar|"
                         r"i|ale|и|но)\b)", re.IGNORECASE)
 
 
@@ -158,8 +159,8 @@ def anchors(lowered: str) -> list[tuple[int, str]]:
     return sorted(at.items())
 
 
-IDENTIFIER = re.compile(r"[\w.\-]*", re.UNICODE)
-CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+IDENTIFIER = LazyPattern(r"[\w.\-]*", re.UNICODE)
+CAMEL = LazyPattern(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
 def parts_of(identifier: str) -> list[str]:

@@ -58,7 +58,7 @@ def operations() -> tuple[str, ...]:
 def provenance(entry: Entry, events: list) -> dict[str, Any]:
     """Where a memory came from: the commit that added it and the last that changed it, the turn it was
     taken from, and the session and model when its front matter records them (curation writes
-    `model` and `session`, curate.ingest.PROVENANCE_KEYS; older facts and callers' metadata may
+    `model` and `session`, curate.events.PROVENANCE_KEYS; older facts and callers' metadata may
     name them otherwise, and mem0's run_id is a session too)."""
     first = events[0] if events else None
     last = events[-1] if events else None

@@ -1,17 +1,19 @@
-"""One commit of exactly some paths, its objects written in this process: a write costs what it touches.
+"""One commit of exactly some paths, written in this process: a write costs what it touches.
 
 `git commit --only <paths>` builds a temporary index from HEAD's whole tree and refreshes the real
 one (an lstat per file), and `add` + `write-tree` still read and rewrite git's whole index: on a
-vault of 10k memories that was 46 ms of git CPU and 10 git processes an add. Here the changed files'
-blobs and the trees on their paths are written by vault.git.objects (HEAD's other trees are never
-read), then three small gits run, none of which reads the work tree:
-- `commit-tree` makes the commit (git's own identity, date and message rules);
-- `update-index --index-info` sets git's index to the new blobs for these paths alone, so that a
-  person's `git status` shows nothing staged or untracked (the entries carry no stat data: their
-  next `git status` re-hashes these few files once). On a large index it is made split
-  (`--split-index`, kept by later gits), so each write rewrites only a small part of it;
-- `update-ref HEAD <new> <old>` moves the branch only if HEAD is still where we started
-  (compare-and-swap): a commit anyone made meanwhile is never overwritten.
+vault of 10k memories that was 46 ms of git CPU and 10 git processes an add. Here, as git would:
+- the changed files' blobs and the trees on their paths are written as loose objects
+  (vault.git.objects; HEAD's other trees are never read), then the commit object (its author,
+  committer and date as `git commit-tree` writes them: vault.git.identity);
+- git's index is set to the new blobs for these paths alone, so that a person's `git status` shows
+  nothing staged or untracked (the entries carry no stat data: their next `git status` re-hashes
+  these few files once). A large index is made split (`--split-index`, kept by later gits) and its
+  small part is rewritten here (vault.git.split_index): a million memories are not read for an add;
+- the branch moves only if HEAD is still where we started (compare-and-swap under git's locks, both
+  reflogs written: vault.git.refs): a commit anyone made meanwhile is never overwritten.
+Where git must decide (a date in the environment, a lock held, an index this does not rewrite), the
+step is git's own: `commit-tree`, `update-index --index-info`, `update-ref HEAD <new> <old>`.
 The index is written before the ref, as `git add` before `git commit` did: a crash between them
 leaves the index ahead of HEAD, which the next writer's recovery puts back (`unstage_paths`).
 The caller falls back to `add` + `commit --only` when this path does not apply (NotForUs).
@@ -21,12 +23,16 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
 from memvault.errors import VaultError
 from memvault.vault.format import layout
+from memvault.vault.git import split_index
+from memvault.vault.git.identity import signature
 from memvault.vault.git.objects import FILE, TreeConflict, rewrite_tree, store, write_tree
+from memvault.vault.git.refs import move_branch
 
 # `git` below is a memvault.vault.git.repository.VaultGit, which calls this module: not imported, so that the two
 # modules do not import each other.
@@ -64,20 +70,34 @@ def commit_paths(git: Any, repo_paths: list[str], message: str) -> str | None:
     if new_tree == old_tree:
         return None  # a rewrite with the same bytes: nothing to record
     message = clean_message(message)
+    commit, committer = write_commit(git, new_tree, head, message)
+    update_index(git, blobs)
+    reflog = re.sub(r"[ \t\n\r]+", " ", f"commit: {message.split(chr(10), 1)[0]}").strip(" ")  # as git's reflog has it
+    if committer is not None and move_branch(git.git_dir, git.common_dir, commit, head, f"{committer}\t{reflog}"):
+        return commit
     try:
-        commit = git.run("commit-tree", new_tree.hex(), "-p", head, "-F", "-", input=message).strip()
+        git.run("update-ref", "-m", reflog, "HEAD", commit, head)
+    except VaultError as exc:
+        raise NotForUs(f"HEAD moved meanwhile: {exc}") from None
+    return commit
+
+
+def write_commit(git: Any, tree: bytes, parent: str, message: str) -> tuple[str, str | None]:
+    """The commit object of `tree` on `parent`: (its sha, the committer's signature when it was written
+    here). Written in this process as git writes it (vault.git.identity); by `git commit-tree` when a
+    date in the environment or an unnamed identity is git's to settle."""
+    when = int(time.time())
+    author, committer = signature(git, "author", when), signature(git, "committer", when)
+    if author is not None and committer is not None:
+        text = f"tree {tree.hex()}\nparent {parent}\nauthor {author}\ncommitter {committer}\n\n{message}"
+        return store(git, b"commit", text.encode("utf-8", "surrogateescape")).hex(), committer
+    try:
+        return git.run("commit-tree", tree.hex(), "-p", parent, "-F", "-", input=message).strip(), None
     except VaultError as exc:  # named as the commit it is (an identity git refuses, a full disk)
         output = getattr(exc, "output", None)  # a GitFailed carries all git said
         if output is None:
             raise
         raise type(exc)(f"git commit failed: {git.explain(output)}", output) from None
-    update_index(git, blobs)
-    subject = message.split("\n", 1)[0]
-    try:
-        git.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head)
-    except VaultError as exc:
-        raise NotForUs(f"HEAD moved meanwhile: {exc}") from None
-    return commit
 
 
 def blob_of(git: Any, path: Path) -> bytes | None:
@@ -99,7 +119,10 @@ def split(path: str) -> tuple[bytes, ...]:
 
 def update_index(git: Any, blobs: dict[str, bytes | None]) -> None:
     """Git's index entries of these paths set to their new blobs (removed for None), no other entry
-    touched: the user's own staged changes stay staged."""
+    touched: the user's own staged changes stay staged. A split index's small part is rewritten here
+    (vault.git.split_index); anything else is `git update-index`'s."""
+    if split_index.record(Path(git.git_dir), blobs, SPLIT_INDEX_BYTES):
+        return
     lines = "".join(f"{FILE.decode()} {blob.hex()}\t{path}\0" if blob is not None else f"0 {NO_SHA}\t{path}\0"
                     for path, blob in blobs.items())
     git.run("update-index", *split_option(git), "-z", "--index-info", input=lines)

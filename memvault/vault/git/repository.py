@@ -38,6 +38,8 @@ from memvault.vault.git.remote import GitRemote
 
 IDENTITY = {"GIT_AUTHOR_NAME": "memvault", "GIT_AUTHOR_EMAIL": "memvault@localhost",
             "GIT_COMMITTER_NAME": "memvault", "GIT_COMMITTER_EMAIL": "memvault@localhost"}
+# The settings that name who wrote a commit (vault.git.identity).
+COMMIT_CONFIG = r"^(user|author|committer)\.(name|email)$"
 # Lock files git leaves behind when it is killed mid-write: they block every later write.
 TOP_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock", "FETCH_HEAD.lock", "config.lock", "packed-refs.lock",
              "shallow.lock")
@@ -61,6 +63,7 @@ class VaultGit(GitLog, GitRemote):
         self.work_dir = work_dir.resolve()
         self._repo = repo
         self._env: dict[str, str] | None = None
+        self._commit_config: dict[str, str] | None = None
         self._dirs: tuple[Path, Path] | None = None
         self._objects = ObjectReader(self.work_dir)
 
@@ -143,12 +146,19 @@ class VaultGit(GitLog, GitRemote):
         if self._env is None and all(key in os.environ for key in IDENTITY):
             self._env = {}  # the environment names everyone: no config to read
         if self._env is None:
-            # One git for both keys (each git an add starts costs it a few ms).
-            found = run_git(["git", "config", "--get-regexp", r"^user\.(name|email)$"], self.work_dir, None, {})
-            keys = {line.split(" ", 1)[0].lower() for line in found.stdout.splitlines()}
-            has_identity = found.returncode == 0 and {"user.name", "user.email"} <= keys
+            has_identity = {"user.name", "user.email"} <= self.commit_config.keys()
             self._env = {} if has_identity else {k: v for k, v in IDENTITY.items() if k not in os.environ}
         return self._env
+
+    @property
+    def commit_config(self) -> dict[str, str]:
+        """Git's settings that name who writes a commit (user.name, author.email, ...; keys in lower
+        case): one git a process, whatever the number of commits (each git costs ms)."""
+        if self._commit_config is None:
+            found = run_git(["git", "config", "--get-regexp", COMMIT_CONFIG], self.work_dir, None, {})
+            pairs = (line.split(" ", 1) for line in found.stdout.splitlines() if found.returncode == 0)
+            self._commit_config = {pair[0].lower(): pair[1] if len(pair) > 1 else "" for pair in pairs}
+        return self._commit_config
 
     def check_state(self) -> None:
         """Refuse to write into a repository mid-merge, mid-rebase or on a detached HEAD."""

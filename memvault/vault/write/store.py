@@ -121,7 +121,7 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
     def lock(self, wait: float = LOCK_TIMEOUT) -> Iterator[None]:
         """The vault's write lock: two processes never interleave writes or commits. The lock is
         the kernel's (flock): a process killed while holding it releases it."""
-        from filelock import FileLock, Timeout
+        from memvault.vault.write.flock import LockTimeout, exclusive
 
         self.ensure_state_dir()
         path = str((self.state_dir / "write.lock").resolve())
@@ -129,17 +129,15 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
         if path in held:  # re-entered by this thread: other threads and processes still wait
             yield
             return
-        lock = FileLock(path, timeout=wait)
         try:
-            lock.acquire()
-        except Timeout:
+            with exclusive(path, wait):
+                held.add(path)
+                try:
+                    yield
+                finally:
+                    held.discard(path)
+        except LockTimeout:
             raise LockBusyError(f"another memvault process has held the vault lock for {wait:.0f} s") from None
-        held.add(path)
-        try:
-            yield
-        finally:
-            held.discard(path)
-            lock.release()
 
     @contextmanager
     def transaction(self, operation: str, subject: str, conversation: str | None = None) -> Iterator[Transaction]:
