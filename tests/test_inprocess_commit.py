@@ -230,3 +230,28 @@ def test_the_commit_made_meanwhile_is_never_overwritten_by_the_move(tmp_path, mo
     assert git(vault, "log", "--format=%s").splitlines()[:2] == ["memvault add: ours", "their commit"]
     assert git(vault, "status", "--porcelain") == ""
     core.close()
+
+
+def test_a_split_part_is_judged_by_its_entries_not_by_gits_cache_tree_beside_them(tmp_path, monkeypatch):
+    """At a million files git's cache tree in the small part is 2 MB: taken for grown entries, it made
+    every add write a new 160 MB shared part."""
+    vault = tmp_path / "vault"
+    core = open_core(vault)
+    for text in ("one", "two", "three", "four"):
+        add(core, text)
+    dot = vault / ".git"
+    git(vault, "read-tree", "HEAD")  # git's cache tree, which a split index keeps in its small part
+    make_split(core, vault)
+    data = (dot / "index").read_bytes()
+    assert b"TREE" in data
+    entries = split_index.entries_bytes(dot)
+    assert entries is not None and entries < len(data) - 100
+    monkeypatch.setattr(fastcommit, "SPLIT_INDEX_BYTES", entries + 50)  # the file is larger, its entries are not
+    shared = set(dot.glob("sharedindex.*"))
+    assert fastcommit.split_option(core.vault.git) == []
+    ran = gits_run(monkeypatch)
+    add(core, "five")
+    assert "update-index" not in ran and set(dot.glob("sharedindex.*")) == shared  # no new shared part
+    assert b"TREE" not in (dot / "index").read_bytes()  # the cache dropped, not left stale
+    index_is_head(vault)
+    core.close()

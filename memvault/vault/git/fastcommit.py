@@ -129,11 +129,15 @@ def update_index(git: Any, blobs: dict[str, bytes | None]) -> None:
 
 
 def split_option(git: Any) -> list[str]:
-    """`--split-index` when git's index file is large: a whole index is made split, and the changes a
-    split one gathered (a migration's 100k renames) are pushed into a new shared part, so that each
-    later write rewrites a small file again."""
+    """`--split-index` when git's index is large: a whole index is made split, and the entries a split
+    one gathered (a migration's 100k renames) are pushed into a new shared part, so that each later
+    write rewrites a small file again. A split part is judged by its entries alone: git's cache tree
+    beside them (2 MB at a million files) is no reason to rewrite the shared part."""
     index = Path(git.git_dir) / "index"
-    return ["--split-index"] if index.is_file() and index.stat().st_size > SPLIT_INDEX_BYTES else []
+    if not index.is_file():
+        return []
+    part = split_index.entries_bytes(Path(git.git_dir))
+    return ["--split-index"] if (index.stat().st_size if part is None else part) > SPLIT_INDEX_BYTES else []
 
 
 def may_be_ignored(git: Any, repo_paths: list[str]) -> bool:

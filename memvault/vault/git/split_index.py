@@ -31,6 +31,9 @@ EXTENDED = 0x4000
 STAGE_MASK = 0x3000
 KEPT_EXTENSIONS = (b"link", b"REUC")
 FILE_MODE = 0o100644
+# A small part is never this large, even with git's cache tree of a million files beside its entries
+# (2 MB): a larger index file is a whole one, left to git without reading it here.
+MOST_FILE_BYTES = 16 << 20
 
 
 class Entry:
@@ -53,13 +56,12 @@ def record(git_dir: Path, blobs: dict[str, bytes | None], most_bytes: int) -> bo
         return False  # a git is writing the index: `git update-index` waits for it and says so
     written = False
     try:
-        data = index.read_bytes()
-        if len(data) > most_bytes:
-            return False  # git makes a new shared part of it (`--split-index`)
-        parsed = parse(data)
+        parsed = read(index)
         if parsed is None:
             return False
-        version, entries, extensions = parsed
+        version, entries, extensions, part_bytes = parsed
+        if part_bytes > most_bytes:
+            return False  # git makes a new shared part of them (`--split-index`)
         entries = apply(entries, blobs)
         if entries is None:
             return False
@@ -81,9 +83,25 @@ def record(git_dir: Path, blobs: dict[str, bytes | None], most_bytes: int) -> bo
             lock.unlink(missing_ok=True)
 
 
-def parse(data: bytes) -> tuple[int, list[Entry], list[tuple[bytes, bytes]]] | None:
-    """(version, entries, kept extensions) of a split index's own part; None when it is not one this
-    module may rewrite."""
+def entries_bytes(git_dir: Path) -> int | None:
+    """The bytes of the entries in a split index's own part (what each write reads and rewrites; git's
+    cache tree beside them is not counted); None when the index is not split or not readable here."""
+    parsed = read(git_dir / "index")
+    return None if parsed is None else parsed[3]
+
+
+def read(index: Path) -> tuple[int, list[Entry], list[tuple[bytes, bytes]], int] | None:
+    try:
+        if index.stat().st_size > MOST_FILE_BYTES:
+            return None
+        return parse(index.read_bytes())
+    except OSError:
+        return None
+
+
+def parse(data: bytes) -> tuple[int, list[Entry], list[tuple[bytes, bytes]], int] | None:
+    """(version, entries, kept extensions, the entries' bytes) of a split index's own part; None when
+    it is not one this module may rewrite."""
     if len(data) < HEADER.size + 20 or hashlib.sha1(data[:-20]).digest() != data[-20:]:  # noqa: S324
         return None
     signature, version, count = HEADER.unpack_from(data)
@@ -98,6 +116,7 @@ def parse(data: bytes) -> tuple[int, list[Entry], list[tuple[bytes, bytes]]] | N
         size = (start - offset + len(name) + 8) & ~7
         entries.append(Entry(name, data[offset:offset + size], flags & STAGE_MASK))
         offset += size
+    entries_end = offset
     extensions, linked = [], False
     while offset < len(data) - 20:
         signature = data[offset:offset + 4]
@@ -112,7 +131,7 @@ def parse(data: bytes) -> tuple[int, list[Entry], list[tuple[bytes, bytes]]] | N
             extensions.append((signature, payload))
     if offset != len(data) - 20 or not linked:
         return None
-    return version, entries, extensions
+    return version, entries, extensions, entries_end - HEADER.size
 
 
 def apply(entries: list[Entry], blobs: dict[str, bytes]) -> list[Entry] | None:
