@@ -54,3 +54,22 @@ def test_gc_cli_dry_run_changes_nothing(tmp_path):
     out = cli.ok("gc", "--max-entries", "1", "--dry-run", "--json").json()
     assert out["dry_run"] and [r["memory"] for r in out["results"]] == ["x0", "x1"]
     assert len(cli.ok("list", "--json").json()) == 3
+
+
+def test_gc_leaves_one_shared_index_part(tmp_path):
+    """Each re-split of git's index writes a new shared part; git deletes the old ones after two weeks:
+    at a million files ten of them were 1.6 GB of the vault's .git after `memvault gc`."""
+    import subprocess
+
+    memvault = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "v")}), create=True)
+    memvault.add_verbatim("one")
+    dot = tmp_path / "v" / ".git"
+    for _ in range(3):  # three shared parts, as three re-splits leave them
+        subprocess.run(["git", "update-index", "--split-index"], cwd=dot.parent, check=True)
+        memvault.add_verbatim("more")
+    assert len(list(dot.glob("sharedindex.*"))) == 3
+    memvault.gc(max_entries=100)
+    assert len(list(dot.glob("sharedindex.*"))) == 1
+    git_status = subprocess.run(["git", "status", "--porcelain"], cwd=dot.parent, capture_output=True, text=True)
+    assert git_status.returncode == 0 and git_status.stdout == ""
+    memvault.close()

@@ -68,7 +68,7 @@ class Maintenance:
                 for rel, entry in plan.purge:
                     tx.purge(rel, entry.id)
         if git_gc:
-            self.vault.git.repo.git.gc("--quiet")
+            self.vault.git.compact()
         self.keeper.compact()
         return plan
 
