@@ -91,8 +91,11 @@ def entries_bytes(git_dir: Path) -> int | None:
 
 
 def read(index: Path) -> tuple[int, list[Entry], list[tuple[bytes, bytes]], int] | None:
+    """`parse` of the index file, unless it cannot be a small part: no shared part beside it (a whole
+    index, read by git alone: parsing its thousands of entries here would cost an add more than git
+    does), or too large."""
     try:
-        if index.stat().st_size > MOST_FILE_BYTES:
+        if not any(index.parent.glob("sharedindex.*")) or index.stat().st_size > MOST_FILE_BYTES:
             return None
         return parse(index.read_bytes())
     except OSError:
