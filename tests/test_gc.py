@@ -73,3 +73,19 @@ def test_gc_leaves_one_shared_index_part(tmp_path):
     git_status = subprocess.run(["git", "status", "--porcelain"], cwd=dot.parent, capture_output=True, text=True)
     assert git_status.returncode == 0 and git_status.stdout == ""
     memvault.close()
+
+
+def test_gc_reads_no_entry_when_no_conversation_is_over_the_limit(tmp_path, monkeypatch):
+    """Counting names says there is nothing to evict: no file is read (a million were, for nothing)."""
+    memvault = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "v")}), create=True)
+    for text in ("one", "two", "three"):
+        memvault.add_verbatim(text, "c")
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("an entry was read")
+
+    monkeypatch.setattr(type(memvault.vault), "iter_entries", no_reading)
+    assert memvault.gc(max_entries=3, git_gc=False).evict == []
+    monkeypatch.undo()
+    assert len(memvault.gc(max_entries=2, git_gc=False).evict) == 1  # over the limit: read and evicted
+    memvault.close()
