@@ -274,6 +274,14 @@ class VaultGit(GitLog, GitRemote):
             return ignored_advice(output)
         return first_cause(output) or "no output"
 
+    def compact(self) -> None:
+        """`git gc`, then the shared parts of a split index that no index names any more removed: git
+        writes a new one (160 MB at a million files) each time it re-splits and deletes the old ones
+        only after two weeks (splitIndex.sharedIndexExpire)."""
+        self.run("gc", "--quiet")
+        if len(list(self.git_dir.glob("sharedindex.*"))) > 1:
+            self.run("-c", "splitIndex.sharedIndexExpire=now", "update-index", "--split-index")
+
     # -- stale lock files -----------------------------------------------------------------------------
     def lock_files(self) -> list[Path]:
         """Git's lock files present now (index.lock, HEAD.lock, refs/.../*.lock, ...)."""
@@ -347,13 +355,6 @@ class VaultGit(GitLog, GitRemote):
             except FileNotFoundError:
                 continue
         return removed
-    def compact(self) -> None:
-        """`git gc`, then the shared parts of a split index that no index names any more removed: git
-        writes a new one (160 MB at a million files) each time it re-splits and deletes the old ones
-        only after two weeks (splitIndex.sharedIndexExpire)."""
-        self.run("gc", "--quiet")
-        if len(list(self.git_dir.glob("sharedindex.*"))) > 1:
-            self.run("-c", "splitIndex.sharedIndexExpire=now", "update-index", "--split-index")
 
     def uncommitted(self) -> list[str]:
         """Vault files that differ from HEAD or are untracked (what a crash or a hand edit leaves)."""
