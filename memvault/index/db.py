@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,13 @@ VEC_K_MAX = 4096  # sqlite-vec refuses larger k
 # 100k vectors, 20 ms against 53 ms). Search uses them to pick candidates for an exact re-scoring
 # when a scan would cover many vectors (queries.COARSE_ABOVE). Only for a dims that fills whole bytes.
 COARSE_TABLE = "entries_coarse"
+# Vectors written or deleted since the snapshot file of the vectors (index.snapshot) was written, with the
+# meta keys that say whether it is kept (on once a snapshot exists), up to which seq it was pruned, and
+# which vector table it belongs to.
+VECTOR_LOG = "vector_log"
+VECTOR_LOG_ON = "vector_log"
+VECTOR_LOG_PRUNED = "vector_log_pruned"
+VECTOR_EPOCH = "vector_epoch"
 
 ENTRY_COLUMNS = (
     "id", "path", "file_hash", "text_hash", "role", "conversation_id", "created_at", "updated_at",
@@ -151,8 +159,12 @@ def m005_coarse_vectors(conn: Any) -> None:
                          "SELECT rowid, vec_quantize_binary(embedding), conversation_id FROM entries_vec")
 
 
+def m006_vector_log(conn: Any) -> None:
+    create_vector_log(conn)
+
+
 MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline, m004_graph,
-                                                 m005_coarse_vectors)
+                                                 m005_coarse_vectors, m006_vector_log)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -236,6 +248,24 @@ def create_vec_table(conn: Any, dims: int) -> None:
         f"conversation_id text partition key, chunk_size={VEC_CHUNK_SIZE})"
     )
     create_coarse_table(conn, dims)
+    create_vector_log(conn)
+
+
+def create_vector_log(conn: Any) -> None:
+    """(Re)create VECTOR_LOG, empty and off, under a new VECTOR_EPOCH: a snapshot of the vectors
+    (index.snapshot) written before is then of another table and is not used."""
+    conn.execute(f"DROP TABLE IF EXISTS {VECTOR_LOG}")
+    conn.execute(f"CREATE TABLE {VECTOR_LOG} (seq INTEGER PRIMARY KEY AUTOINCREMENT, rowid INTEGER NOT NULL, "
+                 "conversation_id TEXT, embedding BLOB)")
+    conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (VECTOR_LOG_ON, VECTOR_LOG_PRUNED))
+    set_meta(conn, VECTOR_EPOCH, uuid.uuid4().hex)
+
+
+def log_vector(conn: Any, rowid: int, conversation: str | None, blob: bytes | None) -> None:
+    """Record a vector written (blob) or deleted (None) for the snapshot's readers, once one is written."""
+    if get_meta(conn, VECTOR_LOG_ON) is not None:
+        conn.execute(f"INSERT INTO {VECTOR_LOG} (rowid, conversation_id, embedding) VALUES (?, ?, ?)",
+                     (rowid, conversation, blob))
 
 
 def create_coarse_table(conn: Any, dims: int) -> None:

@@ -92,7 +92,9 @@ class IndexKeeper:
             index = self.open()
             with self.vault.lock() if wait is None else self.vault.lock(wait):
                 journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
-                return sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
+                result = sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
+                index.refresh_snapshot()
+                return result
 
     def flush_journal(self, embedder=None) -> None:
         """Index the entries written since the index last caught up (`embedder`: the model, or one

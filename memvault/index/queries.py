@@ -14,7 +14,8 @@ from typing import Any
 
 from memvault.index import db
 from memvault.index.db import guarded, ids_json
-from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT, TURN_ROLES, fts_query
+from memvault.index.snapshot import Snapshot
+from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT, TURN_ROLES, fts_expression, fts_query, query_terms
 
 # More conversations than this in a filtered dense search: one scan of the whole vec0 table with a
 # rowid filter costs less than one partition query per conversation.
@@ -31,6 +32,9 @@ FEW_LEFT_OUT = 8  # rows a filter may drop from a partition before listing the k
 COARSE_ABOVE = 20_000
 COARSE_SHARE = 0.01
 COARSE_CANDIDATES = 400
+# A lexical lane over a large index ranks at most about this many FTS matches (`_bounded`): BM25 costs
+# ~6 us a match at 1M rows (2,000: ~12 ms), and ranking every match of a common word was 0.5-0.7 s there.
+MATCH_BUDGET = 2_000
 _TURN_ROLES = ", ".join(repr(role) for role in TURN_ROLES)
 # The nearest turn of `e`'s conversation on one side of it (format: "<" DESC or ">" ASC), the same UTC day.
 _ADJACENT = (f"SELECT n.rowid FROM entries n WHERE n.conversation_id = e.conversation_id AND n.role IN ({_TURN_ROLES}) "
@@ -132,7 +136,13 @@ class IndexQueries:
         Hamming distance of their sign bits (db.COARSE_TABLE) are re-scored on their float vectors: two
         thirds of the CPU of the exact scan at 100k, and most of its top k (see COARSE_SHARE)."""
         scope, scope_params = ("", ()) if conversation is None else (" AND conversation_id = ?", (conversation,))
-        scanned = self._scanned(conversation) if self.has_coarse else 0
+        vectors = self.current_snapshot()
+        if vectors is not None and vectors.size(conversation) > COARSE_ABOVE:
+            import numpy as np
+
+            return vectors.nearest(np.frombuffer(blob, dtype=np.float32), k, conversation, COARSE_SHARE,
+                                   COARSE_CANDIDATES)
+        scanned = self._scanned(conversation) if self.has_coarse and vectors is None else 0
         if scanned > COARSE_ABOVE:
             wanted = max(k, COARSE_CANDIDATES, math.ceil(COARSE_SHARE * scanned))
             candidates = [rowid for rowid, in self.conn.execute(
@@ -142,6 +152,17 @@ class IndexQueries:
         found = self.conn.execute("SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?" + scope,
                                   (blob, k, *scope_params)).fetchall()
         return sorted(found, key=lambda hit: (hit[1], hit[0]))
+
+    def current_snapshot(self) -> Snapshot | None:
+        """The vectors' snapshot file (index.snapshot), caught up with the log; None when there is none
+        that describes this index."""
+        vectors = self.snapshot
+        if vectors is None or not vectors.catch_up(self.conn):
+            vectors = Snapshot.open(self.snapshot_path)
+            if vectors is not None and (vectors.dims != self.dims or not vectors.catch_up(self.conn)):
+                vectors = None
+            self.snapshot = vectors
+        return vectors
 
     def _scanned(self, conversation: str | None) -> int:
         """Vectors a KNN over this partition (all when None) compares."""
@@ -166,7 +187,10 @@ class IndexQueries:
 
     def _holds_few(self, conversations: list[str]) -> bool:
         """Whether these conversations hold at most a quarter of the index's rows (counted only that far:
-        past it, listing their rowids costs more than it saves)."""
+        past it, listing their rowids costs more than it saves); the vectors' snapshot counts them at once."""
+        vectors = self.current_snapshot()
+        if vectors is not None:
+            return sum(vectors.size(name) for name in conversations) <= vectors.size(None) // 4
         quarter = self.conn.execute("SELECT count(*) FROM entries").fetchone()[0] // 4
         return self.conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM entries WHERE conversation_id IN (SELECT value FROM json_each(?)) "
@@ -176,9 +200,11 @@ class IndexQueries:
         """The rowids among these that `entries e WHERE <where>` keeps."""
         if not rowids:
             return set()
+        # NOT INDEXED: the listed rowids are looked up; the planner walked a conversation's rows by its
+        # index instead (500,000 of them at 1M, 80 ms).
         return {rowid for rowid, in self.conn.execute(
-            f"SELECT e.rowid FROM entries e WHERE e.rowid IN (SELECT value FROM json_each(?)) AND ({where})",
-            (ids_json(rowids), *params))}
+            f"SELECT e.rowid FROM entries AS e NOT INDEXED WHERE e.rowid IN (SELECT value FROM json_each(?)) "
+            f"AND ({where})", (ids_json(rowids), *params))}
 
     @guarded
     def lexical(self, query_text: str, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
@@ -198,14 +224,45 @@ class IndexQueries:
         """rowid -> BM25 (higher better, `lexical`'s scale) for those of these rows that share a word with
         the query: the words of a candidate the lexical lane ranked below its depth, or only the dense
         lane found, still count (retrieve.search, the lexical share)."""
-        match = fts_query(query_text)
-        if match is None or not rowids:
+        bounded = self._bounded(query_text)
+        if bounded is None or not rowids:
             return {}
-        # The unary + keeps FTS5 from taking the rowids as lookups: one walk of the matches, checked
-        # against the list, costs less than a MATCH per rowid.
+        # The unary + keeps FTS5 from taking the rowids as lookups: one walk of the matches (bounded as the
+        # lexical lane's is), checked against the list, costs less than a MATCH per rowid.
+        match, floor = bounded
         return {rowid: float(score) for rowid, score in self.conn.execute(
-            f"SELECT rowid, -{_bm25()} FROM entries_fts WHERE entries_fts MATCH ? "
-            "AND +rowid IN (SELECT value FROM json_each(?))", (match, ids_json(list(rowids))))}
+            f"SELECT rowid, -{_bm25()} FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
+            "AND +rowid IN (SELECT value FROM json_each(?))", (match, floor, ids_json(list(rowids))))}
+
+    def _bounded(self, query_text: str) -> tuple[str, int] | None:
+        """(FTS expression, lowest rowid to rank) for a lexical walk that ranks about MATCH_BUDGET matches
+        at most; None for a query with no words. A small index is walked whole. In a large one, a
+        word found in at most the budget's rows is what a lexical match is for: those words are ranked
+        over all rows, and the others drop out as stop words do. When every word is that common, all
+        of them are ranked over their newest MATCH_BUDGET matches (rowids grow as entries are indexed)."""
+        words = query_terms(query_text)
+        match = fts_expression(words)
+        if match is None:
+            return None
+        if (self.conn.execute("SELECT max(rowid) FROM entries").fetchone()[0] or 0) <= MATCH_BUDGET:
+            return match, 0
+        counts = {word: self._matches(fts_expression([word]), MATCH_BUDGET + 1) for word in words}
+        rare, total = set(), 0
+        for word in sorted(words, key=counts.__getitem__):
+            if total + counts[word] > MATCH_BUDGET:
+                break
+            rare.add(word)
+            total += counts[word]
+        if total:
+            return fts_expression([word for word in words if word in rare]), 0
+        floor = self.conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY rowid DESC "
+                                  "LIMIT 1 OFFSET ?", (match, MATCH_BUDGET)).fetchone()
+        return match, floor[0] if floor else 0
+
+    def _matches(self, match: str, limit: int) -> int:
+        """Rows the FTS expression matches, counted up to `limit` (a walk of that many at most)."""
+        return self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)",
+                                 (match, limit)).fetchone()[0]
 
     @guarded
     def adjacent_turns(self, rowids: Sequence[int]) -> dict[int, list[int]]:
@@ -227,16 +284,17 @@ class IndexQueries:
         the FTS table alone is asked for a few more than k and only those are checked against the
         filter (joining every match to `entries` costs more than ranking them); a filter that drops
         more falls back to `lexical`."""
-        match = fts_query(query_text)
+        bounded = self._bounded(query_text)
         names = None if conversations is None else list(dict.fromkeys(conversations))
-        if match is None or k <= 0:
+        if bounded is None or k <= 0:
             return [[] for _ in names or [None]]
+        match, floor = bounded
         rank = _bm25()
         if names is None:
             fetch = 2 * k + FEW_LEFT_OUT
             found = [(rowid, float(score)) for rowid, score in self.conn.execute(
-                f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? ORDER BY {rank}, rowid LIMIT ?",
-                (match, fetch))]
+                f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
+                f"ORDER BY {rank}, rowid LIMIT ?", (match, floor, fetch))]
             kept = self._kept(found, k, fetch, where, params)
             return [self.lexical(query_text, k, where, params) if kept is None else kept]
         # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
@@ -245,19 +303,21 @@ class IndexQueries:
         # against that list costs less than looking it up in `entries` (100k rows, one conversation of
         # 10k: 10 -> 4.6 ms); the unary + keeps SQLite from handing the list to FTS5 as rowid lookups.
         few = self._holds_few(names)
+        if few:  # the window of newest matches may hold none of a small conversation's: it ranks them all
+            match, floor = fts_query(query_text), 0
         listed = (" AND +entries_fts.rowid IN (SELECT rowid FROM entries WHERE conversation_id IN "
                   "(SELECT value FROM json_each(?)))") if few else ""
         sql = (f"WITH matched AS MATERIALIZED (SELECT e.rowid AS rowid, e.conversation_id AS conversation, "
                f"-{rank} AS score FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND e.conversation_id IN (SELECT value FROM json_each(?)) "
-               f"AND entries_fts MATCH ?{listed}) "
+               f"AND entries_fts MATCH ? AND entries_fts.rowid >= ?{listed}) "
                "SELECT rowid, conversation, score FROM (SELECT rowid, conversation, score, row_number() OVER "
                "(PARTITION BY conversation ORDER BY score DESC, rowid) AS place FROM matched) "
                "WHERE place <= ? ORDER BY conversation, place")
         names_json = ids_json(names)
         by_conversation: dict[str, list[tuple[int, float]]] = {name: [] for name in names}
         for rowid, conversation, score in self.conn.execute(
-                sql, (*params, names_json, match, *([names_json] if few else []), int(k))):
+                sql, (*params, names_json, match, floor, *([names_json] if few else []), int(k))):
             by_conversation[conversation].append((rowid, float(score)))
         return [by_conversation[name] for name in names]
 

@@ -107,7 +107,11 @@ def fts_query(text: str, drop_stop_words: bool = True) -> str | None:
     Quoting each word means nothing a user types (quotes, `*`, `NEAR(`, `OR`, column filters)
     is ever read as FTS5 syntax.
     """
-    words = query_terms(text, drop_stop_words)
+    return fts_expression(query_terms(text, drop_stop_words))
+
+
+def fts_expression(words: list[str]) -> str | None:
+    """These words OR-joined, each quoted (see `fts_query`); None for no words."""
     if not words:
         return None
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)

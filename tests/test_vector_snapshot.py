@@ -1,0 +1,240 @@
+"""The vectors' snapshot file (index.snapshot) and the bounded lexical walk: what makes a search over a
+million memories cheap gives what the exact search gives, follows every write at once, and never
+outlives what it was made from.
+
+Real sqlite-vec and FTS5 indexes; vectors are clustered as a real model's are (test_search_speed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_search_speed import DIMS, add, exact, fill, traced, unit
+
+from memvault.index import db
+from memvault.index import queries as queries_module
+from memvault.index import store as store_module
+from memvault.index.store import IndexStore
+
+SCOPE = "e.role <> 'summary'"
+
+
+@pytest.fixture
+def folder(tmp_path):
+    return tmp_path / ".memvault"
+
+
+@pytest.fixture
+def index(folder):
+    with IndexStore.open(folder, "test:64", DIMS) as store:
+        yield store
+
+
+@pytest.fixture
+def coarse(monkeypatch):
+    """Every scan is a coarse one, and re-scores every vector: the snapshot's answer must be exact."""
+    for module in (queries_module, store_module):
+        monkeypatch.setattr(module, "COARSE_ABOVE", 0)
+    monkeypatch.setattr(queries_module, "COARSE_SHARE", 1.0)
+
+
+def queries_near(centres, count=6, seed=5):
+    rng = np.random.default_rng(seed)
+    return [unit(centres[i] + rng.normal(scale=0.5 / np.sqrt(DIMS), size=DIMS)) for i in range(count)]
+
+
+def snapshot_used(index, call):
+    """call()'s result, checking that no KNN of sqlite-vec ran for it."""
+    result, sql = traced(index, call)
+    assert not [s for s in sql if "MATCH" in s and ("entries_vec" in s or db.COARSE_TABLE in s)]
+    return result
+
+
+def test_the_snapshot_gives_the_exact_nearest_of_a_conversation_and_of_all(folder, coarse):
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        vectors, centres = fill(index)
+        assert not index.snapshot_path.exists()
+        index.refresh_snapshot()
+        assert index.snapshot_path.exists()
+        for query in queries_near(centres):
+            for conversation in ("c1", "global"):
+                where = f"({SCOPE}) AND e.conversation_id = ?"
+                hits = snapshot_used(index, lambda: index.nearest(query, 12, where, (conversation,), conversation))
+                assert [r for r, _ in hits] == exact(index, vectors, query, 12, where, (conversation,))
+            hits = snapshot_used(index, lambda: index.nearest(query, 12, SCOPE))
+            assert [r for r, _ in hits] == exact(index, vectors, query, 12, SCOPE)
+            for rowid, similarity in hits:
+                assert similarity == pytest.approx(float(vectors[rowid] @ query), abs=1e-6)
+
+
+def test_with_a_small_share_the_sign_bits_still_find_most_of_the_exact_top_10(folder, coarse, monkeypatch):
+    monkeypatch.setattr(queries_module, "COARSE_SHARE", 0.1)
+    monkeypatch.setattr(queries_module, "COARSE_CANDIDATES", 0)
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        vectors, centres = fill(index, n=2000, topics=40)
+        index.refresh_snapshot()
+        found = wanted = 0
+        for query in queries_near(centres, count=20):
+            hits = snapshot_used(index, lambda: index.nearest(query, 10))
+            found += len({r for r, _ in hits} & set(exact(index, vectors, query, 10, "1")))
+            wanted += 10
+        assert found / wanted >= 0.9
+
+
+def test_writes_after_the_snapshot_are_seen_at_once_by_this_reader_and_another(folder, coarse):
+    with IndexStore.open(folder, "test:64", DIMS) as index, IndexStore.open(folder, "test:64", DIMS) as other:
+        vectors, centres = fill(index)
+        index.refresh_snapshot()
+        query = queries_near(centres, 1)[0]
+        assert [r for r, _ in other.nearest(query, 5)] == exact(index, vectors, query, 5, "1")
+        nearest = exact(index, vectors, query, 3, "1")
+        # A new row on the query itself, the nearest row moved far away, the second removed.
+        vectors[add(index, "new", "c2", query)] = query
+        moved = index.conn.execute("SELECT id FROM entries WHERE rowid = ?", (nearest[0],)).fetchone()[0]
+        row = index.conn.execute("SELECT text, conversation_id FROM entries WHERE rowid = ?", (nearest[0],)).fetchone()
+        away = unit(-query)
+        from memvault.index.rows import IndexRow
+        from memvault.vault.format.entry import Entry
+        entry = Entry(id=moved, text=row[0], conversation_id=row[1])
+        assert index.upsert([IndexRow.from_entry(entry, f"entries/{row[1]}/facts/{moved}.md", "h")], [away]) == [nearest[0]]
+        vectors[nearest[0]] = away
+        gone = index.conn.execute("SELECT id FROM entries WHERE rowid = ?", (nearest[1],)).fetchone()[0]
+        assert index.remove([gone]) == 1
+        del vectors[nearest[1]]
+        for reader in (index, other):
+            hits = snapshot_used(reader, lambda reader=reader: reader.nearest(query, 8))
+            assert [r for r, _ in hits] == exact(index, vectors, query, 8, "1")
+            assert nearest[0] not in [r for r, _ in hits] and nearest[1] not in [r for r, _ in hits]
+            last = snapshot_used(reader, lambda reader=reader: reader.nearest(-query, 1))
+            assert [r for r, _ in last] == [nearest[0]]
+
+
+def test_a_sync_rewrites_the_snapshot_once_enough_changed_and_prunes_the_log(folder, coarse, monkeypatch):
+    monkeypatch.setattr(store_module, "SNAPSHOT_REWRITE_MIN", 5)
+    with IndexStore.open(folder, "test:64", DIMS) as index, IndexStore.open(folder, "test:64", DIMS) as other:
+        vectors, centres = fill(index, n=200)
+        index.refresh_snapshot()
+        query = queries_near(centres, 1)[0]
+        other.nearest(query, 3)  # reads the first file
+        first = other.snapshot.seq
+        rng = np.random.default_rng(8)
+        for i in range(4):
+            vector = unit(rng.normal(size=DIMS))
+            vectors[add(index, f"later {i}", "c1", vector)] = vector
+        log = f"SELECT count(*) FROM {db.VECTOR_LOG}"
+        index.refresh_snapshot()  # 4 changes: not yet
+        assert index.conn.execute(log).fetchone()[0] == 4
+        for i in range(4):
+            vector = unit(rng.normal(size=DIMS))
+            vectors[add(index, f"more {i}", "c2", vector)] = vector
+        index.refresh_snapshot()
+        assert index.conn.execute(log).fetchone()[0] == 0
+        assert int(db.get_meta(index.conn, db.VECTOR_LOG_PRUNED)) > first
+        # The other reader's file is older than the pruned log: it opens the new one.
+        assert [r for r, _ in other.nearest(query, 10)] == exact(index, vectors, query, 10, "1")
+        assert other.snapshot.seq > first and not other.snapshot.changed
+
+
+def test_nothing_is_logged_until_a_snapshot_exists(folder):
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        fill(index, n=100)
+        assert index.conn.execute(f"SELECT count(*) FROM {db.VECTOR_LOG}").fetchone()[0] == 0
+        index.refresh_snapshot()  # 100 rows: too few for a snapshot
+        assert not index.snapshot_path.exists() and index.current_snapshot() is None
+
+
+def test_a_rebuilt_vector_table_leaves_the_old_file_unused(folder, coarse):
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        old, centres = fill(index)
+        index.refresh_snapshot()
+        index.clear()
+        assert index.current_snapshot() is None  # another vector table now
+        query = queries_near(centres, 1)[0]
+        assert index.nearest(query, 5) == []
+        vectors, _ = fill(index, n=50, seed=9)
+        assert [r for r, _ in index.nearest(query, 5)] == exact(index, vectors, query, 5, "1")
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
+def test_a_damaged_snapshot_is_ignored_and_written_again(folder, coarse, damage):
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        vectors, centres = fill(index)
+        index.refresh_snapshot()
+        data = index.snapshot_path.read_bytes()
+        index.snapshot_path.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00\xff" * 999,
+                                         "empty": b""}[damage])
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        query = queries_near(centres, 1)[0]
+        assert [r for r, _ in index.nearest(query, 7)] == exact(index, vectors, query, 7, "1")
+        assert index.snapshot is None
+        index.refresh_snapshot()
+        assert index.snapshot is not None
+        assert [r for r, _ in snapshot_used(index, lambda: index.nearest(query, 7))] == exact(
+            index, vectors, query, 7, "1")
+
+
+def test_vacuum_leaves_no_vector_of_a_removed_row_in_the_file_or_the_log(folder, coarse):
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        fill(index, n=100)
+        index.refresh_snapshot()
+        marked = np.full(DIMS, 0.125, dtype=np.float32)  # its bytes are easy to find
+        rowid = add(index, "to be erased", "c1", marked)
+        memory_id = index.conn.execute("SELECT id FROM entries WHERE rowid = ?", (rowid,)).fetchone()[0]
+        index.refresh_snapshot(force=True)
+        assert marked.tobytes() in index.snapshot_path.read_bytes()
+        add(index, "logged after the file", "c1", marked * 2)
+        index.remove([memory_id])
+        index.vacuum()
+        assert marked.tobytes() not in index.snapshot_path.read_bytes()
+        assert index.conn.execute(f"SELECT count(*) FROM {db.VECTOR_LOG}").fetchone()[0] == 0
+
+
+def test_an_index_from_before_the_log_gets_it_by_migration_without_a_rebuild(folder, coarse):
+    with IndexStore.open(folder, "test:64", DIMS) as old:
+        vectors, centres = fill(old, n=100)
+        # As memvault wrote it before migration m006: no log, five migrations recorded.
+        old.conn.execute(f"DROP TABLE {db.VECTOR_LOG}")
+        old.conn.execute("DELETE FROM migrations WHERE name = 'm006_vector_log'")
+        old.conn.execute("DELETE FROM meta WHERE key = ?", (db.VECTOR_EPOCH,))
+    with IndexStore.open(folder, "test:64", DIMS) as migrated:
+        assert not migrated.rebuilt
+        migrated.refresh_snapshot()
+        query = queries_near(centres, 1)[0]
+        assert [r for r, _ in snapshot_used(migrated, lambda: migrated.nearest(query, 6))] == exact(
+            migrated, vectors, query, 6, "1")
+
+
+# -- the lexical walk ------------------------------------------------------------------------------------
+
+def lexical_index(index, rows):
+    """(rowid of each text) in order: later rows get higher rowids, as entries indexed later do."""
+    rng = np.random.default_rng(4)
+    return [add(index, text, "c1", unit(rng.normal(size=DIMS)), minute=i) for i, text in enumerate(rows)]
+
+
+def test_a_rare_word_is_ranked_over_every_row_when_common_words_flood_the_index(index, monkeypatch):
+    monkeypatch.setattr(queries_module, "MATCH_BUDGET", 20)
+    rowids = lexical_index(index, ["kyoto tea in spring", *[f"tea and biscuits {i}" for i in range(200)]])
+    found, sql = traced(index, lambda: index.lexical_scopes("kyoto tea", 5, "1", (), None))
+    assert found[0][0][0] == rowids[0]  # the oldest row, the only one with the rare word
+    ranked = [s for s in sql if "bm25" in s and "ORDER BY" in s]
+    assert ranked and all("OFFSET" not in s for s in sql)  # no window: the rare word alone is walked
+    assert [r for r, _ in index.lexical_scopes("kyoto tea", 5, "1", (), ["c1"])[0]][:1] == [rowids[0]]
+
+
+def test_when_every_word_is_common_only_the_newest_matches_are_ranked(index, monkeypatch):
+    monkeypatch.setattr(queries_module, "MATCH_BUDGET", 20)
+    # The best-ranked rows by BM25 (the word twice in a short text) are the oldest.
+    rowids = lexical_index(index, [*(f"tea tea {i}" for i in range(30)),
+                                   *(f"tea with a long story about nothing much {i}" for i in range(200))])
+    found = index.lexical_scopes("tea", 10, "1", (), None)[0]
+    assert len(found) == 10 and all(rowid > rowids[-22] for rowid, _ in found)
+    monkeypatch.setattr(queries_module, "MATCH_BUDGET", 10_000)  # walked whole: the short ones win
+    assert {r for r, _ in index.lexical_scopes("tea", 10, "1", (), None)[0]} <= set(rowids[:30])
+
+
+def test_a_small_index_is_walked_whole_as_before(index):
+    rowids = lexical_index(index, [*(f"tea tea {i}" for i in range(30)), *(f"tea and cake {i}" for i in range(50))])
+    found, sql = traced(index, lambda: index.lexical_scopes("tea cake", 10, "1", (), None))
+    assert not [s for s in sql if "LIMIT ?)" in s and "count(*)" in s]  # nothing counted
+    assert {r for r, _ in found[0]} <= set(rowids)
+    assert index.lexical_of("tea cake", rowids[:3]).keys() == set(rowids[:3])
