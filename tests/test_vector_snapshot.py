@@ -143,15 +143,21 @@ def test_nothing_is_logged_until_a_snapshot_exists(folder):
 
 
 def test_a_rebuilt_vector_table_leaves_the_old_file_unused(folder, coarse):
-    with IndexStore.open(folder, "test:64", DIMS) as index:
+    with IndexStore.open(folder, "test:64", DIMS) as index, IndexStore.open(folder, "test:64", DIMS) as other:
         old, centres = fill(index)
         index.refresh_snapshot()
+        query = queries_near(centres, 1)[0]
+        assert other.nearest(query, 5) and other.snapshot is not None
         index.clear()
         assert index.current_snapshot() is None  # another vector table now
-        query = queries_near(centres, 1)[0]
         assert index.nearest(query, 5) == []
         vectors, _ = fill(index, n=50, seed=9)
         assert [r for r, _ in index.nearest(query, 5)] == exact(index, vectors, query, 5, "1")
+        # Rebuilt and snapshotted again: a reader holding the first file (its log seq now looks current,
+        # the log began again) opens the new one.
+        index.refresh_snapshot(force=True)
+        assert [r for r, _ in snapshot_used(other, lambda: other.nearest(query, 5))] == exact(
+            index, vectors, query, 5, "1")
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty"])
