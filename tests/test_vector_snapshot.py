@@ -13,7 +13,9 @@ from test_search_speed import DIMS, add, exact, fill, traced, unit
 from memvault.index import db
 from memvault.index import queries as queries_module
 from memvault.index import store as store_module
+from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
+from memvault.vault.format.entry import Entry
 
 SCOPE = "e.role <> 'summary'"
 
@@ -92,10 +94,9 @@ def test_writes_after_the_snapshot_are_seen_at_once_by_this_reader_and_another(f
         moved = index.conn.execute("SELECT id FROM entries WHERE rowid = ?", (nearest[0],)).fetchone()[0]
         row = index.conn.execute("SELECT text, conversation_id FROM entries WHERE rowid = ?", (nearest[0],)).fetchone()
         away = unit(-query)
-        from memvault.index.rows import IndexRow
-        from memvault.vault.format.entry import Entry
         entry = Entry(id=moved, text=row[0], conversation_id=row[1])
-        assert index.upsert([IndexRow.from_entry(entry, f"entries/{row[1]}/facts/{moved}.md", "h")], [away]) == [nearest[0]]
+        moved_row = IndexRow.from_entry(entry, f"entries/{row[1]}/facts/{moved}.md", "h")
+        assert index.upsert([moved_row], [away]) == [nearest[0]]
         vectors[nearest[0]] = away
         gone = index.conn.execute("SELECT id FROM entries WHERE rowid = ?", (nearest[1],)).fetchone()[0]
         assert index.remove([gone]) == 1

@@ -133,6 +133,22 @@ class Snapshot:
         hits = zip(rowids[best].tolist(), cosine_distances(query, matrix[best], exact=True).tolist(), strict=True)
         return sorted(hits, key=lambda hit: (hit[1], hit[0]))[:k]
 
+    def applied(self) -> tuple[Any, Any, Any]:
+        """(rowids, conversations, vectors) of this file with the changes logged since applied."""
+        import numpy as np
+
+        arrays = self.arrays
+        names = np.empty(len(arrays.rowids), dtype=object)
+        for name, (start, end) in arrays.conversations.items():
+            names[start:end] = name
+        keep = np.ones(len(arrays.rowids), dtype=bool)
+        keep[self._stale_positions(0, len(arrays.rowids), self.changed)] = False
+        fresh = [(rowid, name, vector) for rowid, (name, vector) in self.changed.items() if vector is not None]
+        rowids = np.concatenate([arrays.rowids[keep], np.array([r for r, _, _ in fresh], dtype=np.int64)])
+        names = np.concatenate([names[keep], np.array([n for _, n, _ in fresh], dtype=object)])
+        vectors = np.concatenate([arrays.vectors[keep], *([np.stack([v for _, _, v in fresh])] if fresh else [])])
+        return rowids, names.astype(str), vectors
+
     def _span(self, conversation: str | None) -> tuple[int, int]:
         if conversation is None:
             return 0, len(self.arrays.rowids)
@@ -212,7 +228,7 @@ def write(conn: Any, path: Path, dims: int, previous: Snapshot | None) -> Snapsh
         epoch = db.get_meta(conn, db.VECTOR_EPOCH) or ""
         seq = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {db.VECTOR_LOG}").fetchone()[0]
         if previous is not None and previous.catch_up(conn):
-            rowids, names, vectors = _merged(previous)
+            rowids, names, vectors = previous.applied()
         else:
             rowids, names, vectors = _read_all(conn, dims)
     finally:
@@ -245,24 +261,6 @@ def write(conn: Any, path: Path, dims: int, previous: Snapshot | None) -> Snapsh
     finally:
         temporary.unlink(missing_ok=True)
     return Snapshot.open(path)
-
-
-def _merged(previous: Snapshot) -> tuple[Any, Any, Any]:
-    """(rowids, conversations, vectors) of the previous file with the changes logged since applied."""
-    import numpy as np
-
-    arrays = previous.arrays
-    names = np.empty(len(arrays.rowids), dtype=object)
-    for name, (start, end) in arrays.conversations.items():
-        names[start:end] = name
-    keep = np.ones(len(arrays.rowids), dtype=bool)
-    keep[previous._stale_positions(0, len(arrays.rowids), previous.changed)] = False
-    fresh = [(rowid, name, vector) for rowid, (name, vector) in previous.changed.items() if vector is not None]
-    rowids = np.concatenate([arrays.rowids[keep], np.array([r for r, _, _ in fresh], dtype=np.int64)])
-    names = np.concatenate([names[keep], np.array([n for _, n, _ in fresh], dtype=object)])
-    vectors = np.concatenate([arrays.vectors[keep], np.stack([v for _, _, v in fresh]) if fresh
-                              else np.zeros((0, previous.dims), dtype=np.float32)])
-    return rowids, names.astype(str), vectors
 
 
 def _read_all(conn: Any, dims: int) -> tuple[Any, Any, Any]:
