@@ -163,8 +163,13 @@ def m006_vector_log(conn: Any) -> None:
     create_vector_log(conn)
 
 
+def m007_relation_kinds(conn: Any) -> None:
+    # The graph finds its alias edges by kind (graph.GraphQuery) without walking a conversation's entries.
+    conn.execute("CREATE INDEX IF NOT EXISTS relations_kind ON relations (relationship)")
+
+
 MIGRATIONS: tuple[Callable[[Any], None], ...] = (m001_entries, m002_fts, m003_timeline, m004_graph,
-                                                 m005_coarse_vectors, m006_vector_log)
+                                                 m005_coarse_vectors, m006_vector_log, m007_relation_kinds)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

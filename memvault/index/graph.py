@@ -167,7 +167,9 @@ class GraphQuery:
         self.aliases = Aliases(pairs, self._uses({key for pair in pairs for key in pair}) if pairs else {})
 
     def _select(self, condition: str, params: Sequence[Any], columns: str) -> list[tuple]:
-        sql = (f"SELECT {columns} FROM relations r JOIN entries e ON e.rowid = r.entry_rowid "
+        # CROSS JOIN: the relations (found by key or kind) first, then their entries; the planner walked a
+        # conversation's entries first, 500,000 of them at 1M (0.3 s with no relation at all).
+        sql = (f"SELECT {columns} FROM relations r CROSS JOIN entries e ON e.rowid = r.entry_rowid "
                f"WHERE ({self.where}) AND {condition} ORDER BY e.created_at, r.rowid")
         return self.conn.execute(sql, (*self.params, *params)).fetchall()
 
