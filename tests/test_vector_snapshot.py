@@ -107,6 +107,14 @@ def test_writes_after_the_snapshot_are_seen_at_once_by_this_reader_and_another(f
             assert nearest[0] not in [r for r, _ in hits] and nearest[1] not in [r for r, _ in hits]
             last = snapshot_used(reader, lambda reader=reader: reader.nearest(-query, 1))
             assert [r for r, _ in last] == [nearest[0]]
+            # The stored vectors too come from the snapshot and the log: sqlite-vec is asked only for the two
+            # rows that have none (one removed, one never there).
+            asked = [*nearest[:3], max(vectors), 10**9]
+            found, sql = traced(reader, lambda reader=reader, asked=asked: reader.vectors(asked))
+            assert len([s for s in sql if "entries_vec" in s]) == 2
+            assert found.keys() == {nearest[0], nearest[2], max(vectors)}
+            for rowid, vector in found.items():
+                assert np.array_equal(vector, vectors[rowid])
 
 
 def test_a_sync_rewrites_the_snapshot_once_enough_changed_and_prunes_the_log(folder, coarse, monkeypatch):

@@ -9,9 +9,10 @@ searches sqlite-vec as before. Vectors written or deleted after it are read from
 kept only while a snapshot exists (db.VECTOR_LOG_ON) and pruned up to the seq of the newest file.
 
 Layout: MAGIC, the header's length (8 bytes, little-endian), the JSON header, then, each 64-byte
-aligned, `rowids` (int64, grouped by conversation, ascending within each), `positions` (int64: the
-order of `rowids` ascending, to find a rowid), `bits` (uint64, one row per 64 dimensions: the sign bits,
-each word's row contiguous) and `vectors` (float32, one row per rowid).
+aligned, `rowids` (int64, grouped by conversation, ascending within each), `ascending` (the same
+rowids in ascending order) and `positions` (int64: where each of those is in `rowids`), `bits`
+(uint64, one row per 64 dimensions: the sign bits, each word's row contiguous) and `vectors`
+(float32, one row per rowid).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ READ_CHUNK = 20_000  # vectors read from sqlite-vec at a time while a snapshot i
 @dataclass
 class _Arrays:
     rowids: Any
+    ascending: Any
     positions: Any
     bits: Any
     vectors: Any
@@ -69,8 +71,8 @@ class Snapshot:
             count, dims = int(header["count"]), int(header["dims"])
             offset = _aligned(len(MAGIC) + 8 + length)
             arrays = []
-            for dtype, shape in ((np.int64, (count,)), (np.int64, (count,)), (np.uint64, (dims // 64, count)),
-                                 (np.float32, (count, dims))):
+            for dtype, shape in ((np.int64, (count,)), (np.int64, (count,)), (np.int64, (count,)),
+                                 (np.uint64, (dims // 64, count)), (np.float32, (count, dims))):
                 items = math.prod(shape)
                 arrays.append(np.frombuffer(mapped, dtype=dtype, count=items, offset=offset).reshape(shape))
                 start, offset = offset, _aligned(offset + items * np.dtype(dtype).itemsize)
@@ -175,14 +177,27 @@ class Snapshot:
         """Positions (from `start`) of the rows in [start, end) that are in `changed` (since the file)."""
         import numpy as np
 
-        if not changed:
-            return np.zeros(0, dtype=np.int64)
-        wanted = np.fromiter(changed, dtype=np.int64, count=len(changed))
-        sorted_rowids = self.arrays.rowids[self.arrays.positions]
-        found = np.searchsorted(sorted_rowids, wanted)
-        found = found[found < len(sorted_rowids)]
-        positions = self.arrays.positions[found[np.isin(sorted_rowids[found], wanted)]]
+        positions = self._positions(np.fromiter(changed, dtype=np.int64, count=len(changed)))
         return np.sort(positions[(positions >= start) & (positions < end)] - start)
+
+    def _positions(self, rowids: Any) -> Any:
+        """Where these rowids are in the file, for those it holds (in no particular order)."""
+        import numpy as np
+
+        ascending = self.arrays.ascending
+        found = np.searchsorted(ascending, rowids)
+        found = found[found < len(ascending)]
+        return self.arrays.positions[found[np.isin(ascending[found], rowids)]]
+
+    def vectors_of(self, rowids: list[int]) -> dict[int, Any]:
+        """rowid -> its vector, for those of these rowids the snapshot (with the log) holds."""
+        import numpy as np
+
+        changed = self.changed
+        found = {rowid: changed[rowid][1] for rowid in rowids if rowid in changed and changed[rowid][1] is not None}
+        positions = self._positions(np.array([r for r in rowids if r not in changed], dtype=np.int64))
+        found.update(zip(self.arrays.rowids[positions].tolist(), self.arrays.vectors[positions], strict=True))
+        return found
 
 
 def cosine_distances(query: Any, matrix: Any, exact: bool = False) -> Any:
@@ -251,7 +266,8 @@ def write(conn: Any, path: Path, dims: int, previous: Snapshot | None) -> Snapsh
     try:
         with open(temporary, "wb") as handle:
             handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
-            for array in (rowids.astype(np.int64), np.argsort(rowids, kind="stable").astype(np.int64),
+            by_rowid = np.argsort(rowids, kind="stable")
+            for array in (rowids.astype(np.int64), rowids[by_rowid].astype(np.int64), by_rowid.astype(np.int64),
                           _sign_words(vectors), vectors):
                 handle.write(b"\0" * (_aligned(handle.tell()) - handle.tell()))
                 handle.write(np.ascontiguousarray(array).tobytes())

@@ -298,8 +298,12 @@ class IndexStore(IndexQueries):
 
     @guarded
     def vectors(self, rowids: Iterable[int]) -> dict[int, np.ndarray]:
-        """rowid -> its stored unit vector."""
-        return stored_vectors(self.conn, rowids)
+        """rowid -> its stored unit vector (from the vectors' snapshot when there is one: a point lookup in
+        sqlite-vec costs ~80 us a row at 1M)."""
+        rowids = list(dict.fromkeys(rowids))
+        vectors = self.current_snapshot()
+        found = {} if vectors is None else {r: vector.copy() for r, vector in vectors.vectors_of(rowids).items()}
+        return found | stored_vectors(self.conn, [rowid for rowid in rowids if rowid not in found])
 
     @guarded
     def by_id(self, memory_id: str) -> dict[str, Any] | None:
