@@ -164,7 +164,7 @@ def test_a_rebuilt_vector_table_leaves_the_old_file_unused(folder, coarse):
         assert [r for r, _ in index.nearest(query, 5)] == exact(index, vectors, query, 5, "1")
         # Rebuilt and snapshotted again: a reader holding the first file (its log seq now looks current,
         # the log began again) opens the new one.
-        index.refresh_snapshot(force=True)
+        index.refresh_snapshot()
         assert [r for r, _ in snapshot_used(other, lambda: other.nearest(query, 5))] == exact(
             index, vectors, query, 5, "1")
 
@@ -187,14 +187,19 @@ def test_a_damaged_snapshot_is_ignored_and_written_again(folder, coarse, damage)
             index, vectors, query, 7, "1")
 
 
-def test_vacuum_leaves_no_vector_of_a_removed_row_in_the_file_or_the_log(folder, coarse):
+def test_vacuum_leaves_no_vector_of_a_removed_row_in_the_file_or_the_log(folder, coarse, monkeypatch):
     with IndexStore.open(folder, "test:64", DIMS) as index:
         fill(index, n=100)
         index.refresh_snapshot()
         marked = np.full(DIMS, 0.125, dtype=np.float32)  # its bytes are easy to find
         rowid = add(index, "to be erased", "c1", marked)
         memory_id = index.conn.execute("SELECT id FROM entries WHERE rowid = ?", (rowid,)).fetchone()[0]
-        index.refresh_snapshot(force=True)
+        index.vacuum()  # nothing removed since the file: it stays as it is
+        assert marked.tobytes() not in index.snapshot_path.read_bytes()
+        with monkeypatch.context() as every_change:  # the file rewritten at once, with the marked vector
+            every_change.setattr(store_module, "SNAPSHOT_REWRITE_MIN", 0)
+            every_change.setattr(store_module, "SNAPSHOT_REWRITE_SHARE", 0)
+            index.refresh_snapshot()
         assert marked.tobytes() in index.snapshot_path.read_bytes()
         add(index, "logged after the file", "c1", marked * 2)
         index.remove([memory_id])
@@ -253,3 +258,32 @@ def test_a_small_index_is_walked_whole_as_before(index):
     assert not [s for s in sql if "LIMIT ?)" in s and "count(*)" in s]  # nothing counted
     assert {r for r, _ in found[0]} <= set(rowids)
     assert index.lexical_of("tea cake", rowids[:3]).keys() == set(rowids[:3])
+
+
+# -- through the facade: a vault, the real model --------------------------------------------------------
+
+def test_a_vault_reindexed_searches_through_its_snapshot_and_an_erase_takes_the_vector_along(tmp_path, coarse):
+    from memvault import settings as settings_module
+    from memvault.core import Memvault
+
+    texts = ["Carol's favourite museum is the Gulbenkian in Lisbon.", "Dan drinks jasmine tea every afternoon.",
+             "Erin rides a red bicycle to work.", "The user's sister lives in Porto.",
+             "The user plays the cello on Sundays.", "Bob's dog Rex is afraid of thunder."]
+    memvault = Memvault.open(settings_module.load(None, {"vault.path": str(tmp_path / "v")}), create=True)
+    try:
+        ids = [memvault.add_verbatim(text, conversation="notes", role="memory").id for text in texts]
+        before = {q: [h.id for h in memvault.search(q, "notes")] for q in ("tea", "who rides to work", "music")}
+        memvault.reindex()
+        index = memvault.index()
+        assert index.snapshot_path.exists()
+        for query, expected in before.items():
+            found, sql = traced(index, lambda q=query: [h.id for h in memvault.search(q, "notes")])
+            assert found == expected
+            assert not [s for s in sql if "MATCH" in s and "entries_vec" in s]
+        tea = index.vectors([index.by_id(ids[1])["rowid"]]).popitem()[1].tobytes()
+        assert tea in index.snapshot_path.read_bytes()
+        memvault.erase([ids[1]])
+        assert tea not in index.snapshot_path.read_bytes()
+        assert ids[1] not in [h.id for h in memvault.search("tea", "notes")]
+    finally:
+        memvault.close()

@@ -241,17 +241,18 @@ class IndexStore(IndexQueries):
         db.log_vector(self.conn, rowid, None, None)
 
     @guarded
-    def refresh_snapshot(self, force: bool = False) -> None:
+    def refresh_snapshot(self, scrub: bool = False) -> None:
         """Write the snapshot of the vectors (index.snapshot) for an index of more than COARSE_ABOVE of them
         when there is none or SNAPSHOT_REWRITE_SHARE of them changed since (a sync's last step: a search
-        reads the changes since the file from the log, one row each); `force`: whenever there is one, so
-        that it holds no vector of a row removed since (erase and gc)."""
+        reads the changes since the file from the log); `scrub`: also when a row was removed since, so
+        that no file holds its vector (erase and gc)."""
         current = self.current_snapshot()
         if current is None and (self.conn.execute("SELECT max(rowid) FROM entries").fetchone()[0] or 0) <= COARSE_ABOVE:
             self.snapshot_path.unlink(missing_ok=True)  # one of an index emptied since: vectors no row has
             return
-        if not force and current is not None and len(current.changed) <= max(
-                SNAPSHOT_REWRITE_MIN, SNAPSHOT_REWRITE_SHARE * current.size(None)):
+        if current is not None and len(current.changed) <= max(
+                SNAPSHOT_REWRITE_MIN, SNAPSHOT_REWRITE_SHARE * current.size(None)) and not (
+                scrub and any(vector is None for _, vector in current.changed.values())):
             return
         self.snapshot = write_snapshot(self.conn, self.snapshot_path, self.dims, current)
 
@@ -329,8 +330,8 @@ class IndexStore(IndexQueries):
     @guarded
     def vacuum(self) -> None:
         """Merge FTS segments, reclaim free pages and fold the WAL back into the file; the vectors'
-        snapshot is written afresh first, without the rows removed since and with its log emptied."""
-        self.refresh_snapshot(force=True)
+        snapshot is written afresh first if a row was removed since it was (its vector must go with it)."""
+        self.refresh_snapshot(scrub=True)
         self.conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
         self.conn.execute("VACUUM")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
