@@ -171,8 +171,9 @@ def test_an_index_from_before_the_graph_gains_it_without_re_embedding(vault, tmp
     index = tmp_path / "vault" / ".memvault" / "index.sqlite"
     conn = db.connect(index)  # what an older memvault left: no triple column, no relations, no m004
     conn.execute("DROP TRIGGER relations_follow_entries; DROP TABLE relations; ALTER TABLE entries DROP COLUMN triple;"
-                 "DROP TABLE entries_coarse;"  # and none of the migrations after m004
-                 "DELETE FROM migrations WHERE name IN ('m004_graph', 'm005_coarse_vectors')")
+                 "DROP TABLE entries_coarse; DROP TABLE vector_log;"  # and none of the migrations after m004
+                 "DELETE FROM migrations WHERE name IN ('m004_graph', 'm005_coarse_vectors', 'm006_vector_log', "
+                 "'m007_relation_kinds')")
     conn.close()
     report = vault.ok("reindex", "--json").json()
     assert report["embedded"] == 0 and report["updated"] == 4

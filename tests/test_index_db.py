@@ -17,7 +17,7 @@ def tables(conn):
 def test_blank_database_migrates_in_order_and_records_it(tmp_path):
     conn = db.connect(tmp_path / "index.sqlite")
     assert db.migrate(conn) == ["m001_entries", "m002_fts", "m003_timeline", "m004_graph",
-                                 "m005_coarse_vectors"]
+                                 "m005_coarse_vectors", "m006_vector_log", "m007_relation_kinds"]
     assert db.applied_migrations(conn) == [m.__name__ for m in db.MIGRATIONS]
     assert {"entries", "meta", "migrations", "entries_fts"} <= tables(conn)
     assert db.get_meta(conn, "schema_version") == str(db.SCHEMA_VERSION)
@@ -30,7 +30,8 @@ def test_partly_migrated_database_gets_only_the_rest(tmp_path):
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     db.m001_entries(conn)
     conn.execute("INSERT INTO migrations VALUES ('m001_entries', 0)")
-    assert db.migrate(conn) == ["m002_fts", "m003_timeline", "m004_graph", "m005_coarse_vectors"]
+    assert db.migrate(conn) == ["m002_fts", "m003_timeline", "m004_graph", "m005_coarse_vectors", "m006_vector_log",
+                                "m007_relation_kinds"]
     db.check_schema(conn)
 
 
