@@ -51,6 +51,7 @@ class PastRows(IndexStore):
         self.path = Path(":memory:")
         self.identity, self.dims = "", 0
         self.rebuilt, self.rebuild_reason, self.has_coarse = False, None, False
+        self.snapshot, self.snapshot_path = None, None  # no vectors' snapshot either
         self.lock = threading.RLock()
 
 

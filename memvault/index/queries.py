@@ -158,6 +158,8 @@ class IndexQueries:
         """The vectors' snapshot file (index.snapshot), caught up with the log; None when there is none
         that describes this index."""
         vectors = self.snapshot
+        if self.snapshot_path is None:  # rows without vectors (index.past_rows)
+            return None
         if vectors is None or not vectors.catch_up(self.conn):
             vectors = Snapshot.open(self.snapshot_path)
             if vectors is not None and (vectors.dims != self.dims or not vectors.catch_up(self.conn)):

@@ -49,7 +49,7 @@ class IndexStore(IndexQueries):
         self.conn = self._connect()
         # The vectors' sign bits (db.COARSE_TABLE), kept beside them for the coarse pass of `nearest`.
         self.has_coarse = db.table_exists(self.conn, db.COARSE_TABLE)
-        self.snapshot_path = self.path.with_name(self.path.name + ".vectors")
+        self.snapshot_path: Path | None = self.path.with_name(self.path.name + ".vectors")
         self.snapshot: Snapshot | None = None  # the vectors' snapshot file, once read (`current_snapshot`)
 
     @classmethod
