@@ -21,7 +21,7 @@ import json
 import math
 import mmap
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,39 @@ class _Arrays:
     conversations: dict[str, tuple[int, int]]  # conversation -> [start, end) in rowids
 
 
+@dataclass(frozen=True)
+class Changes:
+    """The writes logged since a file, as a search uses them; made anew (and swapped in whole: a search in
+    another thread may be reading the old one) whenever the log grows."""
+
+    by_rowid: dict[int, tuple[str | None, Any]]  # rowid -> (conversation, vector), or (None, None): deleted
+    touched: Any  # by_rowid's rowids: the file's rows they name are out of date
+    rowids: Any  # of the rows written since (with a vector), in `by_rowid`'s order
+    names: Any  # their conversations
+    matrix: Any  # their vectors
+    per_conversation: dict[str, int]
+
+    @classmethod
+    def of(cls, by_rowid: dict[int, tuple[str | None, Any]], dims: int) -> Changes:
+        import numpy as np
+
+        fresh = [(rowid, name, vector) for rowid, (name, vector) in by_rowid.items() if vector is not None]
+        per_conversation: dict[str, int] = {}
+        for _, name, _ in fresh:
+            per_conversation[name] = per_conversation.get(name, 0) + 1
+        return cls(by_rowid, np.fromiter(by_rowid, dtype=np.int64, count=len(by_rowid)),
+                   np.array([r for r, _, _ in fresh], dtype=np.int64),
+                   np.array([n for _, n, _ in fresh], dtype=object),
+                   np.stack([v for _, _, v in fresh]) if fresh else np.zeros((0, dims), dtype=np.float32),
+                   per_conversation)
+
+    def fresh(self, conversation: str | None) -> Any:
+        """Positions (in `rowids`) of the rows written since in this conversation (all when None)."""
+        import numpy as np
+
+        return np.arange(len(self.rowids)) if conversation is None else np.flatnonzero(self.names == conversation)
+
+
 @dataclass
 class Snapshot:
     """One snapshot file, mapped, with the changes logged since (kept current by `catch_up`)."""
@@ -53,8 +86,7 @@ class Snapshot:
     epoch: str
     seq: int
     arrays: _Arrays
-    # rowid -> (conversation, float32 vector) written since the file, or (None, None) deleted since.
-    changed: dict[int, tuple[str | None, Any]] = field(default_factory=dict)
+    changes: Changes | None = None  # the writes logged since the file (`catch_up`)
 
     @classmethod
     def open(cls, path: Path) -> Snapshot | None:
@@ -100,18 +132,26 @@ class Snapshot:
             return False
         rows = conn.execute(f"SELECT seq, rowid, conversation_id, embedding FROM {db.VECTOR_LOG} WHERE seq > ? "
                             "ORDER BY seq", (self.seq,)).fetchall()
-        if rows:  # a new dict, swapped in whole: a search in another thread may be reading the old one
-            changed = dict(self.changed)
-            for _, rowid, conversation, blob in rows:
-                changed[rowid] = (None, None) if blob is None else (conversation, np.frombuffer(blob, dtype=np.float32))
-            self.changed, self.seq = changed, rows[-1][0]
+        if rows or self.changes is None:
+            by_rowid = dict(self.changed)
+            for _, rowid, name, blob in rows:
+                by_rowid[rowid] = (None, None) if blob is None else (name, np.frombuffer(blob, dtype=np.float32))
+            self.changes = Changes.of(by_rowid, self.dims)
+            self.seq = rows[-1][0] if rows else self.seq
         return True
+
+    @property
+    def changed(self) -> dict[int, tuple[str | None, Any]]:
+        """rowid -> (conversation, vector) written since the file, or (None, None) deleted since."""
+        return {} if self.changes is None else self.changes.by_rowid
 
     def size(self, conversation: str | None) -> int:
         """Vectors in this conversation (all when None), about: rows changed since count once more."""
         start, end = self._span(conversation)
-        return end - start + sum(1 for name, vector in self.changed.values()
-                                 if vector is not None and (conversation is None or name == conversation))
+        changes = self.changes
+        written = 0 if changes is None else (
+            len(changes.rowids) if conversation is None else changes.per_conversation.get(conversation, 0))
+        return end - start + written
 
     def nearest(self, query: Any, k: int, conversation: str | None, share: float,
                 at_least: int) -> list[tuple[int, float]]:
@@ -122,19 +162,18 @@ class Snapshot:
 
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         start, end = self._span(conversation)
-        changed = self.changed
+        changes = self.changes or Changes.of({}, self.dims)
         picked = np.zeros(0, dtype=np.int64)
         if end > start:
             distances = self._hamming(query, start, end)
-            distances[self._stale_positions(start, end, changed)] = STALE
+            distances[self._stale_positions(start, end, changes.touched)] = STALE
             wanted = max(k, at_least, math.ceil(share * self.size(conversation)))
             picked = _within(distances, wanted) + start
-        fresh = [(rowid, vector) for rowid, (name, vector) in changed.items()
-                 if vector is not None and (conversation is None or name == conversation)]
-        rowids = np.concatenate([self.arrays.rowids[picked], np.array([r for r, _ in fresh], dtype=np.int64)])
+        fresh = changes.fresh(conversation)
+        rowids = np.concatenate([self.arrays.rowids[picked], changes.rowids[fresh]])
         if not len(rowids):
             return []
-        matrix = np.concatenate([self.arrays.vectors[picked], *([np.stack([v for _, v in fresh])] if fresh else [])])
+        matrix = np.concatenate([self.arrays.vectors[picked], changes.matrix[fresh]])
         # Ranked in float32, then the best (with room for rounding) in float64, as sqlite-vec's are exact.
         best = _smallest(cosine_distances(query, matrix), 2 * k)
         hits = zip(rowids[best].tolist(), cosine_distances(query, matrix[best], exact=True).tolist(), strict=True)
@@ -149,11 +188,11 @@ class Snapshot:
         for name, (start, end) in arrays.conversations.items():
             names[start:end] = name
         keep = np.ones(len(arrays.rowids), dtype=bool)
-        keep[self._stale_positions(0, len(arrays.rowids), self.changed)] = False
-        fresh = [(rowid, name, vector) for rowid, (name, vector) in self.changed.items() if vector is not None]
-        rowids = np.concatenate([arrays.rowids[keep], np.array([r for r, _, _ in fresh], dtype=np.int64)])
-        names = np.concatenate([names[keep], np.array([n for _, n, _ in fresh], dtype=object)])
-        vectors = np.concatenate([arrays.vectors[keep], *([np.stack([v for _, _, v in fresh])] if fresh else [])])
+        changes = self.changes or Changes.of({}, self.dims)
+        keep[self._stale_positions(0, len(arrays.rowids), changes.touched)] = False
+        rowids = np.concatenate([arrays.rowids[keep], changes.rowids])
+        names = np.concatenate([names[keep], changes.names])
+        vectors = np.concatenate([arrays.vectors[keep], changes.matrix])
         return rowids, names.astype(str), vectors
 
     def _span(self, conversation: str | None) -> tuple[int, int]:
@@ -173,11 +212,11 @@ class Snapshot:
             distances += np.bitwise_count(word)
         return distances
 
-    def _stale_positions(self, start: int, end: int, changed: dict[int, Any]) -> Any:
-        """Positions (from `start`) of the rows in [start, end) that are in `changed` (since the file)."""
+    def _stale_positions(self, start: int, end: int, touched: Any) -> Any:
+        """Positions (from `start`) of the rows in [start, end) that these rowids name."""
         import numpy as np
 
-        positions = self._positions(np.fromiter(changed, dtype=np.int64, count=len(changed)))
+        positions = self._positions(touched)
         return np.sort(positions[(positions >= start) & (positions < end)] - start)
 
     def _positions(self, rowids: Any) -> Any:
