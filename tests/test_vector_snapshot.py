@@ -231,8 +231,14 @@ def lexical_index(index, rows):
     return [add(index, text, "c1", unit(rng.normal(size=DIMS)), minute=i) for i, text in enumerate(rows)]
 
 
-def test_a_rare_word_is_ranked_over_every_row_when_common_words_flood_the_index(index, monkeypatch):
+@pytest.fixture
+def bounded(monkeypatch):
+    """A lexical walk bounded to 20 matches, in an index of more than 100 rows."""
+    monkeypatch.setattr(queries_module, "BOUNDED_ABOVE", 100)
     monkeypatch.setattr(queries_module, "MATCH_BUDGET", 20)
+
+
+def test_a_rare_word_is_ranked_over_every_row_when_common_words_flood_the_index(index, bounded):
     rowids = lexical_index(index, ["kyoto tea in spring", *[f"tea and biscuits {i}" for i in range(200)]])
     found, sql = traced(index, lambda: index.lexical_scopes("kyoto tea", 5, "1", (), None))
     assert found[0][0][0] == rowids[0]  # the oldest row, the only one with the rare word
@@ -241,8 +247,7 @@ def test_a_rare_word_is_ranked_over_every_row_when_common_words_flood_the_index(
     assert [r for r, _ in index.lexical_scopes("kyoto tea", 5, "1", (), ["c1"])[0]][:1] == [rowids[0]]
 
 
-def test_when_every_word_is_common_only_the_newest_matches_are_ranked(index, monkeypatch):
-    monkeypatch.setattr(queries_module, "MATCH_BUDGET", 20)
+def test_when_every_word_is_common_only_the_newest_matches_are_ranked(index, bounded, monkeypatch):
     # The best-ranked rows by BM25 (the word twice in a short text) are the oldest.
     rowids = lexical_index(index, [*(f"tea tea {i}" for i in range(30)),
                                    *(f"tea with a long story about nothing much {i}" for i in range(200))])
@@ -252,11 +257,12 @@ def test_when_every_word_is_common_only_the_newest_matches_are_ranked(index, mon
     assert {r for r, _ in index.lexical_scopes("tea", 10, "1", (), None)[0]} <= set(rowids[:30])
 
 
-def test_a_small_index_is_walked_whole_as_before(index):
+def test_a_small_index_is_walked_whole_as_before(index, monkeypatch):
+    monkeypatch.setattr(queries_module, "MATCH_BUDGET", 20)  # 80 matches of "tea", but 80 rows: not bounded
     rowids = lexical_index(index, [*(f"tea tea {i}" for i in range(30)), *(f"tea and cake {i}" for i in range(50))])
     found, sql = traced(index, lambda: index.lexical_scopes("tea cake", 10, "1", (), None))
     assert not [s for s in sql if "LIMIT ?)" in s and "count(*)" in s]  # nothing counted
-    assert {r for r, _ in found[0]} <= set(rowids)
+    assert found[0] == index.lexical("tea cake", 10, "1") and {r for r, _ in found[0]} <= set(rowids)
     assert index.lexical_of("tea cake", rowids[:3]).keys() == set(rowids[:3])
 
 
