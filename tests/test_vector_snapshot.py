@@ -12,6 +12,7 @@ from test_search_speed import DIMS, add, exact, fill, traced, unit
 
 from memvault.index import db
 from memvault.index import queries as queries_module
+from memvault.index import snapshot as snapshot_module
 from memvault.index import store as store_module
 from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
@@ -51,7 +52,8 @@ def snapshot_used(index, call):
     return result
 
 
-def test_the_snapshot_gives_the_exact_nearest_of_a_conversation_and_of_all(folder, coarse):
+def test_the_snapshot_gives_the_exact_nearest_of_a_conversation_and_of_all(folder, coarse, monkeypatch):
+    monkeypatch.setattr(snapshot_module, "READ_CHUNK", 37)  # read and written in many pieces
     with IndexStore.open(folder, "test:64", DIMS) as index:
         vectors, centres = fill(index)
         assert not index.snapshot_path.exists()

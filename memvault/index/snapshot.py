@@ -293,7 +293,8 @@ def write(conn: Any, path: Path, dims: int, previous: Snapshot | None) -> Snapsh
     finally:
         conn.execute("COMMIT")
     order = np.lexsort((rowids, names)) if len(rowids) else np.zeros(0, dtype=np.int64)
-    rowids, names, vectors = rowids[order], names[order], vectors[order]
+    rowids, names = rowids[order], names[order]  # the vectors are put in this order a chunk at a time
+    chunks = [order[at:at + READ_CHUNK] for at in range(0, len(order), READ_CHUNK)]
     conversations, start = [], 0
     for name in dict.fromkeys(names.tolist()):
         end = int(np.searchsorted(names, name, side="right"))
@@ -306,10 +307,15 @@ def write(conn: Any, path: Path, dims: int, previous: Snapshot | None) -> Snapsh
         with open(temporary, "wb") as handle:
             handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
             by_rowid = np.argsort(rowids, kind="stable")
+            words = np.concatenate([_sign_words(vectors[chunk]) for chunk in chunks], axis=1) if chunks else \
+                _sign_words(vectors)
             for array in (rowids.astype(np.int64), rowids[by_rowid].astype(np.int64), by_rowid.astype(np.int64),
-                          _sign_words(vectors), vectors):
+                          words):
                 handle.write(b"\0" * (_aligned(handle.tell()) - handle.tell()))
                 handle.write(np.ascontiguousarray(array).tobytes())
+            handle.write(b"\0" * (_aligned(handle.tell()) - handle.tell()))
+            for chunk in chunks:
+                handle.write(np.ascontiguousarray(vectors[chunk], dtype=np.float32).tobytes())
             handle.flush()
             os.fsync(handle.fileno())
         with db.immediate(conn):  # two writers: the file of the later seq stays, and the log is pruned to it
