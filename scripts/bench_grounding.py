@@ -1,9 +1,10 @@
 """How well the grounding guard judges meaning, through the real add path (extraction, guards, reconcile,
 a real vault, git and the MiniLM embedder) with a scripted LLM that answers the given facts; no real LLM.
 
-(a) LoCoMo's observation facts (the speaker's name put as "The user", the other speaker's name given
-    as the assistant turn's `name`, a shared photo's caption in the turn's text as LoCoMo renders it)
-    added from their own evidence turn: the share kept;
+(a) LoCoMo's observation facts (the speaker's name put as "The user", a shared photo's caption in the
+    turn's text as LoCoMo renders it) added from their own evidence turn, with the turns of its session
+    before it that a chat sends and extraction shows (CONTEXT_TURNS; the other speaker's as the
+    assistant's, named): the share kept;
 (b) the same facts added from another turn of the same speaker: the share stored;
 (c) scripts/data/grounding_cases.jsonl: paraphrases (must be kept) and near misses (must be refused),
     per kind, its development half, its held-out half (written before the guard was tuned) and the
@@ -73,7 +74,7 @@ def locomo_pairs(conversations: range, rng: random.Random) -> list[tuple[str, li
         conversation = data[number]["conversation"]
         sessions = sorted((k for k, v in conversation.items() if k.startswith("session_") and isinstance(v, list)),
                           key=lambda k: int(k.split("_")[1]))
-        turns = [turn for key in sessions for turn in conversation[key]]
+        turns = [{**turn, "session": key} for key in sessions for turn in conversation[key]]
         where = {turn["dia_id"]: i for i, turn in enumerate(turns)}
         for observations in data[number]["observation"].values():
             for speaker, items in observations.items():
@@ -89,10 +90,14 @@ def locomo_pairs(conversations: range, rng: random.Random) -> list[tuple[str, li
 
 
 def messages_at(turns: list[dict], index: int) -> list[dict]:
-    """The turn as the user's message, the turn before it as the assistant's (named)."""
-    before = [{"role": "assistant", "content": shown(turns[index - 1]), "name": turns[index - 1]["speaker"]}] \
-        if index else []
-    return [*before, {"role": "user", "content": shown(turns[index])}]
+    """The turn as the user's message after the turns of its session before it that extraction is shown
+    (CONTEXT_TURNS): the same speaker's as the user's, the other's as the assistant's (named)."""
+    from memvault.curate.extract import CONTEXT_TURNS
+
+    turn = turns[index]
+    before = [t for t in turns[max(0, index - CONTEXT_TURNS): index] if t["session"] == turn["session"]]
+    return [{"role": "user", "content": shown(t)} if t["speaker"] == turn["speaker"]
+            else {"role": "assistant", "content": shown(t), "name": t["speaker"]} for t in [*before, turn]]
 
 
 def shown(turn: dict) -> str:
