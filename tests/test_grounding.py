@@ -269,6 +269,7 @@ def test_superlatives_memories_and_the_users_own_things_are_kept(said, fact, emb
     ("My gym is not far from the office.", "The user's gym is near the office."),
     ("It's been a while since I played tennis.", "The user has not played tennis recently."),
     ("No way! I got the job at the museum.", "The user got the job at the museum."),
+    ("I'll be honest, we chose the flat for its garden.", "The user chose the flat for its garden."),
     ("When I was little I'd spend hours drawing comics.", "The user spent hours drawing comics as a child."),
     ("I'm looking forward to the choir concert.", "The user expressed excitement about the choir concert."),
     ("I'm looking forward to the harvest festival.", "The user expressed anticipation for the harvest festival."),

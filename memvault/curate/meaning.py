@@ -120,6 +120,7 @@ IDIOMS = tuple((re.compile(pattern, re.IGNORECASE), plain_words, frozenset(denie
     (rf"\bit(?:{APOSTROPHE}s| is| has) been (?:a (?:long )?while|a long time|ages|years|months|weeks|forever"
      r"|(?:so|too) long) since (i|we)(?: last)?\b", r"\1 have not lately", ""),
     (r"^\W*no way\s*[!,.]+", "", ""),
+    (rf"\b(?:i(?:{APOSTROPHE}ll| will) be honest|to be honest|i (?:have to|must) say)\b", "honestly", ""),  # no plan
 ))
 # A past time ("when I was little", "as a kid") makes the "would" of its sentence a habit, not a wish.
 PAST_TIME = re.compile(r"\b(?:when (?:i|we|he|she|they|my \w+) (?:was|were) (?:little|young|small|younger"
