@@ -190,8 +190,7 @@ def guard_cost(repeats: int = 60) -> float:
     fact_problem("The user lives in Lisbon.", Source("I live in Lisbon", embedder=embedder))  # warm
     started = time.monotonic()
     for fact, messages, _ in pairs:
-        source = grounding_source(messages)
-        fact_problem(fact, Source(source.said, source.context, embedder))
+        fact_problem(fact, grounding_source(messages, embedder=embedder))
     return 1000 * (time.monotonic() - started) / len(pairs)
 
 

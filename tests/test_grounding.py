@@ -256,6 +256,30 @@ def test_superlatives_memories_and_the_users_own_things_are_kept(said, fact, emb
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
 
 
+# The turns shown before the user's: the one answered lends a fact its words ("Yes, I went there"), the
+# older ones only their names; with six turns shown, their words made facts of other turns look close.
+GREYHOUND = [{"role": "assistant", "name": "Ana", "content": "I adopted a rescue greyhound and we walk by the canal"
+                                                            " every evening."},
+             {"role": "user", "content": "That sounds lovely, what a lucky dog."},
+             {"role": "assistant", "name": "Ana", "content": "How was your week at the bakery?"}]
+
+
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("Busy. I walked a lot in the evenings.", "The user walks their rescue greyhound by the canal in the evening.",
+     False),  # the greyhound and the canal are Ana's, three turns back
+    ("Busy, but good. I finally fixed the oven.", "The user fixed the oven at the bakery.", True),  # the answered turn
+    ("I met Pip yesterday, such a sweet dog!", "The user met Ana's greyhound Pip.", True),  # a name from before
+])
+def test_the_turn_answered_lends_its_words_the_older_turns_their_names(said, fact, kept, embedder):
+    from memvault.curate.extract import grounding_source
+
+    source = grounding_source([*GREYHOUND, {"role": "user", "content": said}], embedder=embedder)
+    reason = fact_problem(fact, source)
+    assert (reason is None) == kept, reason
+    if not kept:
+        assert "not close in meaning" in reason
+
+
 # Idioms read by their plain meaning: a double negative is a positive ("never miss" is always going),
 # "no way I'm ..." and "it's been ages since I ..." are negations; a "would" of a past time is a habit,
 # not a wish; a reporting verb's past is when the user said it, not when the act was done.

@@ -89,9 +89,9 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     if facts is None:
         try:
             records = extract_fact_records(llm, messages, prompt, whole)
-            source = grounding_source(messages, whole)
+            source = grounding_source(messages, whole, embedder)
             speakers = tuple(m["name"] for m in messages if isinstance(m.get("name"), str) and m["role"] != "user")
-            records = grounded(records, Source(source.said, source.context, embedder), dropped, judge, speakers)
+            records = grounded(records, source, dropped, judge, speakers)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
