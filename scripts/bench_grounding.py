@@ -1,17 +1,20 @@
 """How well the grounding guard judges meaning, through the real add path (extraction, guards, reconcile,
 a real vault, git and the MiniLM embedder) with a scripted LLM that answers the given facts; no real LLM.
 
-(a) LoCoMo's observation facts (the speaker's name put as "The user", the other speaker's name given
-    as the assistant turn's `name`, a shared photo's caption in the turn's text as LoCoMo renders it)
-    added from their own evidence turn: the share kept;
+(a) LoCoMo's observation facts (the speaker's name put as "The user", a shared photo's caption in the
+    turn's text as LoCoMo renders it) added from their own evidence turn, with the turns of its session
+    before it that a chat sends and extraction shows (CONTEXT_TURNS; the other speaker's as the
+    assistant's, named): the share kept;
 (b) the same facts added from another turn of the same speaker: the share stored;
 (c) scripts/data/grounding_cases.jsonl: paraphrases (must be kept) and near misses (must be refused),
-    per kind, its development half and its held-out half (written before the guard was tuned) apart.
-LoCoMo conversations 0-4 were looked at while tuning; 5-9 were not, and are reported on their own.
+    per kind, its development half, its held-out half (written before the guard was tuned) and the
+    fresh set (written before the next round of rules) apart.
+LoCoMo conversations 0-4 were looked at while tuning, and the first 100 facts of 5-9 in a later round;
+`--offset` draws facts further on, which no round has looked at.
 With --judge-gguf, a GGUF model served by memvault's own llama server (llm.local_model, one thread) is
 the second judge (curation.judge on, memvault.curate.judge) of the facts refused for closeness alone.
 
-    python scripts/bench_grounding.py [--limit N] [--part tuned|heldout|both] [--judge-gguf PATH] [--json]
+    python scripts/bench_grounding.py [--limit N] [--offset N] [--part tuned|heldout|both] [--judge-gguf PATH] [--json]
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def locomo_pairs(conversations: range, rng: random.Random) -> list[tuple[str, li
         conversation = data[number]["conversation"]
         sessions = sorted((k for k, v in conversation.items() if k.startswith("session_") and isinstance(v, list)),
                           key=lambda k: int(k.split("_")[1]))
-        turns = [turn for key in sessions for turn in conversation[key]]
+        turns = [{**turn, "session": key} for key in sessions for turn in conversation[key]]
         where = {turn["dia_id"]: i for i, turn in enumerate(turns)}
         for observations in data[number]["observation"].values():
             for speaker, items in observations.items():
@@ -87,10 +90,14 @@ def locomo_pairs(conversations: range, rng: random.Random) -> list[tuple[str, li
 
 
 def messages_at(turns: list[dict], index: int) -> list[dict]:
-    """The turn as the user's message, the turn before it as the assistant's (named)."""
-    before = [{"role": "assistant", "content": shown(turns[index - 1]), "name": turns[index - 1]["speaker"]}] \
-        if index else []
-    return [*before, {"role": "user", "content": shown(turns[index])}]
+    """The turn as the user's message after the turns of its session before it that extraction is shown
+    (CONTEXT_TURNS): the same speaker's as the user's, the other's as the assistant's (named)."""
+    from memvault.curate.extract import CONTEXT_TURNS
+
+    turn = turns[index]
+    before = [t for t in turns[max(0, index - CONTEXT_TURNS): index] if t["session"] == turn["session"]]
+    return [{"role": "user", "content": shown(t)} if t["speaker"] == turn["speaker"]
+            else {"role": "assistant", "content": shown(t), "name": t["speaker"]} for t in [*before, turn]]
 
 
 def shown(turn: dict) -> str:
@@ -108,11 +115,11 @@ def stored(memory, llm: FactsLLM, fact: str, messages: list[dict], user: str) ->
     return any(e.event in ("ADD", "UPDATE", "NONE") for e in result.events), (reasons or [""])[0]
 
 
-HALVES = {"tuned": ("tuned on (conversations 0-4)", TUNED_ON, "dev"),
-          "heldout": ("held out (conversations 5-9)", range(5, 10), "heldout")}
+HALVES = {"tuned": ("tuned on (conversations 0-4)", TUNED_ON, ("dev",)),
+          "heldout": ("held out (conversations 5-9)", range(5, 10), ("heldout", "fresh"))}
 
 
-def run(limit: int, part: str = "both", judge_gguf: str = "") -> dict:
+def run(limit: int, part: str = "both", judge_gguf: str = "", offset: int = 0) -> dict:
     from memvault import settings
     from memvault.core import Memvault
     from memvault.curate.llm import LLMClient
@@ -130,8 +137,9 @@ def run(limit: int, part: str = "both", judge_gguf: str = "") -> dict:
             llm.judge.complete([{"role": "user", "content": "Say yes."}], json_schema=None)
         memory = Memvault.open(configured, create=True)
         try:
-            for name, (label, conversations, split) in HALVES.items():
-                pairs = locomo_pairs(conversations, rng)[:limit]  # drawn for both: each half's pairs stay the same
+            for name, (label, conversations, splits) in HALVES.items():
+                # drawn for both: each half's pairs stay the same
+                pairs = locomo_pairs(conversations, rng)[offset:offset + limit]
                 if part not in (name, "both"):
                     continue
                 own = sum(stored(memory, llm, fact, mine, f"own{i}")[0] for i, (fact, mine, _) in enumerate(pairs))
@@ -140,8 +148,9 @@ def run(limit: int, part: str = "both", judge_gguf: str = "") -> dict:
                 checked += 2 * len(pairs)
                 figures[f"LoCoMo {label}"] = {"facts": len(pairs), "kept for their own turn": own / len(pairs),
                                               "stored for another turn": other / len(pairs)}
-                figures[f"cases, {split}"], cases_checked = run_cases(memory, llm, split)
-                checked += cases_checked
+                for split in splits:
+                    figures[f"cases, {split}"], cases_checked = run_cases(memory, llm, split)
+                    checked += cases_checked
         finally:
             memory.close()
     figures["ms per add (vault, git, index, guard)"] = 1000 * (time.monotonic() - started) / max(1, checked)
@@ -181,16 +190,17 @@ def guard_cost(repeats: int = 60) -> float:
     fact_problem("The user lives in Lisbon.", Source("I live in Lisbon", embedder=embedder))  # warm
     started = time.monotonic()
     for fact, messages, _ in pairs:
-        source = grounding_source(messages)
-        fact_problem(fact, Source(source.said, source.context, embedder))
+        fact_problem(fact, grounding_source(messages, embedder=embedder))
     return 1000 * (time.monotonic() - started) / len(pairs)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=150, help="LoCoMo facts per half (default 150)")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="skip this many LoCoMo facts of each half first (default 0)")
     parser.add_argument("--part", choices=("tuned", "heldout", "both"), default="both",
-                        help="tuned: conversations 0-4 and the dev cases; heldout: 5-9 and the held-out cases")
+                        help="tuned: conversations 0-4 and the dev cases; heldout: 5-9, the held-out and fresh cases")
     parser.add_argument("--judge-gguf", default="", metavar="PATH",
                         help="a GGUF model, served by memvault on one thread, as the second judge (curation.judge)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -199,7 +209,7 @@ def main() -> None:
         sys.exit(f"error: {LOCOMO} not found (the LoCoMo data set)")
     if args.judge_gguf and not Path(args.judge_gguf).expanduser().is_file():
         sys.exit(f"error: --judge-gguf: no such file: {args.judge_gguf}")
-    figures = run(args.limit, args.part, args.judge_gguf)
+    figures = run(args.limit, args.part, args.judge_gguf, args.offset)
     figures["guard ms per fact"] = guard_cost()
     if args.json:
         print(json.dumps(figures, indent=2))
@@ -208,7 +218,7 @@ def main() -> None:
     for name, value in figures.items():
         if name.startswith("LoCoMo"):
             kept = value["kept for their own turn"]
-            print(f"| {name}: kept for their own turn ({value['facts']} facts) | {kept:.1%} |")
+            print(f"| {name}: kept for their own turn ({value['facts']} facts from {args.offset}) | {kept:.1%} |")
             print(f"| {name}: stored for another turn | {value['stored for another turn']:.1%} |")
         elif name.startswith("cases"):
             for kind, row in value.items():

@@ -256,6 +256,72 @@ def test_superlatives_memories_and_the_users_own_things_are_kept(said, fact, emb
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
 
 
+# The turns shown before the user's: the one answered lends a fact its words ("Yes, I went there"), the
+# older ones only their names; with six turns shown, their words made facts of other turns look close.
+GREYHOUND = [{"role": "assistant", "name": "Ana", "content": "I adopted a rescue greyhound and we walk by the canal"
+                                                            " every evening."},
+             {"role": "user", "content": "That sounds lovely, what a lucky dog."},
+             {"role": "assistant", "name": "Ana", "content": "How was your week at the bakery?"}]
+
+
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("Busy. I walked a lot in the evenings.", "The user walks their rescue greyhound by the canal in the evening.",
+     False),  # the greyhound and the canal are Ana's, three turns back
+    ("Busy, but good. I finally fixed the oven.", "The user fixed the oven at the bakery.", True),  # the answered turn
+    ("I met Pip yesterday, such a sweet dog!", "The user met Ana's greyhound Pip.", True),  # a name from before
+])
+def test_the_turn_answered_lends_its_words_the_older_turns_their_names(said, fact, kept, embedder):
+    from memvault.curate.extract import grounding_source
+
+    source = grounding_source([*GREYHOUND, {"role": "user", "content": said}], embedder=embedder)
+    reason = fact_problem(fact, source)
+    assert (reason is None) == kept, reason
+    if not kept:
+        assert "not close in meaning" in reason
+
+
+# Idioms read by their plain meaning: a double negative is a positive ("never miss" is always going),
+# "no way I'm ..." and "it's been ages since I ..." are negations; a "would" of a past time is a habit,
+# not a wish; a reporting verb's past is when the user said it, not when the act was done.
+@pytest.mark.parametrize(("said", "fact"), [
+    ("I can't get enough of Korean dramas lately.", "The user loves Korean dramas."),  # the brief's three
+    ("I never miss my Thursday salsa class.", "The user goes to a salsa class every Thursday."),
+    ("Not a day goes by without me playing the piano.", "The user plays the piano every day."),
+    ("I can't get enough of old jazz records.", "The user loves old jazz records."),
+    ("I never miss a Celtics home game.", "The user goes to every Celtics home game."),
+    ("Not a morning goes by without me walking the dog.", "The user walks the dog every morning."),
+    ("My gym is not far from the office.", "The user's gym is near the office."),
+    ("It's been a while since I played tennis.", "The user has not played tennis recently."),
+    ("No way! I got the job at the museum.", "The user got the job at the museum."),
+    ("I'll be honest, we chose the flat for its garden.", "The user chose the flat for its garden."),
+    ("When I was little I'd spend hours drawing comics.", "The user spent hours drawing comics as a child."),
+    ("I'm looking forward to the choir concert.", "The user expressed excitement about the choir concert."),
+    ("I'm looking forward to the harvest festival.", "The user expressed anticipation for the harvest festival."),
+    ("[Shares a photo of the lake at dawn]", "The user shared a photo of the lake at dawn."),
+])
+def test_idioms_habits_and_reports_are_read_by_their_meaning(said, fact, embedder):
+    assert fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
+@pytest.mark.parametrize(("said", "fact", "kind"), [
+    ("There's no way I'm running another marathon.", "The user is running another marathon.", "drops a negation"),
+    ("No way am I moving back to Leeds.", "The user is moving back to Leeds.", "drops a negation"),
+    ("It's been years since I smoked.", "The user smokes.", "drops a negation"),
+    ("I never miss the last bus.", "The user misses the last bus.", "drops a negation"),
+    ("My office isn't far from the river.", "The user's office is far from the river.", "drops a negation"),
+    ("I can't get enough rest at night.", "The user gets enough rest at night.", "drops a negation"),
+    ("My neighbour can't get enough of gardening.", "The user loves gardening.", "another person's"),
+    ("When my sister was little she'd paint all day.", "The user painted all day as a child.", "another person's"),
+    ("I would go skiing every winter if I could.", "The user goes skiing every winter.", "condition"),
+    ("I'm looking forward to the choir concert.", "The user expressed that they sang at the choir concert.",
+     "plan stated as past"),
+    ("I'm going to tell my sister about the move.", "The user told their sister about the move.", "stated as"),
+])
+def test_idioms_habits_and_reports_do_not_let_a_meaning_change_through(said, fact, kind, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert reason is not None and kind in reason, reason
+
+
 def test_without_an_embedder_the_meaning_checks_still_run_and_words_decide_closeness():
     assert fact_problem("The user plays rugby.", Source("My son Theo plays rugby")) is not None
     assert fact_problem("The user eats sugar.", Source("I stopped eating sugar")) is not None

@@ -183,3 +183,50 @@ def test_a_fact_that_names_the_person_the_user_talks_to_is_not_asked_about(tmp_p
         drop, = [e for e in result.events if e.event == "DROP"]
         assert drop.reason.startswith("ungrounded: not close in meaning")  # soft: the judge would be asked
         assert judge_calls(llm) == []
+
+
+# -- the same judge where a fact is judged again or comes in another way -------------------------------------
+def test_a_held_fact_the_judge_kept_is_promoted_at_session_end_not_refused_again(tmp_path):
+    from tests.test_policy import policy_llm
+
+    with open_vault(tmp_path, judge="on") as memory:
+        llm = policy_llm({RUNNING: [ROUTINE]}, {ROUTINE: ("hold", "fact")}, promote={ROUTINE: True})
+        llm.rules.insert(0, (lambda prompt: prompt.startswith(prompts.JUDGE), '{"verdict": "yes"}'))
+        held = memory.policy_add(RUNNING, "default", llm=llm)
+        assert [e.new_memory for e in held.events if e.event == "HOLD"] == [ROUTINE]
+        ended = memory.end_session("default", llm)
+        assert [e.new_memory for e in ended.events if e.event == "ADD"] == [ROUTINE], ended.events
+        assert len(judge_calls(llm)) == 2  # when it was extracted, and against the session's turns
+
+
+def test_a_held_fact_the_judge_does_not_confirm_at_session_end_is_dropped_with_its_answer(tmp_path):
+    from tests.test_policy import policy_llm
+
+    with open_vault(tmp_path, judge="on") as memory:
+        llm = policy_llm({RUNNING: [ROUTINE]}, {ROUTINE: ("hold", "fact")}, promote={ROUTINE: True})
+        llm.rules.insert(0, (lambda prompt: prompt.startswith(prompts.JUDGE), '{"verdict": "yes"}'))
+        memory.policy_add(RUNNING, "default", llm=llm)
+        llm.rules[0] = (lambda prompt: prompt.startswith(prompts.JUDGE), '{"verdict": "no"}')
+        ended = memory.end_session("default", llm)
+        drop, = [e for e in ended.events if e.event == "DROP"]
+        assert drop.new_memory == ROUTINE and "also judged it not said" in drop.reason
+
+
+@pytest.mark.parametrize(("judge", "stored"), [("on", [ROUTINE]), ("off", [])])
+def test_an_import_asks_the_judge_as_an_add_does(tmp_path, judge, stored):
+    from memvault.transfer import import_source
+    from tests.support.exports import write_chatgpt_export
+
+    export = write_chatgpt_export(tmp_path / "conversations.json", 1, turns=2)
+    data = json.loads(export.read_text(encoding="utf-8"))
+    first = next(node for node in data[0]["mapping"].values()
+                 if node["message"] and node["message"]["author"]["role"] == "user")
+    first["message"]["content"]["parts"] = [RUNNING]
+    export.write_text(json.dumps(data), encoding="utf-8")
+    with open_vault(tmp_path, judge=judge) as memory:
+        llm = judge_says('{"verdict": "yes"}')
+        llm.rules.insert(0, (EXTRACT, json.dumps([ROUTINE])))
+        report = import_source(memory, [str(export)], llm=llm)
+        assert report.turns == 2
+        assert [entry.text for _, entry in memory.list(role="memory").entries] == stored
+        assert len(judge_calls(llm)) == (1 if judge == "on" else 0)

@@ -164,6 +164,7 @@ class Memvault:
     add_verbatim = forward(Adding.add_verbatim)
     add = forward(Adding.add)
     extraction_prompt = forward(Adding.extraction_prompt)
+    plan_turn = forward(Adding.plan_turn)
     live_entry = forward(Adding.live_entry)
     update = forward(Adding.update)
     delete = forward(Adding.delete)

@@ -233,7 +233,7 @@ class Adding:
     def curated_add(self, llm, chat: list[dict], place: Placement, prompt: str | None,
                      turn: Entry | None, select=None, whole: bool = False) -> AddResult:
         """`select`: the write policy's choice of the extracted facts to store now (core.sessions)."""
-        from memvault.curate.ingest import apply_curation, plan_curation
+        from memvault.curate.ingest import apply_curation
 
         conversation = place.conversation
         latest = last_user_text(chat)
@@ -242,9 +242,8 @@ class Adding:
                          **place.scopes)
 
         previous = self.vault.summary(conversation)
-        curation = plan_curation(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
-                                 previous.text if previous else None, self.extraction_prompt(prompt), select,
-                                 whole=whole, embedder=self.storage.embedder(), judge=self.judge(llm))
+        curation = self.plan_turn(llm, chat, conversation, self.stored_facts(conversation, place.scopes),
+                                  previous.text if previous else None, self.extraction_prompt(prompt), select, whole)
         learned = sum(1 for d in curation.plan.decisions if d.event != "NONE")
         subject = f"memvault add: {learned} change(s) from \"{short(latest, 40)}\""
         with self.storage.write("add", subject, conversation) as tx:
@@ -255,6 +254,16 @@ class Adding:
             events = apply_curation(tx, curation, dataclasses.replace(place, source=source, provenance=written_by),
                                     self.live_entry, previous)
         return AddResult(events, curation.notes, turn, curated=True)
+
+    def plan_turn(self, llm, chat: list[dict], conversation: str, stored, previous_summary: str | None,
+                  prompt: str | None = None, select=None, whole: bool = False):
+        """What the latest user turn of `chat` teaches (curate.ingest.plan_curation), judged with what every
+        curated path judges by: the embedder and the second judge the settings allow for `llm`. An add
+        and an import (`stored`: the facts new ones are reconciled with) plan through here."""
+        from memvault.curate.ingest import plan_curation
+
+        return plan_curation(llm, chat, conversation, stored, previous_summary, prompt, select, whole=whole,
+                             embedder=self.storage.embedder(), judge=self.judge(llm))
 
     def judge(self, llm):
         """The second judge the settings allow for `llm` (curate.judge), described by its own settings

@@ -233,8 +233,9 @@ class Sessions:
         result.events += [MemoryEvent("DROP", None, None, str(item["text"]), reason="the session did not support it")
                           for item, yes in zip(held, keep, strict=True) if not yes]
         chosen = []
+        judge = self.adding.judge(llm) if llm is not None else None
         for item in (item for item, yes in zip(held, keep, strict=True) if yes):
-            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder())
+            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder(), judge)
             if reason:  # a held candidate is re-checked against what the session's user said
                 result.events.append(MemoryEvent("DROP", None, None, str(item["text"]), reason=reason))
             else:
@@ -316,12 +317,13 @@ class Sessions:
         return None
 
 
-def unsupported_by(text: str, user_turns: list[str], embedder=None) -> str | None:
-    """Why a held candidate is not what the session's user turns say (curate.grounding), or None."""
-    from memvault.curate.grounding import Source, fact_problem
-    from memvault.curate.prompts import EXAMPLE_FACTS
+def unsupported_by(text: str, user_turns: list[str], embedder=None, judge=None) -> str | None:
+    """Why a held candidate is not what the session's user turns say (curate.grounding), or None; a
+    refusal for closeness alone is put to the second judge, as when the candidate was extracted."""
+    from memvault.curate.grounding import Source
+    from memvault.curate.judge import judged_problem
 
-    return fact_problem(text, Source("\n".join(user_turns), embedder=embedder), examples=EXAMPLE_FACTS)
+    return judged_problem(text, Source("\n".join(user_turns), embedder=embedder), judge)
 
 
 def learned_events(record: SessionRecord, events: list) -> list:

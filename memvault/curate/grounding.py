@@ -27,7 +27,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from memvault.curate.meaning import BOUNDARY, SENTENCE, as_first_person, detail_problem, implied_roots, meaning_problem
+from memvault.curate.meaning import (
+    BOUNDARY,
+    SENTENCE,
+    as_first_person,
+    detail_problem,
+    implied_roots,
+    meaning_problem,
+    names_in,
+)
 from memvault.curate.prompts import MAX_FACT_CHARS
 from memvault.text.wording import (
     FREE_WORDS,
@@ -71,12 +79,22 @@ class Source:
     context: str = ""
     # The embedder that judges closeness of meaning (memvault.models.embedders); None: words alone.
     embedder: Any = field(default=None, compare=False)
+    # The turn just before the user's, which their words answer (part of `context`); None: all of `context`.
+    replied: str | None = None
     vectors: dict = field(default_factory=dict, compare=False, repr=False)  # the source's, embedded once
 
     @property
     def roots(self) -> frozenset[str]:
         text = f"{self.said}\n{self.context}"
         return roots_of(text) | implied_roots(text)
+
+    def held_roots(self, fact: str) -> frozenset[str]:
+        """The roots a fact's words may come from to count as close: what the user said, the turn it answers,
+        and of the older turns only the names the fact takes from them ("there" -> Lisbon). Six turns'
+        words hold much of what a fact for another turn says (LoCoMo: 9% of such facts kept, 5% so)."""
+        named = {root(name) for name in names_in(fact)} & roots_of(self.context)
+        answered = self.context if self.replied is None else self.replied
+        return roots_of(self.said) | implied_roots(self.said) | named | roots_of(answered)
 
     def similarity(self, text: str) -> float | None:
         """The cosine of `text` (in the first person) to the closest sentence of `said` (or all of it);
@@ -196,7 +214,7 @@ def sentence_problem(text: str, source: Source) -> str | None:
 def support_problem(text: str, source: Source) -> str | None:
     """Why a fact is not close enough in meaning to what the user said (see the module), or None."""
     mine = content_roots(text)
-    held = sum(1 for word_root in mine if known(word_root, source.roots)) / max(1, len(mine))
+    held = sum(1 for word_root in mine if known(word_root, source.held_roots(text))) / max(1, len(mine))
     similarity = source.similarity(text)
     if similarity is None:
         if held >= MIN_WORDS_ALONE:

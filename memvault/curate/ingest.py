@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from memvault.curate import prompts
 from memvault.curate.events import (
     MAX_PROVENANCE_CHARS,
     PROVENANCE_KEYS,
@@ -22,8 +21,8 @@ from memvault.curate.events import (
     split_fields,
 )
 from memvault.curate.extract import Fact, extract_fact_records, grounding_source, split_latest
-from memvault.curate.grounding import Source, closeness_only, fact_problem
-from memvault.curate.judge import YES, Judge, asks, refusal
+from memvault.curate.grounding import Source
+from memvault.curate.judge import Judge, judged_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
@@ -90,9 +89,9 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     if facts is None:
         try:
             records = extract_fact_records(llm, messages, prompt, whole)
-            source = grounding_source(messages, whole)
+            source = grounding_source(messages, whole, embedder)
             speakers = tuple(m["name"] for m in messages if isinstance(m.get("name"), str) and m["role"] != "user")
-            records = grounded(records, Source(source.said, source.context, embedder), dropped, judge, speakers)
+            records = grounded(records, source, dropped, judge, speakers)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
@@ -122,11 +121,8 @@ def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]
 
     kept = []
     for record in records:
-        reason = guard(record.text) or fact_problem(record.text, source, record.triple.get("evidence"),
-                                                    prompts.EXAMPLE_FACTS)
-        if judge is not None and closeness_only(reason) and asks(record.text, speakers):
-            verdict = judge.verdict(record.text, source.said, source.context)
-            reason = None if verdict == YES else refusal(reason, verdict)
+        reason = guard(record.text) or judged_problem(record.text, source, judge, speakers,
+                                                      record.triple.get("evidence"))
         if reason:
             dropped.append((record.text, reason))
         else:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from memvault.curate import prompts
+from memvault.curate.grounding import Source, closeness_only, fact_problem
 from memvault.curate.jsonish import strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
@@ -46,6 +47,19 @@ class Judge:
         except LLMError:
             return UNCLEAR
         return clean_verdict(answer)
+
+
+def judged_problem(text: str, source: Source, judge: Judge | None, speakers: tuple[str, ...] = (),
+                   evidence: str | None = None) -> str | None:
+    """Why a fact is not supported by `source` (grounding.fact_problem; the prompts' examples copied are
+    refused too), or None. A refusal for closeness alone is put to `judge`, when there is one and the fact
+    names none of the other `speakers`: a clean yes keeps the fact. An add, a session's end and an import
+    judge their facts so."""
+    reason = fact_problem(text, source, evidence, prompts.EXAMPLE_FACTS)
+    if judge is not None and closeness_only(reason) and asks(text, speakers):
+        verdict = judge.verdict(text, source.said, source.context)
+        reason = None if verdict == YES else refusal(reason, verdict)
+    return reason
 
 
 def clean_verdict(answer: object) -> str:

@@ -46,6 +46,8 @@ POSSESSIVE_OTHERS = frozenset("his her their your".split())
 REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention|appreciat|admir|acknowledg|not|"
                        r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
 USER_WORDS = frozenset("i me we us".split())
+# Verbs by which a fact reports what the user said, in the past of the saying: "expressed", "shared".
+REPORTED = frozenset("expressed shared mentioned said told stated noted explained described admitted revealed".split())
 # A subject that is a noun phrase of its own ("the new mayor", "someone on the forum"): someone or
 # something else, whose act a fact gives the user only when it copies it nearly whole.
 DETERMINERS = frozenset("the a an this that these those someone somebody everyone everybody nobody people".split())
@@ -98,7 +100,35 @@ NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier
                           r"|\bnothing (?:\w+ ){0,3}?(?:than|like|compares?|beats?)\b"
                           r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
                           r"|\bstopp?e?d? by\b"
-                          r"|\bno (?:worries|problem|doubt|way)\b|^no\b")
+                          # "No, I ..." answers; "no way I'm ..." negates (an exclamation "No way!" is an IDIOM)
+                          r"|\bno (?:worries|problem|doubt)\b|^no\b(?! way\b)")
+# Idioms the parse reads by their plain meaning, in the raw sentence before it is split: a double
+# negative is a positive ("never miss my class" is always going), "it's been ages since I" negates what
+# follows, "No way!" is surprise. Each: (pattern, plain words, the words it says "not" of: a fact that
+# uses one of them as said ("misses the class") still drops the negation).
+APOSTROPHE = "['’]"
+MISSING = "miss misses missed missing skip skips skipped skipping"
+IDIOMS = tuple((re.compile(pattern, re.IGNORECASE), plain_words, frozenset(denied.split()))
+               for pattern, plain_words, denied in (
+    (rf"\b(?:can\s*not|can{APOSTROPHE}t|cannot) get enough of\b", "love", "enough"),
+    (r"\bnever (?:miss|skip)(?:es|s|ped|ed)?\b", "always attend", MISSING),
+    (rf"\b(?:have|has)(?: not|n{APOSTROPHE}t) (?:missed|skipped) (?:a single|one single|a|one)\b", "attended every",
+     MISSING),
+    (r"\bnot (?:a|one|a single) (day|week|month|year|morning|evening|night|weekend) (?:goes|went|passes) by without"
+     r"(?: me| us)?\b", r"every \1 I", "without"),
+    (rf"(?:\s+not|n{APOSTROPHE}t) far from\b", " near", "far"),
+    (rf"\bit(?:{APOSTROPHE}s| is| has) been (?:a (?:long )?while|a long time|ages|years|months|weeks|forever"
+     r"|(?:so|too) long) since (i|we)(?: last)?\b", r"\1 have not lately", ""),
+    (r"^\W*no way\s*[!,.]+", "", ""),
+    (rf"\b(?:i(?:{APOSTROPHE}ll| will) be honest|to be honest|i (?:have to|must) say)\b", "honestly", ""),  # no plan
+))
+# A past time ("when I was little", "as a kid") makes the "would" of its sentence a habit, not a wish.
+PAST_TIME = re.compile(r"\b(?:when (?:i|we|he|she|they|my \w+) (?:was|were) (?:little|young|small|younger"
+                       r"|a (?:kid|child|boy|girl|teen|teenager|student))"
+                       r"|as (?:a|an) (?:kid|child|boy|girl|teen|teenager|student)"
+                       r"|growing up|back then|back in the day|in those days)\b,?\s*", re.IGNORECASE)
+HABITUAL = re.compile(rf"\b(i|we|he|she|they)(?: would|{APOSTROPHE}d) (?!(?:like|love|want|rather|prefer|have|be)\b)",
+                      re.IGNORECASE)
 # What makes a clause a wish, plan, condition, guess or the future rather than a fact.
 MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|hoping|dream of|dream about"
                           r"|dreaming|plan to|plans to|planning|planned to|thinking (?:about|of)|think about"
@@ -110,7 +140,7 @@ MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|h
 MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|should|going to|gonna|about to"
                         r"|thinking|thinks about|looking forward|looks forward|looking into|looks into|looking for"
                         r"|next|upcoming|soon|future|someday|tomorrow|later|ready to|can not wait|likely|willing"
-                        r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest"
+                        r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest|anticipat"
                         r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal"
                         r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
 # "I'll never forget our trip": remembering, a future that speaks of the past, not a plan.
@@ -178,12 +208,12 @@ class Clause:
     negated: bool
     modal: str  # "" for a plain statement; else "question", "condition", "wish or plan"
     future: bool  # a plan by its time ("I'm flying to Tokyo on Friday")
+    denied: frozenset[str] = frozenset()  # roots an idiom of its sentence says "not" of (IDIOMS)
 
     @property
     def past(self) -> bool:
         """Whether the clause's verb is in the past ("went", "finished", "had", "would practise" of a habit)."""
-        head = self.words[self.subject_size: self.subject_size + 3]
-        return any(is_past(w) for w in head)
+        return speaks_of_past(self.words[self.subject_size:])
 
     @property
     def former(self) -> bool:
@@ -197,6 +227,14 @@ class Clause:
     @property
     def roots(self) -> frozenset[str]:
         return frozenset(root(w) for w in self.words) | implied_roots(self.text)
+
+
+def speaks_of_past(predicate: tuple[str, ...] | list[str]) -> bool:
+    """Whether a predicate's first words are in the past; a reporting verb's past is when the user said
+    it ("expressed excitement about the concert" is no concert past), so the words after it decide."""
+    if predicate and predicate[0] in REPORTED:
+        predicate = predicate[1:]
+    return any(is_past(w) for w in predicate[:3])
 
 
 def is_past(word: str) -> bool:
@@ -215,15 +253,29 @@ def clauses(text: str) -> list[Clause]:
     found = []
     for sentence in SENTENCE.split(as_first_person(text)):
         question = sentence.rstrip().endswith("?")
+        sentence, denied = plain(sentence)
         for part in BOUNDARY.split(sentence):
             if part and part.strip():
-                clause = parse_clause(part, question)
+                clause = parse_clause(part, question, denied)
                 if clause.words:
                     found.append(clause)
     return found
 
 
-def parse_clause(raw: str, question: bool = False) -> Clause:
+def plain(sentence: str) -> tuple[str, frozenset[str]]:
+    """A sentence with its idioms in plain words (IDIOMS; a "would" of a past time is a habit), and the
+    roots the idioms say "not" of."""
+    if PAST_TIME.search(sentence) and HABITUAL.search(sentence):
+        sentence = HABITUAL.sub(r"\1 ", PAST_TIME.sub("", sentence))
+    denied: set[str] = set()
+    for pattern, plain_words, words_denied in IDIOMS:
+        if pattern.search(sentence):
+            sentence = pattern.sub(plain_words, sentence)
+            denied.update(root(word) for word in words_denied)
+    return sentence, frozenset(denied)
+
+
+def parse_clause(raw: str, question: bool = False, denied: frozenset[str] = frozenset()) -> Clause:
     if VOCATIVE.match(raw) and not re.match(r"\W*(?:i|we|my|our)\b", raw, re.IGNORECASE):
         raw = VOCATIVE.sub("", raw, count=1)
     text = normalised(raw)
@@ -233,7 +285,7 @@ def parse_clause(raw: str, question: bool = False) -> Clause:
     modal = "question" if question else "condition" if CONDITION.search(text) else \
         "wish or plan" if MODAL_SOURCE.search(REMEMBERING.sub(" ", text)) else ""
     future = bool(PROGRESSIVE.search(text) and FUTURE_TIME.search(text))
-    return Clause(text, words, owner, path, size, negated, modal, future)
+    return Clause(text, words, owner, path, size, negated, modal, future, denied)
 
 
 def negates(text: str) -> bool:
@@ -282,15 +334,19 @@ def noun_end(noun: tuple[str, ...]) -> int:
 
 
 def is_name(word: str, raw: str) -> bool:
-    """Whether `word` is written capitalised in `raw` other than at a sentence's start (a name)."""
+    """Whether `word` is written capitalised in `raw` other than at a sentence's start, after its opening
+    punctuation too ("[Shares a photo ...]", "(Laughs)"): a name."""
     return bool(re.search(rf"(?<![.!?]\s)(?<!^)\b{re.escape(word)}\b", raw, re.IGNORECASE)) and any(
-        match.group(0)[0].isupper() and match.start() > 0 and word not in ("i",)
+        match.group(0)[0].isupper() and raw[: match.start()].strip(OPENING_MARKS) and word not in ("i",)
         for match in re.finditer(rf"\b{re.escape(word)}\b", raw, re.IGNORECASE))
+
+
+OPENING_MARKS = " \t\n[(\"'*_“‘"  # what may stand before a sentence's first word
 
 
 def implied_roots(text: str) -> frozenset[str]:
     """The roots of the words a faithful paraphrase of `text` may use besides its own (IMPLIES)."""
-    found: set[str] = set()
+    found: set[str] = set(roots_of(plain(text)[0]))  # "can't get enough of" says "love"
     for word_root in roots_of(text):
         found.update(root(word) for word in IMPLIES.get(word_root, ()))
     if I_AM_A.search(normalised(as_first_person(text))):
@@ -313,8 +369,7 @@ def claim_of(fact: str) -> Claim:
     parts = clauses(fact) or [parse_clause(fact)]
     text = normalised(as_first_person(fact))
     words = text.split()
-    head = words[parts[0].subject_size: parts[0].subject_size + 3]
-    past = any(is_past(w) for w in head)
+    past = speaks_of_past(words[parts[0].subject_size:])
     return Claim(parts, text, frozenset(names_in(fact)), bool(MODAL_FACT.search(text)), past)
 
 
@@ -504,8 +559,9 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     """Whether a fact's clause says the opposite of the source clause it matches: the clause negates what
     the fact asserts, or the fact negates what no clause saying the same thing negates."""
     core = core_roots(mine, names)
-    if not mine.negated and core & negated_by_state(clause):
-        return f"drops a negation: the user said {clip(clause.text)}"  # "I'm vegetarian" -> "eats meat"
+    if not mine.negated and core & (negated_by_state(clause) | clause.denied):
+        # "I'm vegetarian" -> "eats meat"; "I never miss the bus" -> "misses the bus"
+        return f"drops a negation: the user said {clip(clause.text)}"
     if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
         return None
     if (mine.former and clause.past) or (clause.former and mine.past):

@@ -151,7 +151,7 @@ class Importer:
         turn sees the turns before it. Facts planned for an earlier turn count as stored, so a repeat
         later in the same conversation is not stored twice."""
         from memvault.core.messages import redacted_chat
-        from memvault.curate.ingest import StoredFacts, plan_curation
+        from memvault.curate.ingest import StoredFacts
         from memvault.vault.format.entry import text_hash
 
         new_ids = {item.entry.id for item in new}
@@ -169,7 +169,9 @@ class Importer:
             if entry.role != "user" or entry.id not in new_ids:
                 continue
             stored = StoredFacts(lambda fact, entry=entry: self.neighbours(fact, entry), set(planned))
-            plan = plan_curation(self.llm, chat[-CONTEXT_MESSAGES:], batch.conversation, stored, summary, self.prompt)
+            # judged as an add is: the embedder, and the second judge of a fact refused for closeness alone
+            plan = self.memvault.plan_turn(self.llm, chat[-CONTEXT_MESSAGES:], batch.conversation, stored, summary,
+                                           self.prompt)
             planned.update(text_hash(d.new_text) for d in plan.plan.changes if d.new_text)
             summary = plan.summary or summary
             plans.append((plan, entry))
