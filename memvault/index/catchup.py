@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import marshal
 import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -22,6 +23,8 @@ from memvault.errors import EntryFormatError
 from memvault.index.db import guarded
 from memvault.index.rows import IndexedFile, IndexRow, indexed_stamps
 from memvault.index.store import IndexStore
+from memvault.vault.format.atomic import atomic_write
+from memvault.vault.format.listing import FolderCache
 from memvault.vault.format.reading import LINK_REASON, too_large
 
 if TYPE_CHECKING:
@@ -37,6 +40,8 @@ DEFAULT_BATCH_SIZE = 64
 # Texts given to the model in one call by a sync: enough to make batches of like lengths (LoCoMo turns
 # in file order, cut into batches of 64, padded to 2.4x their tokens), few enough to hold in memory.
 EMBED_CHUNK = 1024
+FOLDER_CACHE = "folders.cache"  # under .memvault/: the listings of the entry folders (FolderCache)
+FOLDER_CACHE_FORMAT = "memvault folder listings 1"
 
 
 def hash_bytes(data: bytes) -> str:
@@ -152,16 +157,17 @@ class StatWalk:
         return not self.unsure and len(self.unchanged) == len(stamps)
 
 
-def stat_walk(vault: Vault, stamps: Stamps) -> StatWalk:
+def stat_walk(vault: Vault, stamps: Stamps, folders: FolderCache | None = None) -> StatWalk:
     """List the vault's live entry files and workspace files (core/, journal/) and stat each one the
-    index recorded; hashes and rows wait for the files whose stat differs. Changes nothing."""
+    index recorded; hashes and rows wait for the files whose stat differs. Changes no file (`folders`,
+    the listings of folders that have not changed, is brought up to date)."""
     started = time.time_ns()
     root = os.path.join(str(vault.root), "")  # plain strings: Path objects cost more than the stat on 10k files
     lstat, get = os.lstat, stamps.get  # not followed: a link never is
     links: list[str] = []
     unchanged: list[str] = []  # names only: at 1M files an object per unchanged file cost more than its stat
     unsure: list[PurePosixPath] = []
-    entries = (f"{folder}/{name}" for folder, name in vault.entry_names(links=links))
+    entries = (f"{folder}/{name}" for folder, name in vault.entry_names(links=links, cache=folders))
     for key in itertools.chain(entries, map(str, vault.workspace_files(links))):
         stamp = get(key)
         if stamp is not None and stamp[0]:  # no stat for a file never indexed, or never trusted
@@ -270,13 +276,26 @@ def diff(snapshot: Snapshot, indexed: dict[str, IndexedFile]) -> SyncPlan:
     )
 
 
-def plan(vault: Vault, index: IndexStore) -> SyncPlan:
-    """Compare the vault's live entry files with the index: scan, then diff. Changes nothing. The index's
-    stamps come first: when every file matches its stamp and none is missing, no whole row is loaded."""
+def plan(vault: Vault, index: IndexStore, relist: bool = False) -> SyncPlan:
+    """Compare the vault's live entry files with the index: scan, then diff. Changes nothing but the
+    cache of folder listings (`relist`: every folder listed afresh). The index's stamps come first: when
+    every file matches its stamp and none is missing, no whole row is loaded."""
     stamps = guarded(lambda store: indexed_stamps(store.conn))(index)
-    walk = stat_walk(vault, stamps)
+    folders = FolderCache({} if relist else read_folder_cache(vault.state_dir), time.time_ns() - RACY_NS)
+    walk = stat_walk(vault, stamps, folders)
+    if folders.changed or relist:
+        atomic_write(vault.state_dir / FOLDER_CACHE, marshal.dumps((FOLDER_CACHE_FORMAT, folders.folders)))
     indexed = {} if walk.settled(stamps) else index.files()
     return diff(read_unsure(vault, walk, indexed), indexed)
+
+
+def read_folder_cache(state_dir: Path) -> dict[str, Any]:
+    """The folder listings the last sync kept (none when the file is missing, damaged or of another format)."""
+    try:
+        found, folders = marshal.loads((state_dir / FOLDER_CACHE).read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    return folders if found == FOLDER_CACHE_FORMAT and isinstance(folders, dict) else {}
 
 
 def apply(plan: SyncPlan, vault: Vault, index: IndexStore, embedder: Embedder,
@@ -301,7 +320,7 @@ def sync(vault: Vault, index: IndexStore, embedder: Embedder, full: bool = False
     started = time.perf_counter()
     if full:
         index.clear()
-    todo = plan(vault, index)
+    todo = plan(vault, index, relist=full)
     if not todo.is_empty:
         index.begin_build("sync")  # a crash from here on leaves a mark the next process finishes
     report = apply(todo, vault, index, embedder, progress)
