@@ -167,19 +167,29 @@ def stat_walk(vault: Vault, stamps: Stamps, folders: FolderCache | None = None) 
     links: list[str] = []
     unchanged: list[str] = []  # names only: at 1M files an object per unchanged file cost more than its stat
     unsure: list[PurePosixPath] = []
-    entries = (f"{folder}/{name}" for folder, name in vault.entry_names(links=links, cache=folders))
-    for key in itertools.chain(entries, map(str, vault.workspace_files(links))):
-        stamp = get(key)
-        if stamp is not None and stamp[0]:  # no stat for a file never indexed, or never trusted
-            try:
-                stat = lstat(root + key)
-                if (stat.st_mtime_ns, stat.st_size) == stamp:
-                    unchanged.append(key)
-                    continue
-            except OSError:
-                pass  # _scan_one reports it
-        unsure.append(PurePosixPath(key))
+    # A folder at a time, the per-file work inline: at a million files each generator level cost 0.3 s.
+    listed = itertools.chain(vault.entry_folders(links=links, cache=folders), workspace_folders(vault, links))
+    for folder, names in listed:
+        prefix = f"{folder}/"
+        for name in names:
+            key = prefix + name
+            stamp = get(key)
+            if stamp is not None and stamp[0]:  # no stat for a file never indexed, or never trusted
+                try:
+                    stat = lstat(root + key)
+                    if (stat.st_mtime_ns, stat.st_size) == stamp:
+                        unchanged.append(key)
+                        continue
+                except OSError:
+                    pass  # _scan_one reports it
+            unsure.append(PurePosixPath(key))
     return StatWalk(unchanged, unsure, links, started)
+
+
+def workspace_folders(vault: Vault, links: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """The workspace files the index holds, as (folder, names)."""
+    for rel in vault.workspace_files(links):
+        yield str(rel.parent), [rel.name]
 
 
 def read_unsure(vault: Vault, walk: StatWalk, indexed: dict[str, IndexedFile]) -> Snapshot:

@@ -30,26 +30,40 @@ class EntryListing:
             yield PurePosixPath(f"{folder}/{name}")
 
     def entry_names(self, include_deleted: bool = False, conversation: str | None = None,
-                    links: list[str] | None = None, cache: FolderCache | None = None) -> Iterator[tuple[str, str]]:
+                    links: list[str] | None = None) -> Iterator[tuple[str, str]]:
         """(folder, file name) of each entry file, as `entry_files` orders them, as plain strings.
-        Symbolic links (files or folders) are left out, and their paths added to `links` if given.
-        `cache`: folders listed before, not listed again while unchanged (see FolderCache)."""
+        Symbolic links (files or folders) are left out, and their paths added to `links` if given."""
+        for folder, names in self.entry_folders(include_deleted, conversation, links):
+            for name in names:
+                yield folder, name
+
+    def entry_folders(self, include_deleted: bool = False, conversation: str | None = None,
+                      links: list[str] | None = None, cache: FolderCache | None = None
+                      ) -> Iterator[tuple[str, list[str]]]:
+        """`entry_names` a folder at a time: (folder, its entry file names), for a walk of a million
+        files that does its own work per file. `cache`: folders not listed again while unchanged."""
         links = [] if links is None else links
         for root in self.entry_roots(include_deleted, conversation):
             for kind in layout.KIND_DIRS.values():
-                yield from self.kind_names(f"{root}/{kind}", links, cache)
+                yield from self.kind_folders(f"{root}/{kind}", links, cache)
 
-    def kind_names(self, folder: str, links: list[str] | None = None,
-                   cache: FolderCache | None = None) -> Iterator[tuple[str, str]]:
+    def kind_names(self, folder: str, links: list[str] | None = None) -> Iterator[tuple[str, str]]:
         """(folder, file name) of the entry files of one kind folder ('entries/work/facts'): see
-        `kind_files`. A kind folder reached through a link has none (the link goes to `links`)."""
+        `kind_file_folders`. A kind folder reached through a link has none (the link goes to `links`)."""
+        for day, names in self.kind_folders(folder, links):
+            for name in names:
+                yield day, name
+
+    def kind_folders(self, folder: str, links: list[str] | None = None,
+                     cache: FolderCache | None = None) -> Iterator[tuple[str, list[str]]]:
+        """`kind_names` a folder at a time (see `entry_folders`)."""
         links = [] if links is None else links
         link = self.linked_part(PurePosixPath(folder))
         if link is not None:
             if str(link) not in links:
                 links.append(str(link))
             return
-        yield from kind_files(self.root, folder, links, cache)
+        yield from kind_file_folders(self.root, folder, links, cache)
 
     def entry_roots(self, include_deleted: bool, conversation: str | None) -> list[str]:
         """The folders holding kind folders (facts/, turns/...): each conversation's, then (asked for
@@ -226,23 +240,21 @@ class EntryListing:
 DATED_ENDINGS = tuple(f"/{kind}" for kind in layout.DATED_KINDS)
 
 
-def kind_files(root: str | Path, folder: str, links: list[str] | None = None,
-               cache: FolderCache | None = None) -> Iterator[tuple[str, str]]:
-    """(folder, file name) of the entry files of one kind folder (`folder`, relative to `root`): the
-    markdown files in it (older vaults, files written by hand or by agent-cli), then, for a kind
+def kind_file_folders(root: str | Path, folder: str, links: list[str] | None = None,
+                      cache: FolderCache | None = None) -> Iterator[tuple[str, list[str]]]:
+    """(folder, its file names) for the entry files of one kind folder (`folder`, relative to `root`):
+    the markdown files in it (older vaults, files written by hand or by agent-cli), then, for a kind
     written in day folders (layout.DATED_KINDS), those of <YYYY>/<MM>/<DD>/ day by day. Each folder's
     names are sorted. Links (files, day folders) go to `links` when given, never entered. The one
     listing of a kind folder: the vault's, the sync's and TAB completion's (`cache`: see FolderCache)."""
     links = [] if links is None else links
     scan = _scan if cache is None else cache.scan
     root = os.fspath(root)
-    for name in scan(root, folder, links, ())[0]:
-        yield folder, name
+    yield folder, scan(root, folder, links, ())[0]
     if not is_dated(folder):
         return
     for day in day_folders(folder, lambda parent, shape: scan(root, parent, links, shape)[1]):
-        for name in scan(root, day, links, ())[0]:
-            yield day, name
+        yield day, scan(root, day, links, ())[0]
 
 
 def is_dated(folder: str) -> bool:
@@ -339,7 +351,7 @@ def quick_entry_names(root: str, include_deleted: bool, id_prefix: str = "") -> 
     """(conversation, kind folder, deleted, file name) of the entry files under the vault `root`, from
     folder listings alone (no stat, no read): what a TAB completing an id walks, every time. With
     `id_prefix`, only the files named '<stamp>__<id>.md' with an id that starts so (a few characters
-    typed: a sixteenth of a large vault's names parsed). The places are kind_files' (the kind folder,
+    typed: a sixteenth of a large vault's names parsed). The places are kind_file_folders' (the kind folder,
     then its day folders), walked by name only: a TAB may take 0.1 s, and a DirEntry test per file of
     a large vault costs a fifth of that."""
     entries, marked = os.path.join(root, layout.ENTRIES), "__" + id_prefix  # id_prefix is lower case
