@@ -289,3 +289,26 @@ def test_uncommitted_edits_are_never_lost_to_a_rewrite(tmp_path):
         assert "purple" in path.read_text() and "orange" in git(root, "log", "-p").decode()
     finally:
         m.close()
+
+
+def test_a_whole_id_is_found_through_the_index_and_a_cli_erase_with_yes_selects_once(tmp_path, monkeypatch):
+    from memvault.vault.forget import erase as erase_module
+    from memvault.vault.write.store import Vault
+
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    try:
+        gone = m.add_verbatim("Grace's locker code is 4-4-1-9.", conversation="c")
+        kept = m.add_verbatim("Grace likes rowing.", conversation="c")
+        m.search("rowing")  # the index is built and holds both
+    finally:
+        m.close()
+    walks, selections = [], []
+    resolve, select = Vault.resolve, erase_module.select
+    monkeypatch.setattr(Vault, "resolve", lambda self, *a, **kw: walks.append(a) or resolve(self, *a, **kw))
+    monkeypatch.setattr(erase_module, "select", lambda *a, **kw: selections.append(a) or select(*a, **kw))
+    done = Cli(root).ok("erase", gone.id, "-y", "--json").json()
+    assert done["ids"] == [gone.id] and (walks, len(selections)) == ([], 1)  # no walk of every file, no dry run
+    assert leftovers(root, "4-4-1-9") == []
+    Cli(root).ok("erase", kept.id[:8], "--dry-run")  # a prefix is still resolved by the walk
+    assert walks and len(selections) == 2

@@ -260,3 +260,19 @@ def test_init_with_use_enclosing_repo_commits_there_and_says_so(project):
     assert again["repository"] == str(project) and not (vault / ".git").exists()
     checks = {c["name"]: c for c in Cli(vault)("doctor", "--json", "--no-llm-check").json()["checks"]}
     assert f"enclosing git repository at {project}" in checks["git state"]["detail"]
+
+
+def test_the_temp_file_walk_makes_a_path_only_for_temporary_names(tmp_path, monkeypatch):
+    from memvault.vault.write import store
+
+    vault = tmp_path / "vault"
+    fill(vault, 12)
+    stale = next((vault / "entries").rglob("*.md")).with_name(".cut-short.md.4242-abc.tmp")
+    stale.write_text("half a write")
+    os.utime(stale, (time.time() - 3600, time.time() - 3600))
+    core = open_core(vault, create=False)
+    made = []
+    monkeypatch.setattr(store, "Path", lambda *parts: made.append(parts) or Path(*parts))
+    assert core.vault.temp_files(older_than=60) == [stale]
+    assert len(made) == 1  # one per temporary file, not one per file of the vault
+    core.close()

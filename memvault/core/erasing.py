@@ -190,11 +190,29 @@ class Erasing:
         found, past = [], None
         for prefix in ids:
             try:
-                found.append(self.vault.resolve(prefix)[1].id)
+                found.append(self.indexed_id(prefix) or self.vault.resolve(prefix)[1].id)
             except NotFoundError:
                 past = erase.history_ids(self.vault.root) if past is None else past
                 found.append(erase.resolve_in(past, layout.check_id_text(prefix)))
         return found
+
+    def indexed_id(self, memory_id: str) -> str | None:
+        """A whole id the index holds, whose file is where the index says: found without listing every
+        file, as `Vault.resolve` must for a prefix (20 s at a million memories). None: ask `resolve`."""
+        from pathlib import PurePosixPath
+
+        from memvault.errors import MemvaultError
+
+        if not self.has_index():
+            return None
+        row = self.keeper.current().by_id(memory_id)
+        if row is None or not layout.is_entry_path(PurePosixPath(row["path"])):  # core files are no memories
+            return None
+        try:
+            entry = self.vault.read(PurePosixPath(row["path"]))
+        except (MemvaultError, OSError):
+            return None  # moved or broken since it was indexed
+        return memory_id if entry.id == memory_id and not entry.deleted else None
 
     @staticmethod
     def erased_hit(selection: erase.Selection, user: str | None):

@@ -75,6 +75,12 @@ def indexed_files(conn: Any) -> dict[str, IndexedFile]:
         "SELECT path, rowid, id, file_hash, text_hash, mtime_ns, size FROM entries")}
 
 
+def indexed_stamps(conn: Any) -> dict[str, tuple[int, int]]:
+    """path -> (mtime_ns, size) recorded for every row: all a no-change sync compares. At a million rows
+    an IndexedFile each took seconds to build; these are loaded first, and whole rows only on a change."""
+    return {path: (mtime_ns, size) for path, mtime_ns, size in conn.execute("SELECT path, mtime_ns, size FROM entries")}
+
+
 def row_dict(rowid: int, values: Sequence[Any]) -> dict[str, Any]:
     row = dict(zip(db.ENTRY_COLUMNS, values, strict=True))
     row["rowid"] = rowid

@@ -214,9 +214,11 @@ class Vault(EntryListing, EntryReading, CrashRecovery):
         for folder, folders, names in os.walk(self.root):
             folders[:] = [name for name in folders if name != ".git"]
             for name in names:
+                if not is_temp_name(name):
+                    continue  # the name first: a Path per file was half of this walk at 100k files
                 path = Path(folder, name)
                 try:
-                    if is_temp_name(name) and (path.lstat().st_mtime < limit or writer_gone(name)):
+                    if path.lstat().st_mtime < limit or writer_gone(name):
                         found.append(path)
                 except OSError:
                     continue
