@@ -192,7 +192,8 @@ def test_an_index_from_before_the_coarse_bits_gets_them_by_migration_without_a_r
         # As memvault wrote it before migration m005: no sign bits, four migrations recorded.
         old.conn.execute(f"DROP TABLE {db.COARSE_TABLE}")
         old.conn.execute(f"DROP TABLE {db.VECTOR_LOG}")
-        old.conn.execute("DELETE FROM migrations WHERE name IN ('m005_coarse_vectors', 'm006_vector_log', 'm007_relation_kinds')")
+        old.conn.execute("DELETE FROM migrations WHERE name IN "
+                         "('m005_coarse_vectors', 'm006_vector_log', 'm007_relation_kinds')")
     with IndexStore.open(folder, "test:64", DIMS) as migrated:
         assert not migrated.rebuilt and migrated.has_coarse  # nothing to re-embed or re-read
         assert migrated.conn.execute(f"SELECT count(*) FROM {db.COARSE_TABLE}").fetchone()[0] == 400
