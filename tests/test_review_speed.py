@@ -57,7 +57,8 @@ def test_doctor_calls_an_index_of_the_previous_release_out_of_date_and_fix_migra
     mv.reindex()
     mv.close()
     conn = db.connect(vault / ".memvault" / "index.sqlite")  # as the release before m005 left it
-    conn.execute(f"DROP TABLE {db.COARSE_TABLE}; DELETE FROM migrations WHERE name = 'm005_coarse_vectors'")
+    conn.execute(f"DROP TABLE {db.COARSE_TABLE}; DROP TABLE {db.VECTOR_LOG}; DELETE FROM migrations WHERE name IN "
+                 "('m005_coarse_vectors', 'm006_vector_log', 'm007_relation_kinds')")
     conn.close()
 
     result = Cli(vault)("doctor", "--json")
