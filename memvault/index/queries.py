@@ -33,11 +33,12 @@ COARSE_ABOVE = 20_000
 COARSE_SHARE = 0.01
 COARSE_CANDIDATES = 400
 # A lexical lane over an index of more than BOUNDED_ABOVE rows ranks at most about MATCH_BUDGET FTS matches
-# (`_bounded`): BM25 costs ~6 us a match at 1M rows (2,000: ~12 ms), and ranking every match of a common
-# word was 0.5-0.7 s there. Below it every match is ranked: bounding LoCoMo's 5,882 turns cost 0.003 of
-# recall@5 and @10 (0.737 / 0.805 -> 0.734 / 0.802).
+# (`_bounded`): FTS5's BM25 costs ~15 us a match at 1M rows (a lookup of the row's length each), and ranking
+# every match of a common word was 0.5-0.7 s there (1,000: ~29 ms a lexical lane, 2,000: ~42 ms). Below it
+# every match is ranked: bounding LoCoMo's 5,882 turns at 2,000 cost 0.003 of recall@5 and @10 (0.737 /
+# 0.805 -> 0.734 / 0.802).
 BOUNDED_ABOVE = 50_000
-MATCH_BUDGET = 2_000
+MATCH_BUDGET = 1_000
 _TURN_ROLES = ", ".join(repr(role) for role in TURN_ROLES)
 # The nearest turn of `e`'s conversation on one side of it (format: "<" DESC or ">" ASC), the same UTC day.
 _ADJACENT = (f"SELECT n.rowid FROM entries n WHERE n.conversation_id = e.conversation_id AND n.role IN ({_TURN_ROLES}) "
