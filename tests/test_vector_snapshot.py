@@ -6,6 +6,8 @@ Real sqlite-vec and FTS5 indexes; vectors are clustered as a real model's are (t
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from test_search_speed import DIMS, add, exact, fill, traced, unit
@@ -295,3 +297,24 @@ def test_a_vault_reindexed_searches_through_its_snapshot_and_an_erase_takes_the_
         assert ids[1] not in [h.id for h in memvault.search("tea", "notes")]
     finally:
         memvault.close()
+
+
+def test_a_writer_killed_mid_file_leaves_a_file_the_next_writer_removes(folder, coarse):
+    import subprocess
+    import sys
+
+    with IndexStore.open(folder, "test:64", DIMS) as index:
+        vectors, centres = fill(index, n=100)
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        leftover = index.snapshot_path.with_name(f".{index.snapshot_path.name}.{dead}-snapshot.tmp")
+        alive = index.snapshot_path.with_name(f".{index.snapshot_path.name}.{os.getpid()}-other.tmp")
+        leftover.write_bytes(b"half a file")
+        alive.write_bytes(b"another writer at work")
+        index.refresh_snapshot()
+        assert not leftover.exists() and alive.exists()
+        assert index.snapshot is not None and sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == [
+            alive.name]
+        query = queries_near(centres, 1)[0]
+        assert [r for r, _ in snapshot_used(index, lambda: index.nearest(query, 5))] == exact(
+            index, vectors, query, 5, "1")

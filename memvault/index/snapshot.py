@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.index import db
+from memvault.vault.format.atomic import writer_gone
 
 FILE_NAME = "vectors.snapshot"
 MAGIC = b"memvault-vectors-1\n"
@@ -302,7 +303,10 @@ def write(conn: Any, path: Path, dims: int, previous: Snapshot | None) -> Snapsh
         start = end
     header = json.dumps({"epoch": epoch, "seq": int(seq), "count": len(rowids), "dims": dims,
                          "conversations": conversations}).encode()
-    temporary = path.with_name(path.name + f".{os.getpid()}.tmp")
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):  # a writer killed mid-file (1.6 GB at 1M)
+        if writer_gone(leftover.name):
+            leftover.unlink(missing_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-snapshot.tmp")
     try:
         with open(temporary, "wb") as handle:
             handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
