@@ -318,3 +318,23 @@ def test_a_writer_killed_mid_file_leaves_a_file_the_next_writer_removes(folder, 
         query = queries_near(centres, 1)[0]
         assert [r for r, _ in snapshot_used(index, lambda: index.nearest(query, 5))] == exact(
             index, vectors, query, 5, "1")
+
+
+def test_a_vector_written_without_the_log_makes_the_snapshot_unused_until_it_is_written_again(folder, coarse):
+    # What a process of the release before m006, still running after the upgrade, does: it writes the row and
+    # its vector and knows no log.
+    with IndexStore.open(folder, "test:64", DIMS) as index, IndexStore.open(folder, "test:64", DIMS) as other:
+        vectors, centres = fill(index, n=100)
+        index.refresh_snapshot()
+        query = queries_near(centres, 1)[0]
+        assert other.nearest(query, 3) and other.snapshot is not None
+        index.conn.execute("DELETE FROM meta WHERE key = ?", (db.VECTOR_LOG_ON,))
+        vectors[add(index, "written by an older memvault", "c1", query)] = query
+        db.set_meta(index.conn, db.VECTOR_LOG_ON, "on")
+        assert index.conn.execute(f"SELECT count(*) FROM {db.VECTOR_LOG}").fetchone()[0] == 0
+        for reader in (index, other):
+            assert [r for r, _ in reader.nearest(query, 5)] == exact(index, vectors, query, 5, "1")
+            assert reader.current_snapshot() is None
+        index.refresh_snapshot()  # a sync writes it again, from sqlite-vec
+        assert [r for r, _ in snapshot_used(other, lambda: other.nearest(query, 5))] == exact(
+            index, vectors, query, 5, "1")

@@ -131,6 +131,8 @@ class Snapshot:
         if (db.get_meta(conn, db.VECTOR_EPOCH) != self.epoch or db.get_meta(conn, db.VECTOR_LOG_ON) is None
                 or (pruned is not None and int(pruned) > self.seq)):
             return False
+        # Read before the log: every row up to it was committed, and logged, before the log is read.
+        newest = conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
         rows = conn.execute(f"SELECT seq, rowid, conversation_id, embedding FROM {db.VECTOR_LOG} WHERE seq > ? "
                             "ORDER BY seq", (self.seq,)).fetchall()
         if rows or self.changes is None:
@@ -139,7 +141,10 @@ class Snapshot:
                 by_rowid[rowid] = (None, None) if blob is None else (name, np.frombuffer(blob, dtype=np.float32))
             self.changes = Changes.of(by_rowid, self.dims)
             self.seq = rows[-1][0] if rows else self.seq
-        return True
+        # A row newer than any the file or the log knows was written without the log (a process of the
+        # release before m006, still running after the upgrade): this snapshot does not describe the index.
+        return newest <= max(int(self.arrays.ascending[-1]) if len(self.arrays.ascending) else 0,
+                             max(self.changed, default=0))
 
     @property
     def changed(self) -> dict[int, tuple[str | None, Any]]:
