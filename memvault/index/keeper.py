@@ -93,8 +93,10 @@ class IndexKeeper:
             with self.vault.lock() if wait is None else self.vault.lock(wait):
                 journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
                 result = sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
-                index.refresh_snapshot()
-                return result
+            # Outside the vault's lock: a rewrite (a minute at 1M) reads only the index, and adds meanwhile
+            # go to the log with a seq past the file's.
+            index.refresh_snapshot()
+            return result
 
     def flush_journal(self, embedder=None) -> None:
         """Index the entries written since the index last caught up (`embedder`: the model, or one
