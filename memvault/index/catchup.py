@@ -20,8 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from memvault.errors import EntryFormatError
-from memvault.index.db import guarded
-from memvault.index.rows import IndexedFile, IndexRow, indexed_stamps
+from memvault.index.rows import IndexedFile, IndexRow
 from memvault.index.store import IndexStore
 from memvault.vault.format.atomic import atomic_write
 from memvault.vault.format.listing import FolderCache
@@ -290,7 +289,7 @@ def plan(vault: Vault, index: IndexStore, relist: bool = False) -> SyncPlan:
     """Compare the vault's live entry files with the index: scan, then diff. Changes nothing but the
     cache of folder listings (`relist`: every folder listed afresh). The index's stamps come first: when
     every file matches its stamp and none is missing, no whole row is loaded."""
-    stamps = guarded(lambda store: indexed_stamps(store.conn))(index)
+    stamps = index.stamps()
     folders = FolderCache({} if relist else read_folder_cache(vault.state_dir), time.time_ns() - RACY_NS)
     walk = stat_walk(vault, stamps, folders)
     if folders.changed or relist:

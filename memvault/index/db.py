@@ -232,6 +232,11 @@ def table_exists(conn: Any, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None
 
 
+def newest_rowid(conn: Any) -> int:
+    """The largest rowid of `entries` (0 when empty): an upper bound of its rows, read from the b-tree's end."""
+    return conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
+
+
 def get_meta(conn: Any, key: str) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else row[0]

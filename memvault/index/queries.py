@@ -252,7 +252,7 @@ class IndexQueries:
         match = fts_expression(words)
         if match is None:
             return None
-        if (self.conn.execute("SELECT max(rowid) FROM entries").fetchone()[0] or 0) <= BOUNDED_ABOVE:
+        if db.newest_rowid(self.conn) <= BOUNDED_ABOVE:
             return match, 0
         counts = {word: self._matches(fts_expression([word]), MATCH_BUDGET + 1) for word in words}
         rare, total = set(), 0
@@ -292,11 +292,14 @@ class IndexQueries:
         the FTS table alone is asked for a few more than k and only those are checked against the
         filter (joining every match to `entries` costs more than ranking them); a filter that drops
         more falls back to `lexical`."""
-        bounded = self._bounded(query_text)
         names = None if conversations is None else list(dict.fromkeys(conversations))
-        if bounded is None or k <= 0:
+        every_match = fts_query(query_text)
+        if every_match is None or k <= 0:
             return [[] for _ in names or [None]]
-        match, floor = bounded
+        # Conversations that hold few of the rows rank all their matches: the window of the newest matches
+        # (`_bounded`) may hold none of theirs.
+        few = names is not None and self._holds_few(names)
+        match, floor = (every_match, 0) if few else self._bounded(query_text)
         rank = _bm25()
         if names is None:
             fetch = 2 * k + FEW_LEFT_OUT
@@ -310,9 +313,6 @@ class IndexQueries:
         # Conversations that hold few of the rows list their rowids first: checking each FTS match
         # against that list costs less than looking it up in `entries` (100k rows, one conversation of
         # 10k: 10 -> 4.6 ms); the unary + keeps SQLite from handing the list to FTS5 as rowid lookups.
-        few = self._holds_few(names)
-        if few:  # the window of newest matches may hold none of a small conversation's: it ranks them all
-            match, floor = fts_query(query_text), 0
         listed = (" AND +entries_fts.rowid IN (SELECT rowid FROM entries WHERE conversation_id IN "
                   "(SELECT value FROM json_each(?)))") if few else ""
         sql = (f"WITH matched AS MATERIALIZED (SELECT e.rowid AS rowid, e.conversation_id AS conversation, "

@@ -28,7 +28,6 @@ from typing import Any
 from memvault.index import db
 from memvault.vault.format.atomic import writer_gone
 
-FILE_NAME = "vectors.snapshot"
 MAGIC = b"memvault-vectors-1\n"
 ALIGN = 64
 STALE = 2**16 - 1  # the Hamming distance given to a row changed since the file: never a candidate
@@ -83,7 +82,6 @@ class Changes:
 class Snapshot:
     """One snapshot file, mapped, with the changes logged since (kept current by `catch_up`)."""
 
-    path: Path
     epoch: str
     seq: int
     arrays: _Arrays
@@ -114,7 +112,7 @@ class Snapshot:
             if len(mapped) > start:
                 mapped.madvise(mmap.MADV_RANDOM, start // mmap.PAGESIZE * mmap.PAGESIZE)
             conversations = {name: (int(start), int(end)) for name, start, end in header["conversations"]}
-            return cls(path, str(header["epoch"]), int(header["seq"]), _Arrays(*arrays, conversations))
+            return cls(str(header["epoch"]), int(header["seq"]), _Arrays(*arrays, conversations))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -132,7 +130,7 @@ class Snapshot:
                 or (pruned is not None and int(pruned) > self.seq)):
             return False
         # Read before the log: every row up to it was committed, and logged, before the log is read.
-        newest = conn.execute("SELECT coalesce(max(rowid), 0) FROM entries").fetchone()[0]
+        newest = db.newest_rowid(conn)
         rows = conn.execute(f"SELECT seq, rowid, conversation_id, embedding FROM {db.VECTOR_LOG} WHERE seq > ? "
                             "ORDER BY seq", (self.seq,)).fetchall()
         if rows or self.changes is None:

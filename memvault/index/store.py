@@ -20,7 +20,15 @@ from memvault.index.db import guarded, ids_json
 from memvault.index.fts import turn_neighbours, write_fts
 from memvault.index.graph import write_relation
 from memvault.index.queries import COARSE_ABOVE, IndexQueries
-from memvault.index.rows import SELECT_ROW, IndexedFile, IndexRow, indexed_files, row_dict, stored_vectors
+from memvault.index.rows import (
+    SELECT_ROW,
+    IndexedFile,
+    IndexRow,
+    indexed_files,
+    indexed_stamps,
+    row_dict,
+    stored_vectors,
+)
 from memvault.index.snapshot import write as write_snapshot
 from memvault.index.text import FTS_TOKENIZER, LEXICAL_VERSION
 
@@ -247,7 +255,7 @@ class IndexStore(IndexQueries):
         reads the changes since the file from the log); `scrub`: also when a row was removed since, so
         that no file holds its vector (erase and gc)."""
         current = self.current_snapshot()
-        if current is None and (self.conn.execute("SELECT max(rowid) FROM entries").fetchone()[0] or 0) <= COARSE_ABOVE:
+        if current is None and db.newest_rowid(self.conn) <= COARSE_ABOVE:
             self.snapshot_path.unlink(missing_ok=True)  # one of an index emptied since: vectors no row has
             return
         if current is not None and len(current.changed) <= max(
@@ -282,6 +290,11 @@ class IndexStore(IndexQueries):
     def files(self) -> dict[str, IndexedFile]:
         """path -> what sync compares, for every indexed entry (one query)."""
         return indexed_files(self.conn)
+
+    @guarded
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """path -> (mtime_ns, size) for every indexed entry: all a no-change sync compares (one query)."""
+        return indexed_stamps(self.conn)
 
     @guarded
     def text_hashes(self, ids: Iterable[str]) -> dict[str, str]:
