@@ -338,3 +338,15 @@ def test_a_vector_written_without_the_log_makes_the_snapshot_unused_until_it_is_
         index.refresh_snapshot()  # a sync writes it again, from sqlite-vec
         assert [r for r, _ in snapshot_used(other, lambda: other.nearest(query, 5))] == exact(
             index, vectors, query, 5, "1")
+
+
+def test_a_small_conversation_of_a_bounded_index_ranks_all_its_matches(index, bounded):
+    # The newest matches of "tea" are all the big conversation's: a window of them would hold none of the
+    # small one's, which is a tenth of the rows.
+    rng = np.random.default_rng(6)
+    small = [add(index, f"tea with Ana {i}", "small", unit(rng.normal(size=DIMS)), minute=i) for i in range(20)]
+    for i in range(180):
+        add(index, f"tea at the office {i}", "big", unit(rng.normal(size=DIMS)), minute=100 + i)
+    found = index.lexical_scopes("tea", 5, "1", (), ["small"])[0]
+    assert len(found) == 5 and {rowid for rowid, _ in found} <= set(small)
+    assert index.lexical_scopes("tea", 5, "1", (), ["big"])[0]  # the big one through the window
