@@ -380,3 +380,16 @@ def test_a_walk_of_common_words_ranks_with_shares_from_their_newest_matches(inde
     assert [s for s in sql if "memvault_bm25" in s] and not [s for s in sql if re.search(r"\bbm25\(", s)]
     assert all("cake" in index.conn.execute("SELECT text FROM entries WHERE rowid = ?", (rowid,)).fetchone()[0]
                for rowid, _ in found[0])  # the rarer word counts for more
+
+
+def test_a_walk_is_kept_for_the_next_ask_only_while_no_connection_writes(folder, index, bounded):
+    rng = np.random.default_rng(9)
+    lexical_index(index, [f"tea time {i}" for i in range(150)])
+    walk = index._bounded("tea")
+    assert index._bounded("tea") is walk  # the candidates' shares ask again: the same walk
+    add(index, "tea again", "c1", unit(rng.normal(size=DIMS)), minute=500)  # this connection writes
+    assert index._bounded("tea").floor > walk.floor
+    walk = index._bounded("tea")
+    with IndexStore.open(folder, "test:64", DIMS) as other:  # another connection writes
+        add(other, "tea once more", "c1", unit(rng.normal(size=DIMS)), minute=501)
+    assert index._bounded("tea").floor > walk.floor

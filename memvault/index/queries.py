@@ -260,6 +260,19 @@ class IndexQueries:
             "AND +rowid IN (SELECT value FROM json_each(?))", (bounded.match, bounded.floor, ids_json(list(rowids))))}
 
     def _bounded(self, query_text: str) -> Walk | None:
+        """`_walk`, kept while the index is unchanged: a search asks twice (its lexical lanes, then its
+        candidates' shares). SQLite's data_version moves with other connections' writes, total_changes
+        with this one's."""
+        key = (query_text, BOUNDED_ABOVE, MATCH_BUDGET, self.conn.execute("PRAGMA data_version").fetchone()[0],
+               self.conn.total_changes())
+        kept = getattr(self, "_last_walk", None)  # one, swapped whole: threads may share the store
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        walk = self._walk(query_text)
+        self._last_walk = (key, walk)
+        return walk
+
+    def _walk(self, query_text: str) -> Walk | None:
         """The lexical walk of this query, ranking about MATCH_BUDGET matches at most; None for a query with
         no words. An index of BOUNDED_ABOVE rows or fewer is walked whole. In a larger one, a word found in
         at most the budget's rows is what a lexical match is for: those words are ranked over all rows, and
