@@ -76,7 +76,7 @@ def test_minilm_batches_are_cut_by_tokens_and_run_on_every_core(model, monkeypat
     run_batch = OnnxMiniLM._embed_batch
 
     def spy(self, encodings, kind):
-        batches.append(([len(e.ids) for e in encodings], threading.current_thread().name))
+        batches.append(([len(e.ids) for e, _ in encodings], threading.current_thread().name))
         return run_batch(self, encodings, kind)
 
     monkeypatch.setattr(OnnxMiniLM, "_embed_batch", spy)
@@ -99,6 +99,27 @@ def test_minilm_folds_its_constants():
 
     session = OnnxMiniLM()._session()
     assert session.get_session_options().graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+
+
+def test_a_first_call_of_one_text_opens_the_model_without_graph_passes_and_later_calls_fold(monkeypatch):
+    import onnxruntime
+
+    levels = []
+    run_batch = OnnxMiniLM._embed_batch
+
+    def spy(self, batch, kind):
+        levels.append(batch[0][1].get_session_options().graph_optimization_level)
+        return run_batch(self, batch, kind)
+
+    monkeypatch.setattr(OnnxMiniLM, "_embed_batch", spy)
+    minilm, passes = OnnxMiniLM(), onnxruntime.GraphOptimizationLevel
+    first = minilm.embed(["green tea in Lisbon"], kind="query")
+    second = minilm.embed(["green tea in Lisbon"], kind="query")
+    assert levels == [passes.ORT_DISABLE_ALL, passes.ORT_ENABLE_BASIC]
+    assert float(first[0] @ second[0]) > 0.99999
+    levels.clear()
+    OnnxMiniLM().embed(TURNS[:2])  # a first call of several texts (a sync's): the folded model at once
+    assert set(levels) == {passes.ORT_ENABLE_BASIC}
 
 
 def test_length_batches_cap_rows_and_cells():

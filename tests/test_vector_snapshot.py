@@ -7,17 +7,19 @@ Real sqlite-vec and FTS5 indexes; vectors are clustered as a real model's are (t
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
 from test_search_speed import DIMS, add, exact, fill, traced, unit
 
-from memvault.index import db
+from memvault.index import db, ranking
 from memvault.index import queries as queries_module
 from memvault.index import snapshot as snapshot_module
 from memvault.index import store as store_module
 from memvault.index.rows import IndexRow
 from memvault.index.store import IndexStore
+from memvault.index.text import fts_expression, query_terms
 from memvault.vault.format.entry import Entry
 
 SCOPE = "e.role <> 'summary'"
@@ -350,3 +352,44 @@ def test_a_small_conversation_of_a_bounded_index_ranks_all_its_matches(index, bo
     found = index.lexical_scopes("tea", 5, "1", (), ["small"])[0]
     assert len(found) == 5 and {rowid for rowid, _ in found} <= set(small)
     assert index.lexical_scopes("tea", 5, "1", (), ["big"])[0]  # the big one through the window
+
+
+def test_memvault_bm25_given_the_counted_shares_scores_as_fts5s_bm25(index):
+    rng = np.random.default_rng(8)
+    words = ["tea", "kyoto", "garden", "cello", "rain", "bread", "river", "lamp"]
+    for i in range(60):  # turns of one conversation: each also indexed with its neighbours' words and its day
+        text = " ".join(rng.choice(words, size=int(rng.integers(2, 9))))
+        add(index, text, "c1", unit(rng.normal(size=DIMS)), role="user" if i % 2 else "assistant", minute=i * 700)
+    rows = index.conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    for query in ("tea garden", "kyoto rain lamp", "cello", "bread river tea kyoto"):
+        terms = query_terms(query)
+        shares = tuple(index._newest_matches(fts_expression([term]), rows)[0] / rows for term in terms)
+        sql = "SELECT rowid, {} FROM entries_fts WHERE entries_fts MATCH ?"
+        ours = dict(index.conn.execute(sql.format(ranking.bm25_of_shares(shares)), (fts_expression(terms),)))
+        theirs = dict(index.conn.execute(sql.format(ranking.fts5_bm25()), (fts_expression(terms),)))
+        assert len(ours) > 5 and ours.keys() == theirs.keys()
+        assert all(ours[rowid] == pytest.approx(theirs[rowid], rel=1e-9) for rowid in ours)
+
+
+def test_a_walk_of_common_words_ranks_with_shares_from_their_newest_matches(index, bounded):
+    # "tea" is in every row, "cake" in every fourth: over the newest matches their shares are 1 and 1/4.
+    lexical_index(index, [f"tea {'cake ' if i % 4 == 0 else ''}time {i}" for i in range(200)])
+    walk = index._bounded("tea cake")
+    assert walk.floor > 0 and walk.shares[0] == 1.0 and walk.shares[1] == pytest.approx(0.25, abs=0.03)
+    found, sql = traced(index, lambda: index.lexical_scopes("tea cake", 5, "1", (), None))
+    assert [s for s in sql if "memvault_bm25" in s] and not [s for s in sql if re.search(r"\bbm25\(", s)]
+    assert all("cake" in index.conn.execute("SELECT text FROM entries WHERE rowid = ?", (rowid,)).fetchone()[0]
+               for rowid, _ in found[0])  # the rarer word counts for more
+
+
+def test_a_walk_is_kept_for_the_next_ask_only_while_no_connection_writes(folder, index, bounded):
+    rng = np.random.default_rng(9)
+    lexical_index(index, [f"tea time {i}" for i in range(150)])
+    walk = index._bounded("tea")
+    assert index._bounded("tea") is walk  # the candidates' shares ask again: the same walk
+    add(index, "tea again", "c1", unit(rng.normal(size=DIMS)), minute=500)  # this connection writes
+    assert index._bounded("tea").floor > walk.floor
+    walk = index._bounded("tea")
+    with IndexStore.open(folder, "test:64", DIMS) as other:  # another connection writes
+        add(other, "tea once more", "c1", unit(rng.normal(size=DIMS)), minute=501)
+    assert index._bounded("tea").floor > walk.floor

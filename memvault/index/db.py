@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memvault.errors import SearchIndexError
+from memvault.index import ranking
 from memvault.index.text import FTS_TOKENIZER
 
 BUSY_TIMEOUT_MS = 15_000  # a cron reindex may hold the write lock for a batch; wait rather than fail
@@ -63,6 +64,7 @@ def connect(path: Path | str, readonly: bool = False) -> Any:
         conn.close()
         raise SearchIndexError(
             f"cannot load sqlite-vec ({exc}): reinstall it with `pip install sqlite-vec==0.1.9`") from None
+    ranking.register(conn)
     try:
         if str(path) != ":memory:" and not readonly:
             conn.execute("PRAGMA journal_mode=WAL")

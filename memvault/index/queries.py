@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memvault.index import db
 from memvault.index.db import guarded, ids_json
+from memvault.index.ranking import bm25_of_shares, fts5_bm25
 from memvault.index.snapshot import Snapshot
-from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT, TURN_ROLES, fts_expression, fts_query, query_terms
+from memvault.index.text import TURN_ROLES, fts_expression, fts_query, query_terms
 
 # More conversations than this in a filtered dense search: one scan of the whole vec0 table with a
 # rowid filter costs less than one partition query per conversation.
@@ -33,10 +35,12 @@ COARSE_ABOVE = 20_000
 COARSE_SHARE = 0.01
 COARSE_CANDIDATES = 400
 # A lexical lane over an index of more than BOUNDED_ABOVE rows ranks at most about MATCH_BUDGET FTS matches
-# (`_bounded`): FTS5's BM25 costs ~15 us a match at 1M rows (a lookup of the row's length each), and ranking
-# every match of a common word was 0.5-0.7 s there (1,000: ~29 ms a lexical lane, 2,000: ~42 ms). Below it
-# every match is ranked: bounding LoCoMo's 5,882 turns at 2,000 cost 0.003 of recall@5 and @10 (0.737 /
-# 0.805 -> 0.734 / 0.802).
+# (`_bounded`): ranking every match of a common word was 0.5-0.7 s at 1M rows; the newest 1,000 ranked by
+# FTS5's bm25() ~27 ms, most of it bm25's count of each common word's rows (index.ranking), and by
+# `memvault_bm25` with the shares estimated from those matches ~6 ms (LoCoMo's turns walked with a budget of
+# 200, a tenth of the walks then of common words only: recall@5 / @10 0.732 / 0.794 with the shares estimated
+# and with them counted alike). Below it every match is ranked:
+# bounding LoCoMo's 5,882 turns at 2,000 cost 0.003 of recall@5 and @10 (0.737 / 0.805 -> 0.734 / 0.802).
 BOUNDED_ABOVE = 50_000
 MATCH_BUDGET = 1_000
 _TURN_ROLES = ", ".join(repr(role) for role in TURN_ROLES)
@@ -45,6 +49,21 @@ _ADJACENT = (f"SELECT n.rowid FROM entries n WHERE n.conversation_id = e.convers
              "AND (n.created_at, n.rowid) {0} (e.created_at, e.rowid) "
              "AND CAST(n.created_at / 86400 AS INTEGER) = CAST(e.created_at / 86400 AS INTEGER) "
              "ORDER BY n.created_at {1}, n.rowid {1} LIMIT 1")
+
+
+@dataclass(frozen=True)
+class Walk:
+    """A lexical walk: the FTS expression, the lowest rowid it ranks, and for a walk of only the newest
+    matches of common words each word's estimated share of the rows (else FTS5 counts them)."""
+
+    match: str
+    floor: int = 0
+    shares: tuple[float, ...] | None = None
+
+    @property
+    def rank(self) -> str:
+        """The rank expression (lower is better)."""
+        return fts5_bm25() if self.shares is None else bm25_of_shares(self.shares)
 
 
 class IndexQueries:
@@ -221,7 +240,7 @@ class IndexQueries:
         if match is None or k <= 0:
             return []
         # The filter comes first in the SQL text so its `?` placeholders keep their positions.
-        rank = _bm25()
+        rank = fts5_bm25()
         sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
         return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
@@ -236,41 +255,60 @@ class IndexQueries:
             return {}
         # The unary + keeps FTS5 from taking the rowids as lookups: one walk of the matches (bounded as the
         # lexical lane's is), checked against the list, costs less than a MATCH per rowid.
-        match, floor = bounded
         return {rowid: float(score) for rowid, score in self.conn.execute(
-            f"SELECT rowid, -{_bm25()} FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
-            "AND +rowid IN (SELECT value FROM json_each(?))", (match, floor, ids_json(list(rowids))))}
+            f"SELECT rowid, -{bounded.rank} FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
+            "AND +rowid IN (SELECT value FROM json_each(?))", (bounded.match, bounded.floor, ids_json(list(rowids))))}
 
-    def _bounded(self, query_text: str) -> tuple[str, int] | None:
-        """(FTS expression, lowest rowid to rank) for a lexical walk that ranks about MATCH_BUDGET matches
-        at most; None for a query with no words. An index of BOUNDED_ABOVE rows or fewer is walked whole.
-        In a larger one, a word found in at most the budget's rows is what a lexical match is for: those
-        words are ranked over all rows, and the others drop out as stop words do. When every word is that
-        common, all of them are ranked over their newest MATCH_BUDGET matches (rowids grow as entries are
-        indexed)."""
+    def _bounded(self, query_text: str) -> Walk | None:
+        """`_walk`, kept while the index is unchanged: a search asks twice (its lexical lanes, then its
+        candidates' shares). SQLite's data_version moves with other connections' writes, total_changes
+        with this one's."""
+        key = (query_text, BOUNDED_ABOVE, MATCH_BUDGET, self.conn.execute("PRAGMA data_version").fetchone()[0],
+               self.conn.total_changes())
+        kept = getattr(self, "_last_walk", None)  # one, swapped whole: threads may share the store
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        walk = self._walk(query_text)
+        self._last_walk = (key, walk)
+        return walk
+
+    def _walk(self, query_text: str) -> Walk | None:
+        """The lexical walk of this query, ranking about MATCH_BUDGET matches at most; None for a query with
+        no words. An index of BOUNDED_ABOVE rows or fewer is walked whole. In a larger one, a word found in
+        at most the budget's rows is what a lexical match is for: those words are ranked over all rows, and
+        the others drop out as stop words do. When every word is that common, all of them are ranked over
+        their newest MATCH_BUDGET matches (rowids grow as entries are indexed), each word's share of the rows
+        taken from its own newest matches (`ranking`: counting them all is what made BM25 slow)."""
         words = query_terms(query_text)
         match = fts_expression(words)
         if match is None:
             return None
-        if db.newest_rowid(self.conn) <= BOUNDED_ABOVE:
-            return match, 0
-        counts = {word: self._matches(fts_expression([word]), MATCH_BUDGET + 1) for word in words}
+        newest = db.newest_rowid(self.conn)
+        if newest <= BOUNDED_ABOVE:
+            return Walk(match)
+        newest_matches = {word: self._newest_matches(fts_expression([word]), MATCH_BUDGET + 1) for word in words}
         rare, total = set(), 0
-        for word in sorted(words, key=counts.__getitem__):
-            if total + counts[word] > MATCH_BUDGET:
+        for word in sorted(words, key=lambda w: newest_matches[w][0]):
+            if total + newest_matches[word][0] > MATCH_BUDGET:
                 break
             rare.add(word)
-            total += counts[word]
+            total += newest_matches[word][0]
         if total:
-            return fts_expression([word for word in words if word in rare]), 0
+            return Walk(fts_expression([word for word in words if word in rare]))
         floor = self.conn.execute("SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? ORDER BY rowid DESC "
                                   "LIMIT 1 OFFSET ?", (match, MATCH_BUDGET)).fetchone()
-        return match, floor[0] if floor else 0
+        # A word's share of the rows since its oldest match counted (rowids left by deleted rows count as
+        # rows: a little less than its share); a word found nowhere holds none.
+        shares = tuple(count / (newest - oldest + 1) if count else 0.0
+                       for count, oldest in map(newest_matches.__getitem__, words))
+        return Walk(match, floor[0] if floor else 0, shares)
 
-    def _matches(self, match: str, limit: int) -> int:
-        """Rows the FTS expression matches, counted up to `limit` (a walk of that many at most)."""
-        return self.conn.execute("SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)",
-                                 (match, limit)).fetchone()[0]
+    def _newest_matches(self, match: str, limit: int) -> tuple[int, int]:
+        """(how many, the oldest rowid) of the FTS expression's newest `limit` matches: (0, 0) for none."""
+        count, oldest = self.conn.execute(
+            "SELECT count(*), min(rowid) FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? "
+            "ORDER BY rowid DESC LIMIT ?)", (match, limit)).fetchone()
+        return count, oldest or 0
 
     @guarded
     def adjacent_turns(self, rowids: Sequence[int]) -> dict[int, list[int]]:
@@ -299,8 +337,8 @@ class IndexQueries:
         # Conversations that hold few of the rows rank all their matches: the window of the newest matches
         # (`_bounded`) may hold none of theirs.
         few = names is not None and self._holds_few(names)
-        match, floor = (every_match, 0) if few else self._bounded(query_text)
-        rank = _bm25()
+        walk = Walk(every_match) if few else self._bounded(query_text)
+        match, floor, rank = walk.match, walk.floor, walk.rank
         if names is None:
             fetch = 2 * k + FEW_LEFT_OUT
             found = [(rowid, float(score)) for rowid, score in self.conn.execute(
@@ -333,8 +371,3 @@ class IndexQueries:
 def _is_trivial(where: str) -> bool:
     return where.strip() in ("", "1", "TRUE", "true")
 
-
-def _bm25() -> str:
-    """The FTS rank (lower is better): a turn's context and the date it was written count less than
-    its own words."""
-    return f"bm25(entries_fts, 1.0, {CONTEXT_WEIGHT:g}, {DATE_WEIGHT:g})"
