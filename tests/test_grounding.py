@@ -546,6 +546,11 @@ def test_the_readme_examples_through_the_real_local_model_store_nothing_unground
     ("I'm obsessed with a board game called Catan. We play online with friends every week.",
      "The user plays Catan online with friends every week."),
     ("My mum made me repaint the kitchen last summer.", "The user repainted the kitchen last summer."),
+    ("Our village has no bus on Sundays and it drives me mad.",
+     "The user is frustrated by the lack of a Sunday bus in their village."),
+    ("We need more nurses on the night shift.", "The user is concerned about the lack of nurses on the night shift."),
+    ("I'm starting at the new school on Monday and I'm terrified.",
+     "The user is scared of starting at the new school."),
 ])
 def test_scope_and_normal_forms_are_read_by_their_meaning(said, fact, embedder):
     assert fact_problem(fact, Source(said, embedder=embedder)) is None

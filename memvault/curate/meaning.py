@@ -102,6 +102,9 @@ not never no nothing none nobody neither nor without anymore quit quitting quits
 hate hates hated hating dislike dislikes disliked detest detests loathe loathes avoid avoids avoided
 lack lacks lacked lacking
 """.split())
+# A negative as a noun ("the lack of", "an absence of"): what a fact's clause says of it is a view of a want,
+# so its polarity is not compared (a source's "the lack of sleep" still negates "gets enough sleep").
+NOMINAL_NEGATIVE = re.compile(r"\b(?:the|a|an) (?:lack|absence) of\b")
 # States that say a "not" of their own: "I'm vegan" supports "does not eat meat", yet does not negate
 # "The user's vegan recipe".
 IMPLICIT_NEGATIVES = frozenset("vegan vegetarian teetotal sober retired former formerly".split())
@@ -169,6 +172,7 @@ VOCATIVE = re.compile(r"^\W*(?:(?:hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|
 PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are)\s+(?!going to\b)[a-z]+ing\b")
 FUTURE_TIME = re.compile(r"\b(?:on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this "
                          r"(?:weekend|evening|afternoon)|tonight|next|tomorrow|soon)\b")
+PRESENT_BE = frozenset("am is are".split())
 IRREGULAR_PAST = frozenset("""
 went flew took got made did had was were began bought brought built came caught chose drove ate fell felt
 found gave grew heard held kept knew left lost met paid put ran read rode said sang sat saw sent shot sold
@@ -253,7 +257,9 @@ def speaks_of_past(predicate: tuple[str, ...] | list[str]) -> bool:
     it ("expressed excitement about the concert" is no concert past), so the words after it decide."""
     if predicate and predicate[0] in REPORTED:
         predicate = predicate[1:]
-    return any(is_past(w) for w in predicate[:3])
+    # after a present "is", a participle is a state ("is concerned about", "are determined to"), no past
+    return any(is_past(w) and (w in IRREGULAR_PAST or i == 0 or predicate[i - 1] not in PRESENT_BE)
+               for i, w in enumerate(predicate[:3]))
 
 
 def is_past(word: str) -> bool:
@@ -461,18 +467,21 @@ def detail_problem(fact: str, source: str) -> str | None:
 
 
 # -- matching a fact to the clause that says it ---------------------------------------------------------
-def best_clause(mine: Clause, names: frozenset[str], parts: list[Clause], owner: str = "") -> Clause | None:
-    """The source clause that says most of a fact's clause: names and numbers weigh most, then shared words;
-    of clauses that say as much, one about the fact's subject (`owner`) is the one it reports."""
+def best_clauses(mine: Clause, names: frozenset[str], parts: list[Clause]) -> list[Clause]:
+    """The source clauses that say most of a fact's clause (names and numbers weigh most, then shared
+    words), first said first; several when they say as much."""
     fact_roots = frozenset(root(w) for w in mine.words if w not in FREE_WORDS) - NEGATION_ROOTS
     fact_names = {name for name in names if name in mine.words} | {str(n) for n in numbers_in(mine.text)}
-    best, best_score = None, 0.0
+    best: list[Clause] = []
+    best_score = 0.0
     for part in parts:
         shared = sum(1 for word_root in fact_roots if known(word_root, part.roots))
         named = sum(1 for name in fact_names if name in part.words)
         score = shared + 3 * named
-        if score > best_score or (score == best_score and best is not None and part.owner == owner != best.owner):
-            best, best_score = part, score
+        if score > best_score:
+            best, best_score = [part], score
+        elif score == best_score and best:
+            best.append(part)
     return best
 
 
@@ -496,15 +505,18 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         if reason:
             return reason
         subject = mine if mine.owner else claim.parts[0]
-        clause = best_clause(mine, claim.names, parts, subject.owner)
-        if clause is None:
+        tied = best_clauses(mine, claim.names, parts)
+        if not tied:
             continue
+        clause = tied[0]
         negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
         # what the clause says of its subject: "my sister Ana is visiting next week" plans the visit,
         # not the sister
         about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
             and not reports(mine)  # "The user said thanks": what the user said, not a plan
-        reason = (person_problem(subject, mine, clause) or negation
+        # of clauses that say it as much, one about the fact's subject may be the one it reports
+        owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:])
+        reason = ((None if owned else person_problem(subject, mine, clause)) or negation
                   or (modality_problem(claim, mine, clause, folding) if about_predicate else None)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
@@ -605,6 +617,8 @@ def same_people(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
 def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: frozenset[str]) -> str | None:
     """Whether a fact's clause says the opposite of the source clause it matches: the clause negates what
     the fact asserts, or the fact negates what no clause saying the same thing negates."""
+    if NOMINAL_NEGATIVE.search(mine.text):
+        return None  # "sad about the lack of resources": a want named, neither said nor denied of anyone
     core = core_roots(mine, names)
     if not mine.negated and core & (negated_by_state(clause) | clause.denied):
         # "I'm vegetarian" -> "eats meat"; "I never miss the bus" -> "misses the bus"
