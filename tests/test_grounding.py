@@ -592,3 +592,23 @@ def test_a_fact_in_other_forms_of_the_users_words_names_the_place_the_answered_t
              {"role": "user", "content": "Oh nice, I could stop by there sometime."}]
     fact = "The user is keen on stopping by the Giant's Causeway."
     assert fact_problem(fact, grounding_source(turns)) is None
+
+
+# A question, an interest or a view is about something the user may name only by "it", "that" or "you":
+# the turn they answer names it. Not for an act or a plan: "Sounds fun!" does not make Ana's trip the user's.
+ANSWERED = [{"role": "assistant", "name": "Ana", "content": "I finally finished the pottery course last week,"
+                                                            " and I'm so proud of it."}]
+
+
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("That's great! What will you make next?", "The user asks about Ana's plans after the pottery course.", True),
+    ("Wow, I'd love to try a course like that too.", "The user is interested in trying a pottery course.", True),
+    ("That's great, enjoy it!", "The user finished the pottery course last week.", False),
+    ("That's great, enjoy it!", "The user is proud of finishing the pottery course.", False),
+    ("I went to the cinema yesterday.", "The user asks about Ana's pottery course.", False),  # no "it", "that", "you"
+])
+def test_a_question_or_view_names_what_the_answered_turn_said(said, fact, kept, embedder):
+    from memvault.curate.extract import grounding_source
+
+    reason = fact_problem(fact, grounding_source([*ANSWERED, {"role": "user", "content": said}], embedder=embedder))
+    assert (reason is None) == kept, reason

@@ -45,6 +45,11 @@ POSSESSIVE_OTHERS = frozenset("his her their your".split())
 # not give the user the clause's act.
 REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention|appreciat|admir|acknowledg|not|"
                        r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
+# A fact that reports the user's stance toward what they were told: a question, an interest, support, praise.
+STANCE = re.compile(r"^(?:(?:is|are|was|were|am) )?(?:inquir|ask|wonder|curious|interest|keen|support|encourag|agree"
+                    r"|appreciat|admir|prais|compliment|congratulat|recommend|suggest|advis)")
+# Words by which the user points at what the turn they answer said ("What will you make next?", "try it too").
+POINTERS = frozenset("it that this those these there you your".split())
 USER_WORDS = frozenset("i me we us".split())
 # Verbs by which a fact reports what the user said, in the past of the saying: "expressed", "shared".
 REPORTED = frozenset("expressed shared mentioned said told stated noted explained described admitted revealed".split())
@@ -603,6 +608,14 @@ def users_act(mine: Clause, clause: Clause) -> bool:
     acts = {words[i + 2 + (words[i + 2] == "to")] for i in range(len(words) - 3)
             if words[i] in IMPLICATIVE and words[i + 1] in ("me", "us")}
     return bool(verbs) and root(verbs[0]) in {root(w) for w in acts}
+
+
+def stance_on_answered(fact: str, said: str) -> bool:
+    """Whether a fact reports the user's question, interest or view (STANCE) and the user's words point at
+    the turn they answer (POINTERS): what it is about may then be named only there."""
+    first = claim_of(fact).parts[0]
+    return bool(STANCE.match(" ".join(first.words[first.subject_size:]))) and bool(
+        POINTERS & set(normalised(said).split()))
 
 
 def reports(mine: Clause) -> bool:
