@@ -35,6 +35,7 @@ from memvault.curate.meaning import (
     implied_roots,
     meaning_problem,
     names_in,
+    stance_on_answered,
 )
 from memvault.curate.prompts import MAX_FACT_CHARS
 from memvault.text.wording import (
@@ -185,11 +186,14 @@ def closeness_only(reason: str | None) -> bool:
 
 def others_words_problem(text: str, source: Source) -> str | None:
     """Why a fact is the other turns' words given to the user rather than the user's own, or None. The
-    other turns resolve a reference ("there" -> Paris), so some words may come from them, not most."""
+    other turns resolve a reference ("there" -> Paris), so some words may come from them, not most; a
+    question or view of the user's may take its topic from the turn it answers ("What's next for you?")."""
     if not source.context.strip():
         return None
     mine = content_roots(text)
     own = roots_of(source.said) | implied_roots(source.said)
+    if source.replied and stance_on_answered(text, source.said):
+        own |= roots_of(source.replied)  # "What will you make next?": what "you" made is the answered turn's
     if sum(1 for word_root in mine if known(word_root, own)) / max(1, len(mine)) >= MIN_OWN_SHARE:
         return None
     similarity = source.similarity(text)

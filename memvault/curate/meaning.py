@@ -45,6 +45,11 @@ POSSESSIVE_OTHERS = frozenset("his her their your".split())
 # not give the user the clause's act.
 REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention|appreciat|admir|acknowledg|not|"
                        r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
+# A fact that reports the user's stance toward what they were told: a question, an interest, support, praise.
+STANCE = re.compile(r"^(?:(?:is|are|was|were|am) )?(?:inquir|ask|wonder|curious|interest|keen|support|encourag|agree"
+                    r"|appreciat|admir|prais|compliment|congratulat|recommend|suggest|advis)")
+# Words by which the user points at what the turn they answer said ("What will you make next?", "try it too").
+POINTERS = frozenset("it that this those these there you your".split())
 USER_WORDS = frozenset("i me we us".split())
 # Verbs by which a fact reports what the user said, in the past of the saying: "expressed", "shared".
 REPORTED = frozenset("expressed shared mentioned said told stated noted explained described admitted revealed".split())
@@ -83,12 +88,28 @@ BOUNDARY = re.compile("|".join((
     r"(?=(?:he|she|they|his|her|their|it|the)\b)",
 )), re.IGNORECASE)
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+-\s+|\s*;\s*")
+# A comma splice: a comma, then a new subject ("It's not easy, my son broke his arm"); it ends the clause
+# before it when that one is a clause of its own (COMMA_SPLICE_LEFT), not a fronted "if ..." or "next week".
+COMMA_SPLICE = re.compile(r",\s+(?=(?:maybe |perhaps )?(?:i|we|my|our|he|she|they|you|his|her|their)\b)",
+                          re.IGNORECASE)
+SUBORDINATORS = frozenset("""
+if when whenever although though because since while as once after before until unless whether even
+""".split())
+SUBJECTS = frozenset("i we he she they you it there this that".split())
+# A tag question asks for agreement with the statement before it: "..., don't you think?", "..., isn't it?".
+TAG_QUESTION = re.compile(r",\s*(?:(?:do|does|did|is|are|was|were|have|has|had|will|would|can|could|should)"
+                          r"(?:n['’]t| not)?\s+(?:you|it|he|she|they|we|there)(?:\s+(?:think|say|agree))?"
+                          r"|right|eh)\s*\?+\s*$", re.IGNORECASE)
 
 # Negations, spelled as `normalised` leaves them (n't is "not"); a few verbs and states negate too.
 NEGATION_WORDS = frozenset("""
 not never no nothing none nobody neither nor without anymore quit quitting quits stopped stop stops
 hate hates hated hating dislike dislikes disliked detest detests loathe loathes avoid avoids avoided
+lack lacks lacked lacking
 """.split())
+# A negative as a noun ("the lack of", "an absence of"): what a fact's clause says of it is a view of a want,
+# so its polarity is not compared (a source's "the lack of sleep" still negates "gets enough sleep").
+NOMINAL_NEGATIVE = re.compile(r"\b(?:the|a|an) (?:lack|absence) of\b")
 # States that say a "not" of their own: "I'm vegan" supports "does not eat meat", yet does not negate
 # "The user's vegan recipe".
 IMPLICIT_NEGATIVES = frozenset("vegan vegetarian teetotal sober retired former formerly".split())
@@ -98,6 +119,8 @@ NEGATION_PHRASES = ("no longer", "any more", "gave up", "give up", "giving up", 
 NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier|stop|hesitate|forget)\b"
                           # "nothing makes me happier than", "there's nothing like": a superlative, not a "not"
                           r"|\bnothing (?:\w+ ){0,3}?(?:than|like|compares?|beats?)\b"
+                          # "no sport better than football": a superlative too
+                          r"|\bno (?:\w+ ){0,2}(?:better|greater|finer|nicer|more \w+) (?:\w+ ){0,2}?than\b"
                           r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
                           r"|\bstopp?e?d? by\b"
                           # "No, I ..." answers; "no way I'm ..." negates (an exclamation "No way!" is an IDIOM)
@@ -114,12 +137,14 @@ IDIOMS = tuple((re.compile(pattern, re.IGNORECASE), plain_words, frozenset(denie
     (r"\bnever (?:miss|skip)(?:es|s|ped|ed)?\b", "always attend", MISSING),
     (rf"\b(?:have|has)(?: not|n{APOSTROPHE}t) (?:missed|skipped) (?:a single|one single|a|one)\b", "attended every",
      MISSING),
+    (rf"\b(?:do|does|did)(?: not|n{APOSTROPHE}t) (?:miss|skip) (?:a single|one single)\b", "attend every", MISSING),
     (r"\bnot (?:a|one|a single) (day|week|month|year|morning|evening|night|weekend) (?:goes|went|passes) by without"
      r"(?: me| us)?\b", r"every \1 I", "without"),
     (rf"(?:\s+not|n{APOSTROPHE}t) far from\b", " near", "far"),
     (rf"\bit(?:{APOSTROPHE}s| is| has) been (?:a (?:long )?while|a long time|ages|years|months|weeks|forever"
      r"|(?:so|too) long) since (i|we)(?: last)?\b", r"\1 have not lately", ""),
     (r"^\W*no way\s*[!,.]+", "", ""),
+    (r"\blong time no (?:see|chat|talk|speak|hear)\b", "hello", ""),  # a greeting
     (rf"\b(?:i(?:{APOSTROPHE}ll| will) be honest|to be honest|i (?:have to|must) say)\b", "honestly", ""),  # no plan
 ))
 # A past time ("when I was little", "as a kid") makes the "would" of its sentence a habit, not a wish.
@@ -152,6 +177,7 @@ VOCATIVE = re.compile(r"^\W*(?:(?:hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|
 PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are)\s+(?!going to\b)[a-z]+ing\b")
 FUTURE_TIME = re.compile(r"\b(?:on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this "
                          r"(?:weekend|evening|afternoon)|tonight|next|tomorrow|soon)\b")
+PRESENT_BE = frozenset("am is are".split())
 IRREGULAR_PAST = frozenset("""
 went flew took got made did had was were began bought brought built came caught chose drove ate fell felt
 found gave grew heard held kept knew left lost met paid put ran read rode said sang sat saw sent shot sold
@@ -192,6 +218,8 @@ LIST_WORDS = frozenset("and or".split())
 COPULAS = (["is"], ["are"], ["was"], ["as"])
 MAX_LINK = 4  # a verb and its object are at most this many words apart ("works as a nurse")
 # Words by which a clause refers to a place or thing named in another ("My sister lives there").
+# Verbs whose object does what follows: "helped me pass" says the user passed ("wants me to" does not).
+IMPLICATIVE = frozenset("help helps helped helping let lets letting make makes made making".split())
 RELATIVES = frozenset("who whose whom which".split())
 REFERENCES = frozenset("there here it its that this them those one".split())
 
@@ -234,7 +262,9 @@ def speaks_of_past(predicate: tuple[str, ...] | list[str]) -> bool:
     it ("expressed excitement about the concert" is no concert past), so the words after it decide."""
     if predicate and predicate[0] in REPORTED:
         predicate = predicate[1:]
-    return any(is_past(w) for w in predicate[:3])
+    # after a present "is", a participle is a state ("is concerned about", "are determined to"), no past
+    return any(is_past(w) and (w in IRREGULAR_PAST or i == 0 or predicate[i - 1] not in PRESENT_BE)
+               for i, w in enumerate(predicate[:3]))
 
 
 def is_past(word: str) -> bool:
@@ -252,14 +282,29 @@ def clauses(text: str) -> list[Clause]:
     """`text` split into clauses, each parsed (who it is about, negation, modality)."""
     found = []
     for sentence in SENTENCE.split(as_first_person(text)):
-        question = sentence.rstrip().endswith("?")
+        sentence = TAG_QUESTION.sub(".", sentence.rstrip())
+        question = sentence.endswith("?")
         sentence, denied = plain(sentence)
-        for part in BOUNDARY.split(sentence):
+        for part in (piece for split in BOUNDARY.split(sentence) if split for piece in spliced(split)):
             if part and part.strip():
                 clause = parse_clause(part, question, denied)
                 if clause.words:
                     found.append(clause)
     return found
+
+
+def spliced(part: str) -> list[str]:
+    """A clause split at its comma splices: where what stands before the comma is a clause of its own (a
+    subject or a verb, and no subordinator first), its negation and modality end at the comma."""
+    pieces = COMMA_SPLICE.split(part)
+    joined = [pieces[0]]
+    for piece in pieces[1:]:
+        words = [w for w in normalised(joined[-1]).split() if w not in OPENERS]
+        if words and words[0] not in SUBORDINATORS and set(words) & (SUBJECTS | AUXILIARIES):
+            joined.append(piece)
+        else:
+            joined[-1] = f"{joined[-1]}, {piece}"
+    return joined
 
 
 def plain(sentence: str) -> tuple[str, frozenset[str]]:
@@ -427,17 +472,21 @@ def detail_problem(fact: str, source: str) -> str | None:
 
 
 # -- matching a fact to the clause that says it ---------------------------------------------------------
-def best_clause(mine: Clause, names: frozenset[str], parts: list[Clause]) -> Clause | None:
-    """The source clause that says most of a fact's clause: names and numbers weigh most, then shared words."""
+def best_clauses(mine: Clause, names: frozenset[str], parts: list[Clause]) -> list[Clause]:
+    """The source clauses that say most of a fact's clause (names and numbers weigh most, then shared
+    words), first said first; several when they say as much."""
     fact_roots = frozenset(root(w) for w in mine.words if w not in FREE_WORDS) - NEGATION_ROOTS
     fact_names = {name for name in names if name in mine.words} | {str(n) for n in numbers_in(mine.text)}
-    best, best_score = None, 0.0
+    best: list[Clause] = []
+    best_score = 0.0
     for part in parts:
         shared = sum(1 for word_root in fact_roots if known(word_root, part.roots))
         named = sum(1 for name in fact_names if name in part.words)
         score = shared + 3 * named
         if score > best_score:
-            best, best_score = part, score
+            best, best_score = [part], score
+        elif score == best_score and best:
+            best.append(part)
     return best
 
 
@@ -456,20 +505,23 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         return None
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
-    reason = None if superseding or folding else mixed_problem(claim, parts)
+    reason = None if superseding or folding else mixed_problem(claim, parts, capitalised(source))
     for mine in claim.parts:
         if reason:
             return reason
-        clause = best_clause(mine, claim.names, parts)
-        if clause is None:
-            continue
         subject = mine if mine.owner else claim.parts[0]
+        tied = best_clauses(mine, claim.names, parts)
+        if not tied:
+            continue
+        clause = tied[0]
         negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
         # what the clause says of its subject: "my sister Ana is visiting next week" plans the visit,
         # not the sister
         about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
             and not reports(mine)  # "The user said thanks": what the user said, not a plan
-        reason = (person_problem(subject, mine, clause) or negation
+        # of clauses that say it as much, one about the fact's subject may be the one it reports
+        owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:])
+        reason = ((None if owned else person_problem(subject, mine, clause)) or negation
                   or (modality_problem(claim, mine, clause, folding) if about_predicate else None)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
@@ -535,6 +587,8 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
         return None  # "they loved it" may be the user's kids: who "they" are is not known
     said = clause.predicate_roots
     told = [word_root for word_root in mine.predicate_roots if word_root not in NEGATION_ROOTS | OPENER_ROOTS]
+    if subject.owner == "user" and not subject.path and users_act(mine, clause):
+        return None  # "my tutor helped me pass my test": the passing is the user's
     # a noun phrase's act ("the trip was amazing") is the user's only when the fact copies it nearly whole
     share = 0.8 if clause.owner == "thing" else 0.5
     if clause.owner == "thing" and (subject.owner != "user" or len(told) < 2):
@@ -544,6 +598,24 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
         given = "the user" if not subject.path else "the user's " + " ".join(subject.path)
         return f"another person's: the user said it of {whose!r}, not of {given}"
     return None
+
+
+def users_act(mine: Clause, clause: Clause) -> bool:
+    """Whether the fact's verb is the one the clause has the user do by a verb that says it was done
+    ("helped me pass", "made us laugh"; not "wants me to move", "asked me to")."""
+    verbs = [w for w in mine.words[mine.subject_size:] if w not in FREE_WORDS]
+    words = clause.words
+    acts = {words[i + 2 + (words[i + 2] == "to")] for i in range(len(words) - 3)
+            if words[i] in IMPLICATIVE and words[i + 1] in ("me", "us")}
+    return bool(verbs) and root(verbs[0]) in {root(w) for w in acts}
+
+
+def stance_on_answered(fact: str, said: str) -> bool:
+    """Whether a fact reports the user's question, interest or view (STANCE) and the user's words point at
+    the turn they answer (POINTERS): what it is about may then be named only there."""
+    first = claim_of(fact).parts[0]
+    return bool(STANCE.match(" ".join(first.words[first.subject_size:]))) and bool(
+        POINTERS & set(normalised(said).split()))
 
 
 def reports(mine: Clause) -> bool:
@@ -558,13 +630,15 @@ def same_people(left: tuple[str, ...], right: tuple[str, ...]) -> bool:
 def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: frozenset[str]) -> str | None:
     """Whether a fact's clause says the opposite of the source clause it matches: the clause negates what
     the fact asserts, or the fact negates what no clause saying the same thing negates."""
+    if NOMINAL_NEGATIVE.search(mine.text):
+        return None  # "sad about the lack of resources": a want named, neither said nor denied of anyone
     core = core_roots(mine, names)
     if not mine.negated and core & (negated_by_state(clause) | clause.denied):
         # "I'm vegetarian" -> "eats meat"; "I never miss the bus" -> "misses the bus"
         return f"drops a negation: the user said {clip(clause.text)}"
     if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
         return None
-    if (mine.former and clause.past) or (clause.former and mine.past):
+    if (mine.former and said_in_past(clause)) or (clause.former and said_in_past(mine)):
         return None  # "I had a film camera as a kid" is "used to have one"
     if clause.negated:
         return f"drops a negation: the user said {clip(clause.text)}"
@@ -572,6 +646,12 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
            if any(known(word_root, part.roots) for word_root in core)):
         return None
     return f"adds a negation: the user said {clip(clause.text)}"
+
+
+def said_in_past(clause: Clause) -> bool:
+    """Whether a clause speaks of the past: its verb's tense, or a past time ("as a kid") with a past verb
+    anywhere in it ("it reminds me of the camera I had as a kid")."""
+    return clause.past or bool(PAST_TIME.search(clause.text) and any(is_past(w) for w in clause.words))
 
 
 def negated_by_state(clause: Clause) -> set[str]:
@@ -604,7 +684,12 @@ def modality_problem(claim: Claim, mine: Clause, clause: Clause, folding: bool =
     return None
 
 
-def mixed_problem(claim: Claim, parts: list[Clause]) -> str | None:
+def capitalised(text: str) -> frozenset[str]:
+    """The words `text` writes capitalised somewhere (names, and a sentence's first words), normalised."""
+    return frozenset(normalised(word) for word in re.findall(r"(?<![\w'’])[A-Z][\w'’-]*", text))
+
+
+def mixed_problem(claim: Claim, parts: list[Clause], names: frozenset[str] = frozenset()) -> str | None:
     """Whether the fact joins a word of one clause to what another clause says of it: "lives in Cork"
     where the user said "born in Cork" and "live in Galway" (or "works as a lawyer" where they said
     "studied law" and "work as a chef")."""
@@ -635,8 +720,9 @@ def mixed_problem(claim: Claim, parts: list[Clause]) -> str | None:
                 q = next((k for k in range(p + 1, min(len(part.words), p + MAX_LINK + 1))
                           if part.words[k] not in FREE_WORDS), None)
                 if q is not None and [w for w in part.words[p + 1: q] if w not in ARTICLES] == link \
-                        and not known(told, frozenset({root(part.words[q])})):
-                    conflicts.append(part.words[q])
+                        and not known(told, frozenset({root(part.words[q])})) \
+                        and (link in COPULAS or link == ["as"] or part.words[q] in names):
+                    conflicts.append(part.words[q])  # a name for a name ("play online" has none to change)
         if conflicts and not supported:
             phrase = " ".join([word, *link])
             return f"mixes two clauses: the user said {phrase} {conflicts[0]!r}, not {phrase} {words[j]!r}"

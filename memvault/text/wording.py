@@ -58,6 +58,8 @@ PREDICATE_WORDS = frozenset("own owns owned possess possesses relation related t
 USER_NAMES = frozenset({"user", "the user", "i", "me", "the user's", "user's", "users", "myself"})
 # A prompt's `<placeholder>` a small model copies instead of filling it in ("The user <who>", `object: <user>`).
 PLACEHOLDER = re.compile(r"<[^<>\n]{1,40}>")
+DOUBLING = frozenset({"ing", "ings", "ingly", "ed", "edly"})  # endings that double a short verb's last consonant
+DOUBLED = frozenset("bdgmnprt")  # the consonants English doubles so ("stop" -> "stopped"); not l, s, z, f ("fall")
 SUFFIXES = ("ingly", "ings", "ing", "ied", "ies", "edly", "ed", "es", "s", "ly")
 
 
@@ -76,10 +78,14 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A light stem: "moved", "moves", "moving" -> "mov"; "hives" -> "hiv"; "Ana" -> "ana"."""
+    """A light stem: "moved", "moves", "moving" -> "mov"; "hives" -> "hiv"; "Ana" -> "ana"; "stopping" -> "stop"."""
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith("ss"):
+                break  # "miss", "class": no plural ("misses" loses its "es")
             word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+            if suffix in DOUBLING and len(word) > 3 and word[-1] == word[-2] and word[-1] in DOUBLED:
+                word = word[:-1]  # the consonant an ending doubled ("stopped", "planning"), not "added", "falling"
             break
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
