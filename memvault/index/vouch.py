@@ -125,8 +125,8 @@ class Vouch:
             log.warning("the kernel's queue of file events overflowed: events were lost; a full sync follows")
         elif event.wd in self.roots and event.mask & (K.IN_DELETE_SELF | K.IN_MOVE_SELF):
             self.cannot_vouch(f"{self.roots[event.wd]}/ was removed or moved while watched")
-        elif is_ignored_name(os.fsdecode(event.name)):
-            return
+        elif event.mask & K.IN_IGNORED or is_ignored_name(os.fsdecode(event.name)):
+            return  # a watch removed (watchdog's own doing, or after the folder's removal, which is counted)
         if self.received == self.tried:
             self.waiting = time.monotonic()
         self.received += 1
