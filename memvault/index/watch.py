@@ -129,8 +129,6 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], bool | N
         observer = vouching_observer(vouching, [root / folder for folder, _ in folders])
     else:
         observer = Observer()
-    for folder, recursive in folders:
-        observer.schedule(collector, str(root / folder), recursive=recursive, event_filter=changes)
     stop_event = stop_event or threading.Event()
     # watchdog 7 warns when a new folder's watch is added twice (its creation event and the walk of
     # its parent): the second simply replaces the first, so the warning is noise in `serve`'s output.
@@ -139,6 +137,8 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], bool | N
         if vouching is not None:
             observer.watch_probes()
         observer.start()
+        for folder, recursive in folders:  # one at a time, in this order (a running observer starts each)
+            observer.schedule(collector, str(root / folder), recursive=recursive, event_filter=changes)
     except OSError as exc:
         observer.stop()
         reason = vouching.broken if vouching is not None and vouching.broken else exc.strerror or str(exc)
