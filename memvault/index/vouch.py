@@ -27,10 +27,9 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
-
-from memvault.index.watch import is_ignored
 
 log = logging.getLogger("memvault.watch")
 FOLDER = "watch"  # under .memvault/
@@ -89,16 +88,12 @@ def watch_limit() -> str:
     return "?"
 
 
-def is_ignored_name(name: str) -> bool:
-    """Names no sync reads: dotfiles and editors' temporary files."""
-    return bool(name) and is_ignored(PurePosixPath(name))
-
-
 class Vouch:
     """The watcher's side: counts the kernel's events as they are read, answers probes, holds the lock."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: Path, ignored: Callable[[PurePosixPath], bool]) -> None:
         self.folder = state_dir / FOLDER
+        self.ignored = ignored  # names no sync reads: dotfiles and editors' temporary files
         self.lock = threading.RLock()  # the reader thread holds it while watchdog handles an event
         self.received = 1  # the start counts as a change: the first sync covers all that came before
         self.tried = 0  # `received` when the last sync started
@@ -125,7 +120,7 @@ class Vouch:
             log.warning("the kernel's queue of file events overflowed: events were lost; a full sync follows")
         elif event.wd in self.roots and event.mask & (K.IN_DELETE_SELF | K.IN_MOVE_SELF):
             self.cannot_vouch(f"{self.roots[event.wd]}/ was removed or moved while watched")
-        elif event.mask & K.IN_IGNORED or is_ignored_name(os.fsdecode(event.name)):
+        elif event.mask & K.IN_IGNORED or (event.name and self.ignored(PurePosixPath(os.fsdecode(event.name)))):
             return  # a watch removed (watchdog's own doing, or after the folder's removal, which is counted)
         if self.received == self.tried:
             self.waiting = time.monotonic()

@@ -125,7 +125,7 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], bool | N
     if vouch:
         from memvault.index.vouch import Vouch, vouching_observer
 
-        vouching = Vouch(vault.state_dir)
+        vouching = Vouch(vault.state_dir, is_ignored)
         observer = vouching_observer(vouching, [root / folder for folder, _ in folders])
     else:
         observer = Observer()
