@@ -29,20 +29,20 @@ def hand_commit(root, rel: str, text: str, message: str) -> None:
 
 
 @pytest.fixture
-def rewrites(monkeypatch):
-    """The history rewrites an erase ran, each as `whole` (every commit) or not."""
-    runs = []
-    real = erase.rewrite
+def ranges(monkeypatch):
+    """What each history rewrite was given to rewrite (fast-export's revisions; empty: every commit)."""
+    given = []
+    real = erase.rewritten_refs
 
-    def counted(root, selection, drop_blobs=(), whole=False):
-        runs.append(whole)
-        return real(root, selection, drop_blobs, whole)
+    def recorded(root, selection):
+        given.append(real(root, selection))
+        return given[-1]
 
-    monkeypatch.setattr(erase, "rewrite", counted)
-    return runs
+    monkeypatch.setattr(erase, "rewritten_refs", recorded)
+    return given
 
 
-def test_a_recent_memory_is_erased_without_rewriting_the_commits_before_it(tmp_path, rewrites):
+def test_a_recent_memory_is_erased_without_rewriting_the_commits_before_it(tmp_path, ranges):
     root = tmp_path / "vault"
     m = open_vault(root)
     try:
@@ -54,7 +54,8 @@ def test_a_recent_memory_is_erased_without_rewriting_the_commits_before_it(tmp_p
         result = m.erase(ids=[gone.id])
         after = commits(root)
         assert after[:len(before)] == before  # the older commits as they were, ids and all
-        assert result.rewritten == 3 and rewrites == [False]  # add (pruned), the add after it, the update
+        assert ranges == [["refs/heads/main", f"^{before[-1]}"]]
+        assert result.rewritten == 3  # the add (pruned), the add after it, the update
         for text in ("K-55-ALPHA-991", "K-77-BRAVO-112", gone.id):
             assert leftovers(root, text) == [], text
         assert [m.get(e.id)[1].text for e in (*older, kept)] == [
@@ -63,7 +64,7 @@ def test_a_recent_memory_is_erased_without_rewriting_the_commits_before_it(tmp_p
         m.close()
 
 
-def test_an_older_commit_whose_message_quotes_the_memory_is_rewritten_too(tmp_path, rewrites):
+def test_an_older_commit_whose_message_quotes_the_memory_is_rewritten_too(tmp_path, ranges):
     root = tmp_path / "vault"
     m = open_vault(root)
     try:
@@ -72,6 +73,7 @@ def test_an_older_commit_whose_message_quotes_the_memory_is_rewritten_too(tmp_pa
         hand_commit(root, "notes.txt", "a note beside the vault\n", f"todo: {PASSPORT}\n\nfrom my phone")
         gone = m.add_verbatim(PASSPORT, conversation="c")
         m.erase(ids=[gone.id])
+        assert ranges == [["refs/heads/main", f"^{first[-1]}"]]
         assert commits(root)[:len(first)] == first
         assert leftovers(root, "K-55-ALPHA-991") == []
         assert b"from my phone" in git(root, "log", "--format=%B")  # the rest of that message stays
