@@ -81,7 +81,7 @@ def follow(memvault, quiet: bool) -> None:
 
     threading.Thread(target=announce, daemon=True).start()
     try:
-        memvault.watch(resync, ready=ready, vouch=True)
+        memvault.watch(resync, ready=ready, vouch=sys.platform.startswith("linux"))  # vouching reads inotify
     except KeyboardInterrupt:
         if not quiet:
             say("Stopped.")
