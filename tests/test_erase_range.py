@@ -79,3 +79,21 @@ def test_an_older_commit_whose_message_quotes_the_memory_is_rewritten_too(tmp_pa
         assert b"from my phone" in git(root, "log", "--format=%B")  # the rest of that message stays
     finally:
         m.close()
+
+
+def test_a_file_that_quotes_the_memory_only_lately_keeps_its_older_versions(tmp_path, ranges):
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    try:
+        m.add_verbatim("Older note about the harbour.", conversation="c")
+        hand_commit(root, "notes/diary.md", "Dear diary, nothing happened today.\n", "diary")
+        before = commits(root)
+        gone = m.add_verbatim(PASSPORT, conversation="c")
+        hand_commit(root, "notes/diary.md", f"Dear diary, nothing happened today.\n\n{PASSPORT}\n", "diary")
+        m.erase(ids=[gone.id])
+        assert ranges == [["refs/heads/main", f"^{before[-1]}"]]
+        assert commits(root)[:len(before)] == before
+        assert leftovers(root, "K-55-ALPHA-991") == []
+        assert (root / "notes" / "diary.md").read_text().startswith("Dear diary, nothing happened today.")
+    finally:
+        m.close()

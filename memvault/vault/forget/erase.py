@@ -316,7 +316,7 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = (), wh
 def rewritten_refs(root: Path, selection: Selection) -> list[str]:
     """What filter-repo must rewrite, as fast-export's revisions: every ref, less the commits no
     rewritten commit descends from (empty: all of history). A commit that holds an erased path or a
-    quoting blob descends from one that added it, which touched that path; one whose message changes
+    quoting blob descends from one that put it there (`introducing_commits`); one whose message changes
     is found by reading every message. Each of those and its descendants is rewritten; the commits
     before them are kept, ids and all (at a million memories, most of history for a recent memory)."""
     from memvault.vault.forget.history_filter import cleaned_message
@@ -324,7 +324,7 @@ def rewritten_refs(root: Path, selection: Selection) -> list[str]:
     listed = git_bytes(root, "log", "--all", "-z", "--format=%H %P%n%B")
     scrubber, ids = selection.scrubber(), [i.encode() for i in sorted(selection.ids)]
     parents: dict[str, list[str]] = {}
-    changed = set(selection.commit_ids)
+    changed = introducing_commits(root, selection)
     for record in listed.split(b"\0"):
         head, _, message = record.partition(b"\n")
         if not head:
@@ -348,6 +348,27 @@ def rewritten_refs(root: Path, selection: Selection) -> list[str]:
         return []
     refs = git_bytes(root, "for-each-ref", "--format=%(refname)").decode().split()
     return [*refs, *(f"^{commit}" for commit in kept)]
+
+
+def introducing_commits(root: Path, selection: Selection) -> set[str]:
+    """The commits that put an erased path, or a blob that quotes an erased text, into their tree: a
+    summary that quotes a memory only since yesterday has its older versions left alone. A merge counts
+    when the blob is new against any parent; a line not understood counts too."""
+    paths = selection.paths | selection.scrubbed
+    if not paths:
+        return set()
+    listed = git_bytes(root, "-c", "core.quotepath=false", "log", "--all", "-m", "--no-renames", "--raw",
+                       "--no-abbrev", "--format=%x00%H", "--", *sorted(paths)).decode("utf-8", "surrogateescape")
+    found = set()
+    for block in listed.split("\0")[1:]:
+        commit, *lines = block.split("\n")
+        for line in filter(None, lines):
+            fields, _, path = line.partition("\t")
+            blob = fields.split()[3] if len(fields.split()) == 5 else None
+            if path in selection.paths or blob in selection.quoting or path not in paths:
+                found.add(commit.strip())
+                break
+    return found
 
 
 def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:
