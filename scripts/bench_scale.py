@@ -8,10 +8,11 @@
 conversation of turns, 200 of facts, a year of dated commits), built once and cached under
 ~/.cache/memvault-bench/ (MEMVAULT_BENCH_CACHE; outside the repository, so no checkout drags it
 along): in-process add, a whole `memvault add` process, search in the huge conversation and across
-all (p50 / p95), no-change reindex, a cold `memvault search`, `--as-of` a month back, a no-change
-`sync` (a bare remote beside the vault), `erase` of one memory, and `.git` after `memvault gc`; each
-measured in a process of its own, whose peak memory (max RSS) is printed beside it. The adds and the
-erase change the cached vault a little each run.
+all (p50 / p95), no-change reindex (also with a `reindex --watch` running: `reindex-watched`, which
+writes the watcher's lock under the vault's .memvault/watch/), a cold `memvault search`, `--as-of` a
+month back, a no-change `sync` (a bare remote beside the vault), `erase` of one memory, and `.git`
+after `memvault gc`; each measured in a process of its own, whose peak memory (max RSS) is printed
+beside it. The adds and the erase change the cached vault a little each run.
 
 Without `--n`:
 
@@ -37,6 +38,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -297,7 +299,23 @@ def measure_in_process(path: Path, what: str, repeat: int) -> str:
     return result
 
 
-ROWS = ("add", "search-one", "search-all", "reindex", "cli-add", "cold-search", "as-of", "sync", "erase", "gc")
+ROWS = ("add", "search-one", "search-all", "reindex", "reindex-watched", "cli-add", "cold-search", "as-of", "sync",
+        "erase", "gc")
+
+
+def watching(path: Path) -> subprocess.Popen:
+    """A `memvault reindex --watch` of the vault, once it vouches that nothing changed (its first sync
+    done): a reindex then stats no file. It writes its lock and probes under .memvault/watch/."""
+    from memvault.index.vouch import vouched
+
+    watcher = subprocess.Popen([*memvault_cli(path, "reindex", "--watch", "--quiet")], stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, **GIT_ENV})
+    while (refused := vouched(path / ".memvault")) is not None:
+        if watcher.poll() is not None:
+            raise SystemExit(f"the watcher stopped: {watcher.stderr.read().strip()[-400:]}")
+        print(f"waiting for the watcher: {refused}", file=sys.stderr, flush=True)
+        time.sleep(5)
+    return watcher
 
 
 def table(n: int, repeat: int, rows: set[str]) -> None:
@@ -321,6 +339,21 @@ def table(n: int, repeat: int, rows: set[str]) -> None:
         _, peak, out = child([sys.executable, str(SELF), "--measure", what, "--path", str(path),
                               "--repeat", str(repeat)])
         row(label, out.strip(), peak, before)
+    if "reindex-watched" in rows:
+        watcher = watching(path)
+        try:
+            before = load()
+            _, peak, out = child([sys.executable, str(SELF), "--measure", "reindex", "--path", str(path),
+                                  "--repeat", str(repeat)])
+            row("no-change reindex, `reindex --watch` running, median of 3", out.strip(), peak, before)
+            before = load()
+            done = [child(memvault_cli(path, "reindex", "-q")) for _ in range(repeat)]
+            walls = [wall for wall, _, _ in done]
+            row(f"whole `memvault reindex` process, `reindex --watch` running, median / max of {repeat}",
+                f"{percentile(walls, 50):.2f} / {max(walls):.2f} s", max(peak for _, peak, _ in done), before)
+        finally:
+            watcher.send_signal(signal.SIGINT)
+            watcher.wait(timeout=120)
 
     def runs(label: str, count: int, *args: str) -> None:
         before = load()

@@ -127,11 +127,13 @@ class Storage:
         `skip`: paths whose indexing is under way elsewhere (turns written and not yet committed)."""
         self.keeper.resync(paths, skip)
 
-    def watch(self, on_change: Callable[[frozenset[PurePosixPath]], None], stop_event=None, ready=None) -> None:
-        """Call `on_change(paths)` after each burst of file changes in the vault, until `stop_event`."""
+    def watch(self, on_change: Callable[[frozenset[PurePosixPath]], bool | None], stop_event=None, ready=None,
+              vouch: bool = False) -> None:
+        """Call `on_change(paths)` after each burst of file changes in the vault, until `stop_event`
+        (`vouch`: see memvault.index.watch.watch)."""
         from memvault.index.watch import watch
 
-        watch(self.vault, on_change, stop_event=stop_event, ready=ready)
+        watch(self.vault, on_change, stop_event=stop_event, ready=ready, vouch=vouch)
 
     def index_summary(self) -> dict[str, Any]:
         """The model the index was built with, and how many entries are searchable."""

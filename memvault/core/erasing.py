@@ -162,25 +162,26 @@ class Erasing:
             erase_intent.done(state_dir)
             return self.vault.git.head_sha()
 
-    def rewrite_history(self, selection: erase.Selection) -> int:
-        """The rewrite, its commit map kept, the intent's criteria dropped once it landed; how many
-        commits changed id."""
-        mapping = erase.rewrite(self.vault.root, selection)
+    def rewrite_history(self, selection: erase.Selection, whole: bool = False) -> int:
+        """The rewrite (from the oldest commit the selection touches on, or of every commit: `whole`),
+        its commit map kept, the intent's criteria dropped once it landed; how many commits changed id."""
+        mapping = erase.rewrite(self.vault.root, selection, whole=whole)
         rewrites.save_commit_map(self.vault.state_dir, mapping)  # before clean_git drops filter-repo's
         erase_intent.landed(self.vault.state_dir)
         self.vault.forget_paths()
         return len(mapping)
 
     def erase_again(self, criteria: erase.Criteria) -> None:
-        """An erase killed before its rewrite landed (history as it was): its selection made again from
-        the criteria the intent holds, the state purged again, and the rewrite run."""
+        """An erase killed before its rewrite landed (history as it was), or one whose rewrite left an
+        erased blob reachable: its selection made again from the criteria the intent holds, the state
+        purged again, and every commit rewritten."""
         if self.vault.git.status():
             raise UsageError("an erase a crash cut short must run its history rewrite again, and the vault has "
                              "uncommitted changes: commit or remove them, then run `memvault doctor --fix`")
         folders = self.vault.conversation_folders(criteria.conversation) if criteria.conversation else ()
         selection = erase.select(self.vault.root, criteria, folders)
         self.purge_state(self.erased_hit(selection, criteria.user))
-        self.rewrite_history(selection)
+        self.rewrite_history(selection, whole=True)  # also when a rewrite of part of history left something
 
     def resolve_ids(self, ids) -> list[str]:
         """Full ids for ids or prefixes, as `rm` resolves them (the same errors: no such memory, an

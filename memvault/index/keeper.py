@@ -10,6 +10,7 @@ in the background while the next turn searches, and the watcher catches up hand 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from memvault.vault.write.store import Vault
     from memvault.vault.write.transaction import Change
 
+log = logging.getLogger("memvault.index")
 Item = tuple[str, "str | None"]  # (memory id, its live path, or None when it is gone)
 
 
@@ -90,6 +92,10 @@ class IndexKeeper:
 
         with self.lock:
             index = self.open()
+            if not (full or index.rebuilt or index.build_incomplete):
+                skipped = self.vouched_sync(index)
+                if skipped is not None:
+                    return skipped
             with self.vault.lock() if wait is None else self.vault.lock(wait):
                 journal.take(self.vault.state_dir)  # the full comparison covers every journalled write
                 result = sync(self.vault, index, self.embedder(), full=full, progress=self.on_progress)
@@ -97,6 +103,24 @@ class IndexKeeper:
             # go to the log with a seq past the file's.
             index.refresh_snapshot()
             return result
+
+    def vouched_sync(self, index: IndexStore):
+        """The report of a reindex that a live `reindex --watch` vouches for (no file changed since its
+        last sync, memvault.index.vouch): only the journal of memvault's own writes is indexed, no file
+        is stat'ed. None when no watcher vouches: the full comparison follows."""
+        import time
+
+        from memvault.index.catchup import SyncReport
+        from memvault.index.vouch import vouched
+
+        started = time.perf_counter()
+        refused = vouched(self.vault.state_dir)
+        if refused is not None:
+            log.debug("every file is stat'ed: %s", refused)
+            return None
+        self.flush_journal()
+        index.refresh_snapshot()
+        return SyncReport(unchanged=index.count(), seconds=time.perf_counter() - started)
 
     def flush_journal(self, embedder=None) -> None:
         """Index the entries written since the index last caught up (`embedder`: the model, or one

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from memvault.vault.format.layout import CORE_DIR, ENTRIES
+from memvault.errors import MemvaultError, VaultError
+from memvault.vault.format.layout import CORE_DIR, ENTRIES, JOURNAL_DIR
 
 if TYPE_CHECKING:
     from memvault.vault.write.store import Vault
@@ -76,15 +77,25 @@ class _Collector:
             now = time.monotonic()
             if now - self.last < debounce and now - self.first < MAX_DELAY:
                 return None
+        return self.take_all()
+
+    def take_all(self) -> frozenset[PurePosixPath]:
+        with self.lock:
             burst, self.paths = frozenset(self.paths), set()
             return burst
 
 
-def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], debounce: float = 0.5,
-          stop_event: threading.Event | None = None, ready: threading.Event | None = None) -> None:
+def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], bool | None], debounce: float = 0.5,
+          stop_event: threading.Event | None = None, ready: threading.Event | None = None,
+          vouch: bool = False) -> None:
     """Block, calling `on_change(paths)` after each quiet burst of changes under the vault, until
     `stop_event` is set (or KeyboardInterrupt, which propagates after the observer is stopped).
-    `ready` is set once the folder is being watched."""
+    `ready` is set once the folder is being watched.
+
+    `vouch` (`memvault reindex --watch`, Linux): `on_change` is a full sync, returning False when it
+    left something broken; it is also run first, and after any event the kernel reports (an overflow
+    of its queue too); while the last one that succeeded covers every event read, a reindex may skip
+    the stat of every file (memvault.index.vouch)."""
     from watchdog.events import (
         DirCreatedEvent,
         DirDeletedEvent,
@@ -99,45 +110,74 @@ def watch(vault: Vault, on_change: Callable[[frozenset[PurePosixPath]], None], d
 
     root = Path(vault.root).resolve()
     collector = _Collector(root)
-    observer = Observer()
     # Only entries/ and the core files a person edits are followed; watching the root would also read
     # every event of each git commit in .git/ (and journal/ is memvault's own writing). Only changes
     # are asked of the kernel: every read of a file (a server reads several per request, git and the
     # index too) would otherwise cost two events for watchdog to parse and `dispatch` to drop.
     changes = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent,
                DirCreatedEvent, DirMovedEvent, DirDeletedEvent]
-    for folder, recursive in ((ENTRIES, True), (CORE_DIR, False)):
+    # A vouching watcher answers for every file a sync reads: journal days too.
+    # (The flat folders first: when the watch limit is reached within entries/, they are watched.)
+    folders = (*(((JOURNAL_DIR, False),) if vouch else ()), (CORE_DIR, False), (ENTRIES, True))
+    for folder, _ in folders:
         (root / folder).mkdir(exist_ok=True)
-        observer.schedule(collector, str(root / folder), recursive=recursive, event_filter=changes)
+    vouching = None
+    if vouch:
+        from memvault.index.vouch import Vouch, vouching_observer
+
+        vouching = Vouch(vault.state_dir, is_ignored)
+        observer = vouching_observer(vouching, [root / folder for folder, _ in folders])
+    else:
+        observer = Observer()
     stop_event = stop_event or threading.Event()
     # watchdog 7 warns when a new folder's watch is added twice (its creation event and the walk of
     # its parent): the second simply replaces the first, so the warning is noise in `serve`'s output.
     warnings.filterwarnings("ignore", "Callback with id", RuntimeWarning, r"watchdog\.")
-    observer.start()
     try:
+        if vouching is not None:
+            observer.watch_probes()
+        observer.start()
+        for folder, recursive in folders:  # one at a time, in this order (a running observer starts each)
+            observer.schedule(collector, str(root / folder), recursive=recursive, event_filter=changes)
+    except OSError as exc:
+        observer.stop()
+        reason = vouching.broken if vouching is not None and vouching.broken else exc.strerror or str(exc)
+        raise VaultError(f"cannot watch {root}: {reason}") from None
+    try:
+        if vouching is not None:
+            if not vouching.take_lock():
+                vouching.cannot_vouch("another watcher holds .memvault/watch/watch.lock")
         if ready is not None:
             ready.set()
         tick = max(0.05, min(debounce / 4, 0.25))
         while not stop_event.is_set():
-            burst = collector.take_burst(debounce)
-            if burst:
-                run_callback(on_change, burst)
+            if vouching is not None:
+                upto = vouching.due(debounce, MAX_DELAY)
+                if upto is not None:
+                    vouching.synced(upto, run_callback(on_change, collector.take_all()))
+                    continue
             else:
-                stop_event.wait(tick)
+                burst = collector.take_burst(debounce)
+                if burst:
+                    run_callback(on_change, burst)
+                    continue
+            stop_event.wait(tick)
     finally:
+        if vouching is not None:
+            vouching.release()
         observer.stop()
         observer.join(timeout=5)
 
 
-def run_callback(on_change: Callable[[frozenset[PurePosixPath]], None], burst: frozenset[PurePosixPath]) -> None:
+def run_callback(on_change: Callable[[frozenset[PurePosixPath]], bool | None],
+                 burst: frozenset[PurePosixPath]) -> bool:
     """One burst's callback; whatever it raises is logged and watching goes on: one bad file (or
-    one failed sync) must not leave every later edit unindexed until a restart."""
-    from memvault.errors import MemvaultError
-
+    one failed sync) must not leave every later edit unindexed until a restart. True when it
+    succeeded (and did not return False)."""
     try:
-        on_change(burst)
+        return on_change(burst) is not False
     except MemvaultError as exc:
         log.error("sync after a file change failed: %s", exc)
     except Exception:  # noqa: BLE001 - a bug; logged with its traceback, the next burst is tried afresh
         log.exception("sync after a file change failed")
-
+    return False

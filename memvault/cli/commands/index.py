@@ -62,26 +62,26 @@ def reindex(
 
 
 def follow(memvault, quiet: bool) -> None:
-    """Re-sync after each burst of edits until Ctrl-C."""
+    """Re-sync after each burst of edits until Ctrl-C. The watcher vouches for the vault meanwhile: a
+    reindex it vouches for stats no file (memvault.index.vouch)."""
     import threading
 
-    def resync(_paths=None) -> None:
+    def resync(_paths=None) -> bool:
         report = memvault.reindex()
         if not quiet and (report.added or report.updated or report.removed or report.moved):
             say(describe(report))
+        return not report.broken  # a reindex must go on reporting a broken file
 
     ready = threading.Event()
 
     def announce() -> None:
-        # Edits made while the observer was starting raised no event: one more sync covers them.
         ready.wait()
-        resync()
         if not quiet:
             say(f"Watching {memvault.root} (Ctrl-C to stop)")
 
     threading.Thread(target=announce, daemon=True).start()
     try:
-        memvault.watch(resync, ready=ready)
+        memvault.watch(resync, ready=ready, vouch=sys.platform.startswith("linux"))  # vouching reads inotify
     except KeyboardInterrupt:
         if not quiet:
             say("Stopped.")

@@ -286,13 +286,16 @@ def entry_text(entry: Entry) -> str:
 
 
 # -- the rewrite ------------------------------------------------------------------------------------
-def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) -> dict[str, str]:
-    """Rewrite every ref without the selection (or the blobs `drop_blobs`); returns old -> new commit ids."""
+def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = (), whole: bool = False) -> dict[str, str]:
+    """Rewrite every ref without the selection (or the blobs `drop_blobs`); returns old -> new commit ids.
+    Only the commits from the oldest one the selection touches on are rewritten, unless `whole`."""
     plan = {"paths": sorted(selection.paths), "drop_blobs": sorted({*drop_blobs, *selection.removed}),
             "ids": sorted(selection.ids),
             "texts": sorted(selection.texts), "patterns": selection.patterns,
             "replace_blobs": scrub_blobs(root, selection)}
     git_bytes(root, "stash", "clear")  # a stash is a commit too, and filter-repo would keep it as it is
+    if not (whole or drop_blobs):  # blobs named by id alone (a sync's adoption) may be anywhere: every commit
+        plan["refs"] = rewritten_refs(root, selection)
     remote_heads = dict(line.split(" ", 1)[::-1] for line in git_bytes(
         root, "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes").decode().splitlines())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[2]),
@@ -308,6 +311,64 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = ()) ->
         git_bytes(root, "update-ref", "-d", ref)
     rewrites.keep_remote_heads(root / layout.STATE_DIR, remote_heads)
     return rewrites.read_commit_map(root / ".git" / "filter-repo" / "commit-map")
+
+
+def rewritten_refs(root: Path, selection: Selection) -> list[str]:
+    """What filter-repo must rewrite, as fast-export's revisions: every ref, less the commits no
+    rewritten commit descends from (empty: all of history). A commit that holds an erased path or a
+    quoting blob descends from one that put it there (`introducing_commits`); one whose message changes
+    is found by reading every message. Each of those and its descendants is rewritten; the commits
+    before them are kept, ids and all (at a million memories, most of history for a recent memory)."""
+    from memvault.vault.forget.history_filter import cleaned_message
+
+    listed = git_bytes(root, "log", "--all", "-z", "--format=%H %P%n%B")
+    scrubber, ids = selection.scrubber(), [i.encode() for i in sorted(selection.ids)]
+    parents: dict[str, list[str]] = {}
+    changed = introducing_commits(root, selection)
+    for record in listed.split(b"\0"):
+        head, _, message = record.partition(b"\n")
+        if not head:
+            continue
+        commit, *its_parents = head.decode().split()
+        parents[commit] = its_parents
+        if cleaned_message(message, scrubber, ids) != message:
+            changed.add(commit)
+    children: dict[str, list[str]] = {}
+    for commit, its_parents in parents.items():
+        for parent in its_parents:
+            children.setdefault(parent, []).append(commit)
+    rewritten, todo = set(), list(changed)
+    while todo:
+        commit = todo.pop()
+        if commit not in rewritten:
+            rewritten.add(commit)
+            todo.extend(children.get(commit, ()))
+    kept = sorted({parent for commit in rewritten for parent in parents.get(commit, ()) if parent not in rewritten})
+    if not kept:
+        return []
+    refs = git_bytes(root, "for-each-ref", "--format=%(refname)").decode().split()
+    return [*refs, *(f"^{commit}" for commit in kept)]
+
+
+def introducing_commits(root: Path, selection: Selection) -> set[str]:
+    """The commits that put an erased path, or a blob that quotes an erased text, into their tree: a
+    summary that quotes a memory only since yesterday has its older versions left alone. A merge counts
+    when the blob is new against any parent; a line not understood counts too."""
+    paths = selection.paths | selection.scrubbed
+    if not paths:
+        return set()
+    listed = git_bytes(root, "-c", "core.quotepath=false", "log", "--all", "-m", "--no-renames", "--raw",
+                       "--no-abbrev", "--format=%x00%H", "--", *sorted(paths)).decode("utf-8", "surrogateescape")
+    found = set()
+    for block in listed.split("\0")[1:]:
+        commit, *lines = block.split("\n")
+        for line in filter(None, lines):
+            fields, _, path = line.partition("\t")
+            blob = fields.split()[3] if len(fields.split()) == 5 else None
+            if path in selection.paths or blob in selection.quoting or path not in paths:
+                found.add(commit.strip())
+                break
+    return found
 
 
 def scrub_blobs(root: Path, selection: Selection) -> dict[str, str]:

@@ -4,7 +4,7 @@ starts it with `python -m memvault.vault.forget.history_filter` in the repositor
 stdin (never in a file: it holds what is being erased):
 
     {"paths": [...], "drop_blobs": [...], "replace_blobs": {old: new}, "ids": [...], "texts": [...],
-     "patterns": [...]}
+     "patterns": [...], "refs": [...]}
 
 In every commit: files at `paths` and blobs in `drop_blobs` are dropped, blobs in `replace_blobs`
 become their scrubbed versions (written beforehand by `erase.scrub_blobs`); commit messages lose the
@@ -49,17 +49,26 @@ def main() -> int:
                 change.blob_id = replace[change.blob_id]
             kept.append(change)
         commit.file_changes = kept
-        message = scrubber.scrub_bytes(commit.message)
-        if any(b" " + memory_id in message for memory_id in ids):
-            _subject, _, rest = message.partition(b"\n")
-            message = b"memvault: a change to an erased memory\n" + rest
-        commit.message = message
+        commit.message = cleaned_message(commit.message, scrubber, ids)
 
     # --sensitive-data-removal --no-fetch: keeps the origin remote (a plain run removes it), fetches nothing.
+    # `refs`: every ref, less the commits before the oldest one the erase touches (kept as they are:
+    # filter-repo then refers to them by id as the rewritten commits' parents).
+    refs = ["--refs", *plan["refs"]] if plan.get("refs") else []
     args = fr.FilteringOptions.parse_args(["--force", "--quiet", "--no-gc", "--replace-refs", "delete-no-add",
-                                           "--sensitive-data-removal", "--no-fetch"])
+                                           "--sensitive-data-removal", "--no-fetch", *refs])
     KeepingRecords(args, commit_callback=commit_callback).run()
     return 0
+
+
+def cleaned_message(message: bytes, scrubber, ids: list[bytes]) -> bytes:
+    """A commit message without the sentences quoting an erased text, and with a neutral subject when
+    its trailers name an erased id (memvault's subjects quote the memory)."""
+    message = scrubber.scrub_bytes(message)
+    if any(b" " + memory_id in message for memory_id in ids):
+        _subject, _, rest = message.partition(b"\n")
+        message = b"memvault: a change to an erased memory\n" + rest
+    return message
 
 
 if __name__ == "__main__":
