@@ -342,8 +342,8 @@ class IndexQueries:
         if names is None:
             fetch = 2 * k + FEW_LEFT_OUT
             found = [(rowid, float(score)) for rowid, score in self.conn.execute(
-                f"SELECT rowid, -{rank} FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
-                f"ORDER BY {rank}, rowid LIMIT ?", (match, floor, fetch))]
+                f"SELECT rowid, -{rank} AS score FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
+                "ORDER BY score DESC, rowid LIMIT ?", (match, floor, fetch))]  # the rank once a row
             kept = self._kept(found, k, fetch, where, params)
             return [self.lexical(query_text, k, where, params) if kept is None else kept]
         # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so
