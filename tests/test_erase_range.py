@@ -29,6 +29,15 @@ def hand_commit(root, rel: str, text: str, message: str) -> None:
 
 
 @pytest.fixture
+def vault(tmp_path):
+    """(its folder, the open Memvault) of a new vault, closed after the test."""
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    yield root, m
+    m.close()
+
+
+@pytest.fixture
 def ranges(monkeypatch):
     """What each history rewrite was given to rewrite (fast-export's revisions; empty: every commit)."""
     given = []
@@ -42,58 +51,46 @@ def ranges(monkeypatch):
     return given
 
 
-def test_a_recent_memory_is_erased_without_rewriting_the_commits_before_it(tmp_path, ranges):
-    root = tmp_path / "vault"
-    m = open_vault(root)
-    try:
-        older = [m.add_verbatim(f"Older note {n} about the harbour.", conversation="c") for n in range(3)]
-        before = commits(root)
-        gone = m.add_verbatim(PASSPORT, conversation="c")
-        kept = m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
-        m.update(gone.id, "Frank's passport number is now K-77-BRAVO-112.")
-        result = m.erase(ids=[gone.id])
-        after = commits(root)
-        assert after[:len(before)] == before  # the older commits as they were, ids and all
-        assert ranges == [["refs/heads/main", f"^{before[-1]}"]]
-        assert result.rewritten == 3  # the add (pruned), the add after it, the update
-        for text in ("K-55-ALPHA-991", "K-77-BRAVO-112", gone.id):
-            assert leftovers(root, text) == [], text
-        assert [m.get(e.id)[1].text for e in (*older, kept)] == [
-            *(f"Older note {n} about the harbour." for n in range(3)), "Frank likes sailing on Sundays."]
-    finally:
-        m.close()
+def test_a_recent_memory_is_erased_without_rewriting_the_commits_before_it(vault, ranges):
+    root, m = vault
+    older = [m.add_verbatim(f"Older note {n} about the harbour.", conversation="c") for n in range(3)]
+    before = commits(root)
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    kept = m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
+    m.update(gone.id, "Frank's passport number is now K-77-BRAVO-112.")
+    result = m.erase(ids=[gone.id])
+    after = commits(root)
+    assert after[:len(before)] == before  # the older commits as they were, ids and all
+    assert ranges == [["refs/heads/main", f"^{before[-1]}"]]
+    assert result.rewritten == 3  # the add (pruned), the add after it, the update
+    for text in ("K-55-ALPHA-991", "K-77-BRAVO-112", gone.id):
+        assert leftovers(root, text) == [], text
+    assert [m.get(e.id)[1].text for e in (*older, kept)] == [
+        *(f"Older note {n} about the harbour." for n in range(3)), "Frank likes sailing on Sundays."]
 
 
-def test_an_older_commit_whose_message_quotes_the_memory_is_rewritten_too(tmp_path, ranges):
-    root = tmp_path / "vault"
-    m = open_vault(root)
-    try:
-        m.add_verbatim("Older note about the harbour.", conversation="c")
-        first = commits(root)
-        hand_commit(root, "notes.txt", "a note beside the vault\n", f"todo: {PASSPORT}\n\nfrom my phone")
-        gone = m.add_verbatim(PASSPORT, conversation="c")
-        m.erase(ids=[gone.id])
-        assert ranges == [["refs/heads/main", f"^{first[-1]}"]]
-        assert commits(root)[:len(first)] == first
-        assert leftovers(root, "K-55-ALPHA-991") == []
-        assert b"from my phone" in git(root, "log", "--format=%B")  # the rest of that message stays
-    finally:
-        m.close()
+def test_an_older_commit_whose_message_quotes_the_memory_is_rewritten_too(vault, ranges):
+    root, m = vault
+    m.add_verbatim("Older note about the harbour.", conversation="c")
+    first = commits(root)
+    hand_commit(root, "notes.txt", "a note beside the vault\n", f"todo: {PASSPORT}\n\nfrom my phone")
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    m.erase(ids=[gone.id])
+    assert ranges == [["refs/heads/main", f"^{first[-1]}"]]
+    assert commits(root)[:len(first)] == first
+    assert leftovers(root, "K-55-ALPHA-991") == []
+    assert b"from my phone" in git(root, "log", "--format=%B")  # the rest of that message stays
 
 
-def test_a_file_that_quotes_the_memory_only_lately_keeps_its_older_versions(tmp_path, ranges):
-    root = tmp_path / "vault"
-    m = open_vault(root)
-    try:
-        m.add_verbatim("Older note about the harbour.", conversation="c")
-        hand_commit(root, "notes/diary.md", "Dear diary, nothing happened today.\n", "diary")
-        before = commits(root)
-        gone = m.add_verbatim(PASSPORT, conversation="c")
-        hand_commit(root, "notes/diary.md", f"Dear diary, nothing happened today.\n\n{PASSPORT}\n", "diary")
-        m.erase(ids=[gone.id])
-        assert ranges == [["refs/heads/main", f"^{before[-1]}"]]
-        assert commits(root)[:len(before)] == before
-        assert leftovers(root, "K-55-ALPHA-991") == []
-        assert (root / "notes" / "diary.md").read_text().startswith("Dear diary, nothing happened today.")
-    finally:
-        m.close()
+def test_a_file_that_quotes_the_memory_only_lately_keeps_its_older_versions(vault, ranges):
+    root, m = vault
+    m.add_verbatim("Older note about the harbour.", conversation="c")
+    hand_commit(root, "notes/diary.md", "Dear diary, nothing happened today.\n", "diary")
+    before = commits(root)
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    hand_commit(root, "notes/diary.md", f"Dear diary, nothing happened today.\n\n{PASSPORT}\n", "diary")
+    m.erase(ids=[gone.id])
+    assert ranges == [["refs/heads/main", f"^{before[-1]}"]]
+    assert commits(root)[:len(before)] == before
+    assert leftovers(root, "K-55-ALPHA-991") == []
+    assert (root / "notes" / "diary.md").read_text().startswith("Dear diary, nothing happened today.")
