@@ -117,6 +117,9 @@ def embedder():
     ("I gave up meat in 2020", "The user no longer eats meat."),  # a negation kept as a negation
     ("I'm hoping to visit Chile", "The user hopes to visit Chile."),  # a wish kept as a wish
     ("My niece Ines is a pilot", "The user's niece Ines is a pilot."),  # a person of the user's, as theirs
+    ("I ran ten laps after my coach asked me to", "The user ran ten laps."),  # the user's own act, irregular
+    ("My coach made me run ten laps", "The user ran ten laps."),  # made to: done
+    ("I have written two cookbooks", "The user wrote two cookbooks."),  # written -> wrote
 ])
 def test_faithful_paraphrases_are_kept(said, fact, embedder):
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
@@ -152,6 +155,10 @@ def test_meaning_changes_are_refused_with_their_kind(said, fact, kind, embedder)
     ("Ines said that the landlord sold the flat in Braga.", "The user sold the flat in Braga."),
     ("The chef grew up in a fishing village.", "The user grew up in a fishing village."),
     ("Could you tell me how you organised the run?", "The user organised the run."),
+    # what someone asked of the user, stated as done, with an irregular past ("ran" is "run") or a role
+    ("My coach asked me to run ten laps", "The user ran ten laps."),
+    ("My boss asked me to write the report", "The user wrote the report."),
+    ("The manager asked me to run the meeting", "The user ran the meeting."),
 ])
 def test_another_persons_act_or_state_is_not_given_to_the_user(said, fact, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))

@@ -32,7 +32,8 @@ dad father parent parents brother brothers sister sisters sibling siblings kid k
 twin twins friend friends colleague colleagues coworker coworkers boss manager neighbour neighbor
 neighbours neighbors landlord landlady cousin cousins aunt uncle grandma grandmother grandpa grandfather
 grandparents grandson granddaughter grandchildren grandkids nephew niece teacher doctor dentist therapist
-roommate flatmate housemate family students student team classmate classmates ex dog dogs cat cats puppy
+roommate flatmate housemate family students student team classmate classmates ex coach trainer mentor tutor
+instructor professor supervisor employer nurse vet lawyer dog dogs cat cats puppy
 kitten pet pets horse parrot hamster
 """.split())
 PERSON_SYNONYMS = {"dad": "father", "mom": "mother", "mum": "mother", "kid": "child", "kids": "child",

@@ -61,6 +61,23 @@ PLACEHOLDER = re.compile(r"<[^<>\n]{1,40}>")
 DOUBLING = frozenset({"ing", "ings", "ingly", "ed", "edly"})  # endings that double a short verb's last consonant
 DOUBLED = frozenset("bdgmnprt")  # the consonants English doubles so ("stop" -> "stopped"); not l, s, z, f ("fall")
 SUFFIXES = ("ingly", "ings", "ing", "ied", "ies", "edly", "ed", "es", "s", "ly")
+# Irregular pasts and participles to their verb, so that "ran" is "run" and "wrote" "write" when a fact and
+# what the user said are compared. Left out: forms that are words of their own too ("left", "saw", "found",
+# "felt", "fell", "lay"), "read" (the same form), and the auxiliaries ("had", "was", "were", "said").
+IRREGULAR_VERB = {form: verb for verb, forms in (
+    ("run", "ran"), ("write", "wrote written"), ("drive", "drove driven"), ("eat", "ate eaten"),
+    ("take", "took taken"), ("give", "gave given"), ("go", "went gone"), ("come", "came"), ("buy", "bought"),
+    ("bring", "brought"), ("teach", "taught"), ("catch", "caught"), ("think", "thought"), ("sell", "sold"),
+    ("tell", "told"), ("win", "won"), ("swim", "swam swum"), ("sing", "sang sung"), ("begin", "began begun"),
+    ("choose", "chose chosen"), ("ride", "rode ridden"), ("fly", "flew flown"), ("grow", "grew grown"),
+    ("know", "knew known"), ("throw", "threw thrown"), ("wear", "wore worn"), ("break", "broke broken"),
+    ("speak", "spoke spoken"), ("steal", "stole stolen"), ("drink", "drank drunk"),
+    ("forget", "forgot forgotten"), ("get", "got gotten"), ("make", "made"), ("do", "did done"), ("meet", "met"),
+    ("pay", "paid"), ("spend", "spent"), ("send", "sent"), ("build", "built"), ("keep", "kept"),
+    ("sleep", "slept"), ("hold", "held"), ("hear", "heard"), ("sit", "sat"), ("stand", "stood"),
+    ("understand", "understood"), ("wake", "woke woken"), ("become", "became"), ("fight", "fought"),
+    ("hide", "hid hidden"), ("lead", "led"), ("lose", "lost"), ("mean", "meant"), ("shoot", "shot"),
+) for form in forms.split()}
 
 
 def normalised(text: str) -> str:
@@ -78,7 +95,9 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A light stem: "moved", "moves", "moving" -> "mov"; "hives" -> "hiv"; "Ana" -> "ana"; "stopping" -> "stop"."""
+    """A light stem: "moved", "moves", "moving" -> "mov"; "hives" -> "hiv"; "Ana" -> "ana"; "stopping" -> "stop";
+    "ran" -> "run", "wrote" -> "writ" (IRREGULAR_VERB)."""
+    word = IRREGULAR_VERB.get(word, word)
     for suffix in SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix == "s" and word.endswith("ss"):
