@@ -619,3 +619,34 @@ def test_a_question_or_view_names_what_the_answered_turn_said(said, fact, kept, 
 
     reason = fact_problem(fact, grounding_source([*ANSWERED, {"role": "user", "content": said}], embedder=embedder))
     assert (reason is None) == kept, reason
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    # what SmolLM2 stored in the curation benchmark (2026-11-29): no fact about anyone
+    ("Hey Gina! Thanks for asking.", "a greeting"),
+    ("Hi John, nice to meet you!", "a greeting"),
+    ("Hey Andrew! Good to see ya!", "a greeting"),
+    ("Cool, Nate!", "a greeting"),
+    ("You got it!", "said to the other speaker"),
+    ("Your future family is gonna be so lucky to have you!", "said to the other speaker"),
+    ("I'm a big fan of [insert name of the user who wants to improve education].", "placeholder"),
+])
+def test_greetings_remarks_to_the_other_speaker_and_bracketed_placeholders_are_no_facts(text, why):
+    from memvault.curate.grounding import degenerate
+
+    reason = degenerate(text)
+    assert reason is not None and why in reason, reason
+
+
+@pytest.mark.parametrize("text", [
+    "Hey Jolene, sorry to tell you this but my dad passed away two days ago.",  # a fact after the greeting
+    "Thanks to her tutor, the user passed the exam.",
+    "The user said hi to Gina.",
+    "The user's password is [redacted: password].",  # memvault's own marker
+    "Hey Jude is the user's favourite song.",
+    "Young people inspire the user.",
+])
+def test_a_fact_that_opens_like_a_greeting_or_holds_brackets_is_still_a_fact(text):
+    from memvault.curate.grounding import degenerate
+
+    assert degenerate(text) is None

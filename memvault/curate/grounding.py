@@ -63,6 +63,14 @@ MIN_OWN_SHARE = 0.25
 OWN_SIMILARITY = 0.5  # ... unless it is this close in meaning to what the user said
 # The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
 MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
+# What a weak model writes that is no fact about anyone: a greeting or thanks opening the text ("Hey Gina!",
+# "Thanks, Maria!", "Wow!"), a remark to the other speaker ("You look so into it", "Your family is lucky"),
+# a placeholder in brackets ("[insert name of ...]"; memvault's own "[redacted: ...]" is not one).
+GREETING = re.compile(r"^(?i:hey|hi|hello|hiya|thanks|thank you|wow|woo+(?:hoo)?|cool|yeah|yay|ok|okay|oh|aw+|"
+                      r"sorry|congrats|congratulations)(?:\s+[A-Z][\w'-]*)?\s*[,!.]")
+MIN_GREETING_REST = 4  # content words after a greeting that make it more than one
+ADDRESSED = re.compile(r"^(?:you|your|you're|you've|you'll|yours)\b", re.IGNORECASE)
+BRACKET_PLACEHOLDER = re.compile(r"\[(?:insert|enter|add|your|name of)\b[^\[\]]{0,80}\]", re.IGNORECASE)
 MIN_SENTENCE_ROOTS = 2  # a sentence of a fact with fewer content words is judged with the whole
 # The reasons of the closeness checks, the last ones made: a fact refused with one of them passed every
 # other check (names, numbers, dates, meaning, wrecks, the prompt's examples), so a second judge may
@@ -117,12 +125,25 @@ class Source:
         return float(np.max(self.vectors["units"] @ vector))
 
 
+def greeting_only(text: str) -> bool:
+    """Whether a text opens with greetings or thanks and says little else ("Hey Gina! Thanks for asking.");
+    "Hey Jolene, my dad passed away two days ago" says something after its greeting."""
+    rest, opened = text.strip(), False
+    while (greeting := GREETING.match(rest)) is not None:
+        rest, opened = rest[greeting.end():].strip(), True
+    return opened and len(content_roots(rest)) < MIN_GREETING_REST
+
+
 def degenerate(text: str) -> str | None:
     """Why a text is not a fact but the wreck of an answer (runaway, looping, a placeholder), or None."""
     if len(text) > MAX_FACT_CHARS:
         return f"degenerate: longer than {MAX_FACT_CHARS} characters"
-    if PLACEHOLDER.search(text):
+    if PLACEHOLDER.search(text) or BRACKET_PLACEHOLDER.search(text):
         return "copies a placeholder from the prompt's example"
+    if greeting_only(text):
+        return "a greeting, not a fact"
+    if ADDRESSED.match(text.strip()):
+        return "said to the other speaker, not a fact"
     markup = MARKUP.search(text)
     if markup:
         return f"degenerate: markup the model wrote ({markup.group(0)!r})"
