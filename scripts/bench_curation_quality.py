@@ -33,7 +33,6 @@ prompt example: the guards should keep the former and refuse the latter.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import random
@@ -209,20 +208,13 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-@functools.cache
-def embedder():
-    """The model the add path judges closeness of meaning with (Adding passes it to the guard)."""
-    from memvault.models.embedders import load_embedder
-
-    return load_embedder("minilm")
-
-
 def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
     """(stored facts as (text, triple), dropped (text, why), seconds): extraction and the guards, as
     plan_curation runs them."""
     from memvault.curate.extract import extract_fact_records, grounding_source
     from memvault.curate.ingest import grounded
     from memvault.errors import LLMError
+    from memvault.models.embedders import load_embedder
     from memvault.text.wording import consistent_triple
 
     chat = ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
@@ -233,7 +225,8 @@ def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
         records = extract_fact_records(llm, chat)
     except LLMError as exc:
         return [], [("", f"LLM failed: {exc}")], time.monotonic() - started
-    kept = grounded(records, grounding_source(chat, embedder=embedder()), dropped)
+    # judged with the embedder, as the add path judges (load_embedder keeps one model per process)
+    kept = grounded(records, grounding_source(chat, embedder=load_embedder("minilm")), dropped)
     return ([(r.text, consistent_triple(r.text, r.triple)) for r in kept], dropped, time.monotonic() - started)
 
 
@@ -241,9 +234,10 @@ def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
     """The independent checks of one stored fact against the message it came from."""
     from memvault.curate import prompts
     from memvault.curate.grounding import Source, degenerate, example_problem, fact_problem
+    from memvault.models.embedders import load_embedder
     from memvault.text.wording import roots_of, triple_problem
 
-    source = Source(message["text"], message["context"], embedder=embedder())
+    source = Source(message["text"], message["context"], embedder=load_embedder("minilm"))
     return {"grounded": fact_problem(text, source) is None,
             "example": example_problem(text, roots_of(message["text"]), prompts.EXAMPLE_FACTS) is not None
             or "<" in text,

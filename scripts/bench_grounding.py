@@ -10,8 +10,8 @@ a real vault, git and the MiniLM embedder) with a scripted LLM that answers the 
     per kind, its development half, its held-out half (written before the guard was tuned) and the
     fresh set (written before the next round of rules) apart.
 LoCoMo conversations 0-4 were looked at while tuning, the first 100 facts of 5-9 in a later round, facts
-200-299 of both halves (`--offset 200`) in the round after; facts 300-399 (`--offset 300`) were measured once,
-unread, and further ones are unseen.
+200-299 of both halves (`--offset 200`) in the round after; facts 300-399 (`--offset 300`) were measured, unread,
+before and after that round's last rule; further ones are unseen.
 With --judge-gguf, a GGUF model served by memvault's own llama server (llm.local_model, one thread) is
 the second judge (curation.judge on, memvault.curate.judge) of the facts refused for closeness alone.
 
