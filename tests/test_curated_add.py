@@ -121,7 +121,7 @@ def test_a_target_deleted_meanwhile_turns_update_into_add(memvault):
         memvault.delete([target.id])  # another process deletes it while the LLM thinks
         return json.dumps([{"fact": 0, "event": "UPDATE", "id": "0", "text": "Alice likes black tea"}])
 
-    memvault.add("Alice likes black tea in fact", llm=llm_for(["Alice likes black tea"], decide))
+    memvault.add("Alice here: I like black tea in fact", llm=llm_for(["Alice likes black tea"], decide))
     assert live_texts(memvault) == ["Alice likes black tea"]
 
 

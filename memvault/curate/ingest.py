@@ -11,7 +11,7 @@ a memory that is gone becomes an ADD, a DELETE of one is dropped. Nothing the us
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from memvault.curate.events import (
     MAX_PROVENANCE_CHARS,
@@ -26,6 +26,7 @@ from memvault.curate.judge import Judge, judged_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
+from memvault.curate.voice import names_of_user, user_fact
 from memvault.errors import EmbeddingError, LLMError
 from memvault.text.wording import consistent_triple
 from memvault.vault.format.entry import TRIPLE_KEYS, Entry, now, text_hash
@@ -91,7 +92,7 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
             records = extract_fact_records(llm, messages, prompt, whole)
             source = grounding_source(messages, whole, embedder)
             speakers = tuple(m["name"] for m in messages if isinstance(m.get("name"), str) and m["role"] != "user")
-            records = grounded(records, source, dropped, judge, speakers)
+            records = grounded(records, source, dropped, judge, speakers, voiced=prompt is None)
             facts = [record.text for record in records]
             triples = {record.text: record.triple for record in records if record.triple}
         except LLMError as exc:
@@ -112,21 +113,23 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
 
 
 def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]],
-             judge: Judge | None = None, speakers: tuple[str, ...] = ()) -> list[Fact]:
+             judge: Judge | None = None, speakers: tuple[str, ...] = (), voiced: bool = True) -> list[Fact]:
     """The extracted facts the source supports (curate.grounding) and the hard guards let through
     (curate.policy.guard: a fact that names a secret is never kept); each other one is appended to
-    `dropped` with its reason. A fact refused only for closeness is kept when `judge` says the user
-    stated it, unless it names one of the other `speakers` (curate.judge.asks)."""
+    `dropped` with its reason. With `voiced` (memvault's own prompt: facts about the user), a fact is put in
+    the third person and must be about the user (curate.voice). A fact refused only for closeness is kept
+    when `judge` says the user stated it, unless it names one of the other `speakers` (curate.judge.asks)."""
     from memvault.curate.policy import guard
 
-    kept = []
+    kept, names = [], names_of_user(source.said)
     for record in records:
-        reason = guard(record.text) or judged_problem(record.text, source, judge, speakers,
-                                                      record.triple.get("evidence"))
+        text, reason = user_fact(record.text, names) if voiced else (record.text, None)
+        reason = guard(record.text) or reason or judged_problem(text, source, judge, speakers,
+                                                                record.triple.get("evidence"))
         if reason:
             dropped.append((record.text, reason))
         else:
-            kept.append(record)
+            kept.append(replace(record, text=text))
     return kept
 
 

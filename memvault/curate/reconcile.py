@@ -27,6 +27,7 @@ from memvault.curate import prompts
 from memvault.curate.grounding import clip_quote, rewrite_problem
 from memvault.curate.jsonish import as_list, parse_json
 from memvault.curate.llm import LLM
+from memvault.curate.voice import user_fact
 from memvault.errors import LLMError
 from memvault.vault.format.entry import text_hash
 
@@ -206,8 +207,10 @@ class Applier:
         if said == "SUPERSEDE" and not text:
             text = origin or ""  # "the new fact supersedes the stored one": its text replaces it
         rewritten = memory_id if kind == "UPDATE" else None
-        if kind in ("ADD", "UPDATE") and text and self.ungrounded(text, origin, rewritten):
-            return False  # dropped: its fact, if nothing else covers it, is ADDed as given
+        if kind in ("ADD", "UPDATE") and text:
+            text = self.grounded(text, origin, rewritten)
+            if text is None:
+                return False  # dropped: its fact, if nothing else covers it, is ADDed as given
         if kind == "ADD":
             text = text or (self.prep.asked[index] if index is not None else "")
             if not text:
@@ -233,16 +236,21 @@ class Applier:
         # An UPDATE with empty text is a NONE that accounts for no fact: the fact is ADDed later.
         return True
 
-    def ungrounded(self, text: str, origin: str | None, memory_id: str | None) -> bool:
-        """Whether an event's text says more than the fact it is about (all new facts when unknown)
-        and the stored memory it rewrites; if so it is noted as dropped."""
-        grounds = [origin] if origin else list(self.prep.asked)
-        if memory_id is not None:
-            grounds.append(self.stored_text[memory_id])
-        reason = rewrite_problem(text, grounds, superseding=memory_id is not None, embedder=self.prep.embedder)
+    def grounded(self, text: str, origin: str | None, memory_id: str | None) -> str | None:
+        """An event's text as it may be stored, or None (noted as dropped) when it says more than the fact
+        it is about (all new facts when unknown) and the stored memory it rewrites. A rewrite of facts about
+        the user is one too, in the third person (curate.voice: a weak model answers "I like tea")."""
+        facts = [origin] if origin else list(self.prep.asked)
+        reason = None
+        if any(user_fact(fact)[1] is None for fact in facts):
+            text, reason = user_fact(text)
+        grounds = facts + ([self.stored_text[memory_id]] if memory_id is not None else [])
+        reason = reason or rewrite_problem(text, grounds, superseding=memory_id is not None,
+                                           embedder=self.prep.embedder)
         if reason:
             self.plan.dropped.append((text, reason))
-        return reason is not None
+            return None
+        return text
 
     def add(self, text: str, origin: str | None = None) -> None:
         if text not in self.written:

@@ -1,0 +1,217 @@
+"""Who a fact is about and who it speaks to: a memory is a statement about the user, in the third person.
+
+The extraction prompt asks for facts "in the third person about the user ("The user ...")". A capable
+model writes them so (2,536 of LoCoMo's 2,541 observation facts name their speaker). A weak one often
+does not (of the 88 texts SmolLM2 got stored in 200 messages, 2 began "The user"); what it writes instead:
+- the user's message copied in the first person ("Woo! I finally finished my first full screenplay"):
+  a statement of the user's, and a memory once put in the third person (`in_third_person`: "The user
+  finally finished their first full screenplay"); an opening greeting or interjection is no part of it;
+- a remark to the other speaker ("You got it!", "I'm so glad you're interested in it"): no fact;
+- a sentence about someone or something else, with no word of the user ("Maria loves to play games",
+  "She enjoys soccer", "The building will have a green roof"): not a memory about the user;
+- a sentence that opens with a pronoun the chat alone resolves ("They're city dogs", "It's downtown").
+`user_fact` puts a text in the third person and says why it is none of the user's facts; the grounding
+guard then judges whether what it says is what the user said (curate.grounding). A prompt of the caller's
+own may define facts otherwise (mem0's custom prompts), so extraction applies this only with memvault's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memvault.text.wording import content_roots
+
+# A greeting, thanks or interjection opening a text ("Hey Gina!", "Thanks, Maria!", "Wow!"), with the name
+# of the one greeted after it; the name may come first too ("Gina, cool!").
+INTERJECTIONS = (r"hey|hi|hello|hiya|thanks|thank you|wow|woo+(?:hoo)?|cool|yeah|yay|yes|ok|okay|oh|aw+|sorry|"
+                 r"congrats|congratulations|nice|great|awesome|totally|absolutely|definitely|sure")
+GREETING = re.compile(rf"^(?:[A-Z][\w'-]*,\s*)?(?i:{INTERJECTIONS})(?:,?\s+[A-Z][\w'-]*)?\s*[,!.]")
+MIN_GREETING_REST = 4  # content words after a greeting that make it more than one
+# A text said to someone: "you" outside quotes. A fact about the user may say "you" in the generic sense
+# ("The user thinks it's key to find something that keeps you motivated": 6 of LoCoMo's 2,541), so this
+# refuses only a text that does not speak of the user in the third person.
+SECOND_PERSON = re.compile(r"(?<![\w'’-])(?:you|your|yours|yourself|you're|you've|you'll|you'd)(?![\w'’-])",
+                           re.IGNORECASE)
+# Someone called by name with an exclamation ("Sounds great, Mel!", "Maria! I'm so excited"): a remark to
+# them. Only with "!": "The user lives in Lisbon, Portugal." names a place, not a listener.
+VOCATIVE = re.compile(r"(?:,\s*|^|[.!?]\s+)([A-Z][a-z'’-]+)!")
+# The user in the third person, as the prompt asks ("The user", "the user's", "User").
+THIRD_PERSON = re.compile(r"(?<![\w-])user(?:['’]s)?(?![\w-])", re.IGNORECASE)
+# The first person singular, outside hyphenated words ("me-time" is no "me").
+FIRST_PERSON = re.compile(r"(?<![\w'’-])(?:I|I['’](?:m|ve|ll|d)|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’-])")
+# An opening pronoun that only the chat resolves ("They're city dogs", "It's downtown", "She loves it").
+DANGLING = re.compile(r"^(?:it|it['’]s|its|they|they['’](?:re|ve|ll|d)|them|he|he['’]s|she|she['’]s|his|her|"
+                      r"this|that|that['’]s|these|those|we|we['’](?:re|ve|ll|d)|us|our)(?![\w'’-])", re.IGNORECASE)
+# How a user names themselves: "I'm Alice", "my name is Alice", "call me Al", "Alice here:", "Alice again:".
+SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc]all me|[Tt]his is)\s+([A-Z][a-z'’-]+)"
+                        r"(?=\s*(?:[,.:;!]|\band\b|$))|^([A-Z][a-z'’-]+)(?=:|\s+(?:here|again)\b)", re.MULTILINE)
+# An instruction to the assistant ("Always answer in British English", "Never use emojis", "Call me Sam"):
+# no fact about the user, but the write policy's rule candidate (curate.policy), so no refusal here.
+INSTRUCTION = re.compile(r"^(?:always|never|please|don['’]t|do not|stop|avoid|keep|use|answer|reply|respond|write|"
+                         r"speak|talk|call me|address me|remember|be|make sure|give|include|format|explain)\b",
+                         re.IGNORECASE)
+QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+# Subjectless facts in mem0's own style ("Likes pizza", "Is a software engineer", "Name is John") are about
+# the user too: they open with a verb, or with one of the few nouns mem0's examples put first.
+SUBJECTLESS_NOUNS = frozenset("name age birthday favourite favorite favourites favorites hobbies hobby job occupation "
+                              "email phone location hometown".split())
+VERB_FIRST = frozenset("""
+is was has had does did can will would likes loves enjoys prefers dislikes hates wants plans works worked lives
+lived owns speaks studies studied visited visits plays played uses used drinks eats reads writes runs attends
+attended started finished moved goes went needs feels believes thinks knows volunteers teaches takes took became
+recently also""".split())
+
+
+def outside_quotes(text: str) -> str:
+    return QUOTED.sub(" ", text)
+
+
+def greeting_only(text: str) -> bool:
+    """Whether a text opens with greetings or thanks and says little else ("Hey Gina! Thanks for asking.");
+    "Hey Jolene, my dad passed away two days ago" says something after its greeting."""
+    rest, opened = strip_greetings(text)
+    return opened and len(content_roots(rest)) < MIN_GREETING_REST
+
+
+def strip_greetings(text: str) -> tuple[str, bool]:
+    """The text after its opening greetings and interjections ("Woo! I finally ..." -> "I finally ..."), and
+    whether there was one."""
+    rest, opened = text.strip(), False
+    while (greeting := GREETING.match(rest)) is not None:
+        rest, opened = rest[greeting.end():].strip(), True
+    return rest, opened
+
+
+def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str | None]:
+    """The text as a fact about the user in the third person (`in_third_person`), and why it is none
+    (see the module), or None when it is one. `names`: what the user calls themselves (`names_of_user`):
+    "Alice loves green tea" is about a user who said "I'm Alice"."""
+    rest, _ = strip_greetings(text)
+    plain = outside_quotes(rest)
+    third = THIRD_PERSON.search(plain) is not None or named(plain, names)
+    vocative = VOCATIVE.search(plain)
+    if (SECOND_PERSON.search(plain) and not third) or (vocative and vocative.group(1) not in names):
+        return text, "said to the other speaker, not a fact about the user"
+    fact = in_third_person(text)
+    plain = outside_quotes(fact).strip()
+    dangling = DANGLING.match(plain)
+    if dangling:
+        return fact, f"not self-contained: it opens with {dangling.group(0)!r} and does not say who or what that is"
+    if THIRD_PERSON.search(plain) or named(plain, names) or subjectless(plain) or INSTRUCTION.match(plain):
+        return fact, None
+    return fact, "not about the user: it does not say the user"
+
+
+def names_of_user(said: str) -> frozenset[str]:
+    """The names the user gives themselves in what they said ("I'm Alice", "my name is Bo", "Erin here")."""
+    return frozenset(match.group(1) or match.group(2) for match in SELF_NAMED.finditer(said))
+
+
+def named(text: str, names: frozenset[str]) -> bool:
+    return any(re.search(rf"(?<![\w'’-]){re.escape(name)}(?![\w-])", text) for name in names)
+
+
+def subjectless(text: str) -> bool:
+    """Whether a text is a fact in mem0's subjectless style ("Likes pizza", "Name is John")."""
+    words = re.findall(r"[\w'’]+", text.casefold())
+    if not words:
+        return False
+    return words[0] in VERB_FIRST or (words[0] in SUBJECTLESS_NOUNS and len(words) > 1 and words[1] in ("is", "are"))
+
+
+# -- the first person put in the third ---------------------------------------------------------------------
+MODALS = frozenset("can could will would shall should may might must cannot can't couldn't won't wouldn't "
+                   "shouldn't mustn't didn't wasn't".split())
+# Forms that are past and present alike, or past only: left as they are after "the user".
+UNCHANGED = frozenset("""
+was did had got went came took made saw left found felt said told thought bought brought kept lost met paid put
+read set cut let hit quit hurt cost shut spread ran wrote drove ate gave began became knew grew drew flew wore won
+sat stood understood held heard led meant slept swam sang drank fell forgot hid rode sold spent sent built taught
+caught chose spoke broke woke fought shot threw used are were""".split())
+OWN_FORMS = {"am": "is", "'m": "is", "’m": "is", "have": "has", "'ve": "has", "’ve": "has", "do": "does",
+             "don't": "doesn't", "don’t": "doesn’t", "haven't": "hasn't", "haven’t": "hasn’t", "'ll": "will",
+             "’ll": "will", "'d": "would", "’d": "would", "go": "goes", "be": "is"}
+ADVERB = re.compile(r"^(?:just|also|still|never|always|often|really|even|only|already|sometimes|now|ever|kinda|"
+                    r"sorta|truly|\w{3,}ly)$")
+NOT_ADVERBS = frozenset("rely reply apply supply fly ally".split())
+# "My husband and I", "Max and I": the verb after "I" is plural ("hiking and I go" is not such a pair).
+PAIR_BEFORE = re.compile(r"(?:\b[Mm]y\s+[\w'’-]+|\b[A-Z][a-z'’-]+)\s+and\s+$")
+PRONOUN_I = re.compile(r"^I(?:['’](m|ve|ll|d))?$")
+WORD = re.compile(r"^[\w'’-]+")
+
+
+def in_third_person(text: str) -> str:
+    """A fact the model wrote in the user's own voice, put in the third person, its opening greeting left
+    out: "Woo! I finally finished my screenplay" -> "The user finally finished their screenplay". A text
+    already in the third person, or in none, is returned as it is (its first letter a capital)."""
+    rest, _ = strip_greetings(text)
+    plain = outside_quotes(rest)
+    if THIRD_PERSON.search(plain) or not FIRST_PERSON.search(plain):  # "The user said: I like tea" is theirs
+        return text[:1].upper() + text[1:]
+    pieces = re.split(r"(\"[^\"]*\"|“[^”]*”)", rest)  # quoted words are someone's words: left as said
+    said = "".join(piece if index % 2 else third_person_words(piece) for index, piece in enumerate(pieces))
+    return said[:1].upper() + said[1:]
+
+
+def third_person_words(text: str) -> str:
+    tokens = re.split(r"(\s+)", text)  # words at even places, the spaces between them at odd ones
+    for place in range(0, len(tokens), 2):
+        word = WORD.match(tokens[place])
+        if word is None:
+            continue
+        subject = PRONOUN_I.match(word.group(0))
+        if subject is not None:
+            plural = PAIR_BEFORE.search("".join(tokens[:place])) is not None  # "my husband and I are"
+            verb = f" {OWN_FORMS[chr(39) + subject.group(1)]}" if subject.group(1) else ""  # I'm -> the user is
+            tokens[place] = "the user" + verb + tokens[place][word.end():]
+            if not subject.group(1) and not plural and not re.search(r"[,.;:!?]$", tokens[place]):
+                _conjugate_next(tokens, place + 2)
+    text = "".join(tokens)
+    text = re.sub(r"(?<![\w'’-])[Mm]yself(?![\w'’-])", "themselves", text)
+    text = re.sub(r"(?<![\w'’-])[Mm]ine(?![\w'’-])", "theirs", text)
+    text = re.sub(r"(?<![\w'’-])[Mm]e(?![\w'’-])", "the user", text)
+    text = _possessives(text)
+    return re.sub(r"(^|[.!?]\s+)the user", lambda m: m.group(1) + "The user", text)
+
+
+def _conjugate_next(tokens: list[str], place: int) -> None:
+    """The verb after "I" (past any adverbs, within its clause) as the third person says it."""
+    for index in range(place, len(tokens), 2):
+        word = WORD.match(tokens[index])
+        if word is None:
+            return
+        lowered = word.group(0).casefold()
+        if ADVERB.match(lowered) and lowered not in NOT_ADVERBS:
+            if re.search(r"[,.;:!?]$", tokens[index]):
+                return
+            continue
+        tokens[index] = _conjugated(word.group(0)) + tokens[index][word.end():]
+        return
+
+
+def _conjugated(word: str) -> str:
+    lowered = word.casefold().replace("’", "'")
+    if lowered in OWN_FORMS:
+        return OWN_FORMS[lowered]
+    if (lowered in MODALS or lowered in UNCHANGED or lowered.endswith(("ed", "n't")) or not lowered.isalpha()
+            or lowered.endswith("s")):
+        return word
+    if lowered.endswith(("sh", "ch", "x", "z", "o")):
+        return word + "es"
+    if lowered.endswith("y") and lowered[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def _possessives(text: str) -> str:
+    """"my" as "the user's" where the sentence has not yet named the user, "their" after it."""
+    out, named = [], False
+    for piece in re.split(r"((?<=[.!?])\s+)", text):
+        named = False
+        def own(match: re.Match, piece=piece) -> str:
+            nonlocal named
+            said = named or "the user" in piece[: match.start()].casefold()
+            named = True
+            return "their" if said else "the user's"
+        out.append(re.sub(r"(?<![\w'’-])[Mm]y(?![\w'’-])", own, piece))
+    return "".join(out)

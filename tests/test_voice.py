@@ -1,0 +1,127 @@
+"""A memory is a statement about the user in the third person (curate.voice): what a weak model writes in
+the user's own voice is put in the third person; a greeting, a remark to the other speaker, a sentence
+about someone else or one that opens with a pronoun only the chat resolves is refused, with its reason.
+The cases are written for this test (none taken from LoCoMo or from a model's output); the last tests go
+through the real add path (vault, git, index, MiniLM) with a scripted model."""
+
+import json
+
+import pytest
+
+from memvault import settings
+from memvault.core import Memvault
+from memvault.curate.voice import names_of_user, user_fact
+from tests.support.scripted_llm import ScriptedLLM
+
+PUT_IN_THE_THIRD_PERSON = [
+    ("I've adopted two cats", "The user has adopted two cats"),
+    ("Yay! I passed my driving test on Monday.", "The user passed their driving test on Monday."),
+    ("I teach maths at a high school", "The user teaches maths at a high school"),
+    ("I usually fly to Oslo in June", "The user usually flies to Oslo in June"),
+    ("I watch films and I also go bouldering", "The user watches films and the user also goes bouldering"),
+    ("My brother and I run a bakery", "The user's brother and the user run a bakery"),
+    ("I don't drink alcohol", "The user doesn't drink alcohol"),
+    ("I’m allergic to peanuts", "The user is allergic to peanuts"),
+    ("I'd like to visit Kyoto someday", "The user would like to visit Kyoto someday"),
+    ("I can't stand horror films", "The user can't stand horror films"),
+    ("I quit smoking in 2019", "The user quit smoking in 2019"),
+    ("Mum gave me her old piano", "Mum gave the user her old piano"),
+    ('My motto is "I never give up"', 'The user\'s motto is "I never give up"'),
+    ("Oh, I restored that bike myself", "The user restored that bike themselves"),
+]
+
+KEPT_AS_THEY_ARE = [
+    "The user lives in Denver.",
+    "The user's daughter started school in September.",
+    "User prefers tea to coffee.",
+    "Likes hiking in the Alps.",  # mem0's own subjectless style
+    "Name is Priya.",
+    "Never reply with emojis.",  # an instruction: the write policy's rule candidate
+    "The user thinks you can't beat fresh bread.",
+    "The user moved to Austin, Texas.",  # a place after a comma is no one called by name  # a generic "you" in a fact about the user
+    'The user\'s teacher told them "you have talent".',
+]
+
+REFUSED = [
+    ("You'll love the new place!", "said to the other speaker"),
+    ("I hope you feel better soon", "said to the other speaker"),
+    ("Good luck with your exam, I'm rooting for you", "said to the other speaker"),
+    ("Sounds lovely, Priya! The garden party was such fun.", "said to the other speaker"),  # called by name
+    ("Tomas! I finally got the keys to the flat.", "said to the other speaker"),
+    ("Jonas plays the drums in a band.", "not about the user"),
+    ("The museum opens at nine on Sundays.", "not about the user"),
+    ("Congrats on the new job!", "not about the user"),
+    ("They moved to Spain last year.", "not self-contained"),
+    ("It is the best pizza in town.", "not self-contained"),
+    ("She's been my best friend since school.", "not self-contained"),
+    ("We went hiking on Sunday.", "not self-contained"),
+]
+
+
+@pytest.mark.parametrize(("written", "stored"), PUT_IN_THE_THIRD_PERSON)
+def test_the_users_own_voice_is_put_in_the_third_person(written, stored):
+    assert user_fact(written) == (stored, None)
+
+
+@pytest.mark.parametrize("written", KEPT_AS_THEY_ARE)
+def test_a_fact_already_about_the_user_is_kept_as_written(written):
+    assert user_fact(written) == (written, None)
+
+
+@pytest.mark.parametrize(("written", "why"), REFUSED)
+def test_what_is_no_statement_about_the_user_is_refused_with_its_reason(written, why):
+    fact, reason = user_fact(written)
+    assert reason is not None and reason.startswith(why), reason
+
+
+def test_a_user_who_gave_their_name_is_named_in_their_facts():
+    names = names_of_user("Hi, I'm Priya and I work nights. Priya here, again:")
+    assert names == {"Priya"}
+    assert user_fact("Priya works night shifts.", names) == ("Priya works night shifts.", None)
+    assert user_fact("Priya works night shifts.")[1].startswith("not about the user")
+    assert names_of_user("I'm happy, thanks") == frozenset()  # no capital: no name
+    assert names_of_user("Thanks, Bob!") == frozenset()  # the other speaker's name is not the user's
+
+
+# -- through the add path ------------------------------------------------------------------------------
+
+EXTRACT = "Latest user message (extract from this only):"
+RECONCILE = "Stored memories:"
+
+
+@pytest.fixture
+def memvault(tmp_path):
+    m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    yield m
+    m.close()
+
+
+def facts(m):
+    return sorted(e.text for _, e in m.list(role="memory").entries)
+
+
+def test_a_weak_models_copies_are_stored_in_the_third_person_and_its_chatter_refused(memvault):
+    llm = ScriptedLLM([(EXTRACT, json.dumps([  # extraction keeps at most 3
+        "Woo! I finally finished my first marathon last Sunday.",  # the user's own words, copied
+        "You must be so proud of the kids!",  # to the other speaker
+        "Dana loves running too.",  # about someone else
+    ]))], default="[]")
+    messages = [{"role": "assistant", "content": "Dana here! How was your weekend?", "name": "Dana"},
+                {"role": "user", "content": "Hey Dana! Great to hear from you! Woo! I finally finished my first "
+                                            "marathon last Sunday. The kids cheered at the finish."}]
+    result = memvault.add(messages, llm=llm)
+    assert facts(memvault) == ["The user finally finished their first marathon last Sunday."]
+    reasons = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+    assert reasons["You must be so proud of the kids!"].startswith("said to the other speaker")
+    assert reasons["Dana loves running too."].startswith("not about the user")
+
+
+def test_a_first_person_update_keeps_the_memorys_id_in_the_third_person(memvault):
+    first = memvault.add("I live in Porto", llm=ScriptedLLM([(EXTRACT, json.dumps(["The user lives in Porto."]))],
+                                                            default="[]")).events[0]
+    decisions = [{"fact": 0, "event": "UPDATE", "id": "0", "text": "I moved from Porto to Braga"}]
+    llm = ScriptedLLM([(EXTRACT, json.dumps(["The user moved from Porto to Braga."])),
+                       (RECONCILE, json.dumps(decisions))], default="[]")
+    result = memvault.add("I moved from Porto to Braga last month", llm=llm)
+    assert [(e.event, e.id, e.new_memory) for e in result.events if e.event != "DROP"] == [
+        ("UPDATE", first.id, "The user moved from Porto to Braga")]
