@@ -287,6 +287,33 @@ def test_the_turn_answered_lends_its_words_the_older_turns_their_names(said, fac
         assert "not close in meaning" in reason
 
 
+# The answered turn's own statement given to the user: far closer to that turn than to the user's words.
+# A fact that answers a question about the turn keeps that turn's words.
+@pytest.mark.parametrize(("answered", "said", "fact", "kept"), [
+    ("Guess what, I ran my first half marathon in Seville on Sunday and finished in under two hours!",
+     "That sounds amazing, Leo! Running is such a great way to clear the head.",
+     "The user ran their first half marathon in Seville on Sunday, finishing in under two hours.", False),
+    ("We got a puppy on Friday, a little beagle called Biscuit, and she already chewed my slippers.",
+     "Aww, beagles are the sweetest! Enjoy every minute.",
+     "The user got a beagle puppy called Biscuit on Friday who chewed their slippers.", False),
+    ("Have you ever been to Peru? I'm thinking of going next spring.",
+     "Yes, twice! I loved hiking around Cusco.", "The user has been to Peru twice and loved hiking around Cusco.",
+     True),
+    ("What did you think of the new bakery on Elm Street?",
+     "Honestly the croissants were too dry for me.", "The user found the croissants at the new bakery too dry.",
+     True),
+])
+def test_the_answered_turns_own_statement_is_not_the_users(answered, said, fact, kept, embedder):
+    from memvault.curate.extract import grounding_source
+
+    source = grounding_source([{"role": "assistant", "name": "Leo", "content": answered},
+                               {"role": "user", "content": said}], embedder=embedder)
+    reason = fact_problem(fact, source)
+    assert (reason is None) == kept, reason
+    if not kept:
+        assert reason.startswith("another speaker's words") or "not close in meaning" in reason, reason
+
+
 # Idioms read by their plain meaning: a double negative is a positive ("never miss" is always going),
 # "no way I'm ..." and "it's been ages since I ..." are negations; a "would" of a past time is a habit,
 # not a wish; a reporting verb's past is when the user said it, not when the act was done.
