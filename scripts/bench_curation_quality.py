@@ -89,8 +89,9 @@ PERSON_TRAPS = OTHER_PEOPLE + [
 LOCOMO_TURNS = 184  # + 16 traps: 200 messages
 
 
-def load_messages(limit_locomo: int, traps: list[str]) -> list[dict]:
-    """LoCoMo user turns (speaker A's, in order, across the samples) then the traps."""
+def load_messages(limit_locomo: int, traps: list[str], skip: int = 0) -> list[dict]:
+    """LoCoMo user turns (speaker A's, in order, across the samples, each sample's first `skip` left out)
+    then the traps."""
     data = json.loads(LOCOMO.read_text(encoding="utf-8"))
     per_sample = max(1, -(-limit_locomo // len(data)))
     messages: list[dict] = []
@@ -101,13 +102,16 @@ def load_messages(limit_locomo: int, traps: list[str]) -> list[dict]:
             for fact, dia in session.get(speaker, []):
                 for one in (dia if isinstance(dia, list) else [dia]):
                     observed.setdefault(str(one), []).append(fact)
-        taken = 0
+        taken, passed = 0, 0
         for n in range(1, 40):
             turns = conv.get(f"session_{n}")
             if not turns or taken >= per_sample:
                 continue
             for i, turn in enumerate(turns):
                 if turn["speaker"] != speaker or taken >= per_sample:
+                    continue
+                passed += 1
+                if passed <= skip:
                     continue
                 before = turns[i - 1]["text"] if i else ""
                 messages.append({"text": turn["text"], "context": before, "speaker": speaker,
@@ -208,6 +212,12 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def chat_of(message: dict) -> list[dict]:
+    """A message as the chat curation sees: the other speaker's turn before it, then the user's."""
+    return ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
+        {"role": "user", "content": message["text"]}]
+
+
 def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
     """(stored facts as (text, triple), dropped (text, why), seconds): extraction and the guards, as
     plan_curation runs them."""
@@ -217,8 +227,7 @@ def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
     from memvault.models.embedders import load_embedder
     from memvault.text.wording import consistent_triple
 
-    chat = ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
-        {"role": "user", "content": message["text"]}]
+    chat = chat_of(message)
     started = time.monotonic()
     dropped: list[tuple[str, str]] = []
     try:
@@ -233,14 +242,16 @@ def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
 def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
     """The independent checks of one stored fact against the message it came from."""
     from memvault.curate import prompts
-    from memvault.curate.grounding import Source, degenerate, example_problem, fact_problem
+    from memvault.curate.extract import grounding_source
+    from memvault.curate.grounding import degenerate, example_problem, fact_problem
+    from memvault.curate.voice import user_fact
     from memvault.models.embedders import load_embedder
     from memvault.text.wording import roots_of, triple_problem
 
-    source = Source(message["text"], message["context"], embedder=load_embedder("minilm"))
-    return {"grounded": fact_problem(text, source) is None,
+    source = grounding_source(chat_of(message), embedder=load_embedder("minilm"))  # as the add path builds it
+    return {"grounded": fact_problem(text, source) is None and user_fact(text)[1] is None,
             "example": example_problem(text, roots_of(message["text"]), prompts.EXAMPLE_FACTS) is not None
-            or "<" in text,
+            or "<" in text or re.search(r"\[(?!redacted)[^\]]*\]", text) is not None,  # a placeholder of any shape
             "mismatch": bool(triple) and triple_problem(text, triple) is not None,
             "degenerate": degenerate(text) is not None}
 
@@ -277,6 +288,8 @@ def main() -> None:
                         help=f"LoCoMo turns (0: all that are loaded; default {LOCOMO_TURNS})")
     parser.add_argument("--traps", choices=("16", "all"), default="16", help="the 16 traps about other people, "
                         "or those and 40 more (no facts, questions, commands, logs)")
+    parser.add_argument("--skip", type=int, default=0, help="leave out each conversation's first N user turns "
+                        "(19: the next 19, turns no earlier run read)")
     parser.add_argument("--sample", type=int, default=0, help="run a random sample of this many messages (0: all)")
     parser.add_argument("--full", type=int, default=0, help="also run the first N through a whole Memvault.add")
     parser.add_argument("--seed", type=int, default=7)
@@ -293,7 +306,7 @@ def main() -> None:
         return
 
     traps = PERSON_TRAPS + ([t for t in TRAPS if t not in OTHER_PEOPLE] if args.traps == "all" else [])
-    messages = load_messages(args.limit or 10_000, traps)
+    messages = load_messages(args.limit or 10_000, traps, args.skip)
     if args.sample:
         messages = random.Random(args.seed).sample(messages, min(args.sample, len(messages)))
     conversations = sorted({m["conversation"] for m in messages if m["kind"] == "locomo"})
