@@ -13,6 +13,7 @@ from memvault import settings
 from memvault.core import Memvault
 from memvault.curate import prompts
 from memvault.curate.grounding import Source, evidence_problem, fact_problem
+from memvault.curate.meaning import detail_problem
 from memvault.text.wording import consistent_triple, triple_problem
 from memvault.vault.format.entry import Entry
 from tests.support.scripted_llm import ScriptedLLM
@@ -677,3 +678,20 @@ def test_a_fact_that_opens_like_a_greeting_or_holds_brackets_is_still_a_fact(tex
     from memvault.curate.grounding import degenerate
 
     assert degenerate(text) is None
+
+
+# A name typed with two letters swapped or one letter more or less is the name; a letter for another is another
+# name; a day or month shortened as people write it is that day or month.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("We finally visited Barcleona in the spring.", "The user visited Barcelona in the spring.", True),
+    ("I've been learning the Ukulele from Mr Henderrson.", "The user is learning the ukulele from Mr Henderson.", True),
+    ("My flight to Stockholm leaves next Thurs.", "The user's flight to Stockholm leaves next Thursday.", True),
+    ("The lease ends in Sept.", "The user's lease ends in September.", True),
+    ("My cousin Marcus is visiting.", "The user's cousin Markus is visiting.", False),  # another name
+    ("My colleague Stefan is retiring.", "The user's colleague Stephan is retiring.", False),
+    ("I sat on the bench for an hour.", "The user sat on the bench on Saturday.", False),  # "sat" is no day
+    ("I moved to Oslo.", "The user moved to Olso.", False),  # too short to tell a typo from another name
+])
+def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept):
+    reason = detail_problem(fact, said)
+    assert (reason is None) == kept, reason

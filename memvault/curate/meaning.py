@@ -444,6 +444,27 @@ def numbers_in(text: str, source: bool = False) -> set[int]:
     return found
 
 
+# Days and months as people shorten them (not "sat", "sun", "wed", "mar", "mon": words of their own).
+ABBREVIATED = {"tue": "tuesday", "tues": "tuesday", "thu": "thursday", "thur": "thursday", "thurs": "thursday",
+               "fri": "friday", "jan": "january", "feb": "february", "apr": "april", "jun": "june", "jul": "july",
+               "aug": "august", "sep": "september", "sept": "september", "oct": "october", "nov": "november",
+               "dec": "december"}
+MIN_TYPO_LENGTH = 6  # a name this long may be misspelt by a letter; shorter ones differ as names do
+
+
+def misspelt(name: str, word: str) -> bool:
+    """Whether `word` is `name` typed with two letters swapped or one letter more or less ("Francsico",
+    "Xeonoblade"); one letter for another is another name ("Christine" is not "Christina")."""
+    if min(len(name), len(word)) < MIN_TYPO_LENGTH or abs(len(name) - len(word)) > 1 or name == word:
+        return False
+    if len(name) == len(word):
+        wrong = [i for i, (a, b) in enumerate(zip(name, word, strict=True)) if a != b]
+        return len(wrong) == 2 and wrong[1] == wrong[0] + 1 and name[wrong[0]] == word[wrong[1]] \
+            and name[wrong[1]] == word[wrong[0]]
+    longer, shorter = (name, word) if len(name) > len(word) else (word, name)
+    return any(longer[:i] + longer[i + 1:] == shorter for i in range(len(longer)))
+
+
 def names_in(text: str) -> list[str]:
     """The words a fact writes capitalised that are not its first word nor the user: names,
     places, months, days, brands."""
@@ -463,8 +484,10 @@ def detail_problem(fact: str, source: str) -> str | None:
     """Why a fact's names, numbers or dates are not the source's, or None."""
     roots = roots_of(source)
     said = set(normalised(source).split())
+    said |= {ABBREVIATED[word] for word in said if word in ABBREVIATED}  # "last Fri" says Friday
     for name in names_in(fact):
-        if name not in said and not known(root(name), roots) and name not in NUMBER_WORDS and name not in ORDINALS:
+        if name not in said and not known(root(name), roots) and name not in NUMBER_WORDS and name not in ORDINALS \
+                and not any(misspelt(name, word) for word in said):
             return f"changes a name, place or date: {name.capitalize()} is not in what the user said"
     missing = numbers_in(fact) - numbers_in(source, source=True) - {0}
     if missing:
