@@ -37,8 +37,8 @@ KEPT_AS_THEY_ARE = [
     "Likes hiking in the Alps.",  # mem0's own subjectless style
     "Name is Priya.",
     "Never reply with emojis.",  # an instruction: the write policy's rule candidate
-    "The user thinks you can't beat fresh bread.",
-    "The user moved to Austin, Texas.",  # a place after a comma is no one called by name  # a generic "you" in a fact about the user
+    "The user thinks you can't beat fresh bread.",  # a generic "you" in a fact about the user
+    "The user moved to Austin, Texas.",  # a place after a comma is no one called by name
     'The user\'s teacher told them "you have talent".',
 ]
 
@@ -81,6 +81,10 @@ def test_a_user_who_gave_their_name_is_named_in_their_facts():
     assert user_fact("Priya works night shifts.")[1].startswith("not about the user")
     assert names_of_user("I'm happy, thanks") == frozenset()  # no capital: no name
     assert names_of_user("Thanks, Bob!") == frozenset()  # the other speaker's name is not the user's
+    # ... but the name the other speaker calls the user by is
+    assert names_of_user("It was great!", "Hey Priya! How was the trip?") == {"Priya"}
+    assert names_of_user("It was great!", "That sounds amazing, Priya! Tell me more.") == {"Priya"}
+    assert names_of_user("It was great!", "I loved Lisbon, Portugal. And you?") == frozenset()
 
 
 # -- through the add path ------------------------------------------------------------------------------

@@ -121,7 +121,7 @@ def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]
     when `judge` says the user stated it, unless it names one of the other `speakers` (curate.judge.asks)."""
     from memvault.curate.policy import guard
 
-    kept, names = [], names_of_user(source.said)
+    kept, names = [], names_of_user(source.said, source.replied or "")
     for record in records:
         text, reason = user_fact(record.text, names) if voiced else (record.text, None)
         reason = guard(record.text) or reason or judged_problem(text, source, judge, speakers,

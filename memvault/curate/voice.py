@@ -45,6 +45,9 @@ DANGLING = re.compile(r"^(?:it|it['’]s|its|they|they['’](?:re|ve|ll|d)|them|
 # How a user names themselves: "I'm Alice", "my name is Alice", "call me Al", "Alice here:", "Alice again:".
 SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc]all me|[Tt]his is)\s+([A-Z][a-z'’-]+)"
                         r"(?=\s*(?:[,.:;!]|\band\b|$))|^([A-Z][a-z'’-]+)(?=:|\s+(?:here|again)\b)", re.MULTILINE)
+# How the other speaker calls the user by name: after a greeting or thanks, or with "!" after a comma.
+CALLED = re.compile(rf"(?:^|[.!?]\s+)(?i:{INTERJECTIONS}),?\s+([A-Z][a-z'’-]+)\s*[,!.?]|,\s*([A-Z][a-z'’-]+)!",
+                    re.MULTILINE)
 # An instruction to the assistant ("Always answer in British English", "Never use emojis", "Call me Sam"):
 # no fact about the user, but the write policy's rule candidate (curate.policy), so no refusal here.
 INSTRUCTION = re.compile(r"^(?:always|never|please|don['’]t|do not|stop|avoid|keep|use|answer|reply|respond|write|"
@@ -102,9 +105,12 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     return fact, "not about the user: it does not say the user"
 
 
-def names_of_user(said: str) -> frozenset[str]:
-    """The names the user gives themselves in what they said ("I'm Alice", "my name is Bo", "Erin here")."""
-    return frozenset(match.group(1) or match.group(2) for match in SELF_NAMED.finditer(said))
+def names_of_user(said: str, answered: str = "") -> frozenset[str]:
+    """The names the user gives themselves in what they said ("I'm Alice", "my name is Bo", "Erin here"), and
+    the one the turn they answer calls them by ("Hey Caroline!", "Thanks, Caroline.")."""
+    own = {match.group(1) or match.group(2) for match in SELF_NAMED.finditer(said)}
+    called = {match.group(1) or match.group(2) for match in CALLED.finditer(answered)}
+    return frozenset(own | called)
 
 
 def named(text: str, names: frozenset[str]) -> bool:
