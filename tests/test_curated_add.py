@@ -16,7 +16,12 @@ SUMMARY = "Previous summary:"
 
 @pytest.fixture
 def memvault(tmp_path):
-    m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
+    yield from memvault_at(tmp_path)
+
+
+def memvault_at(folder):
+    """A real vault in `folder`, closed when the test ends (a fixture's body)."""
+    m = Memvault.open(settings.load(None, {"vault.path": str(folder / "vault")}), create=True)
     yield m
     m.close()
 

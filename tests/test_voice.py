@@ -8,10 +8,9 @@ import json
 
 import pytest
 
-from memvault import settings
-from memvault.core import Memvault
 from memvault.curate.voice import names_of_user, user_fact
 from tests.support.scripted_llm import ScriptedLLM
+from tests.test_curated_add import EXTRACT, RECONCILE, live_texts, memvault_at
 
 PUT_IN_THE_THIRD_PERSON = [
     ("I've adopted two cats", "The user has adopted two cats"),
@@ -89,19 +88,9 @@ def test_a_user_who_gave_their_name_is_named_in_their_facts():
 
 # -- through the add path ------------------------------------------------------------------------------
 
-EXTRACT = "Latest user message (extract from this only):"
-RECONCILE = "Stored memories:"
-
-
 @pytest.fixture
 def memvault(tmp_path):
-    m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
-    yield m
-    m.close()
-
-
-def facts(m):
-    return sorted(e.text for _, e in m.list(role="memory").entries)
+    yield from memvault_at(tmp_path)
 
 
 def test_a_weak_models_copies_are_stored_in_the_third_person_and_its_chatter_refused(memvault):
@@ -114,7 +103,7 @@ def test_a_weak_models_copies_are_stored_in_the_third_person_and_its_chatter_ref
                 {"role": "user", "content": "Hey Dana! Great to hear from you! Woo! I finally finished my first "
                                             "marathon last Sunday. The kids cheered at the finish."}]
     result = memvault.add(messages, llm=llm)
-    assert facts(memvault) == ["The user finally finished their first marathon last Sunday."]
+    assert live_texts(memvault) == ["The user finally finished their first marathon last Sunday."]
     reasons = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
     assert reasons["You must be so proud of the kids!"].startswith("said to the other speaker")
     assert reasons["Dana loves running too."].startswith("not about the user")
