@@ -101,6 +101,16 @@ class Searching:
             finally:
                 HELD.past = outer
 
+    @contextmanager
+    def holding_past(self, as_of: PastCommit | None) -> Iterator[None]:
+        """Keep the past `as_of` stands for open while the block runs (nothing for today): a search and
+        the relations beside it read one past, opened once (`index_as_of` nests)."""
+        if as_of is None:
+            yield
+            return
+        with self.index_as_of(as_of):
+            yield
+
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, as_of: str | PastCommit | None = None,
                show_expired: bool = False, follow_owner: bool = False, **overrides: Any) -> list:
