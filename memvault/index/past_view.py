@@ -101,20 +101,24 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
         hidden = _created_after(today.conn, past)  # while git works
         since, *work_tree = (job.result() for job in asked)
     changed = set(since).union(*work_tree, (path for path in pending.values() if path))
-    hidden |= _hidden_rows(today.conn, changed, set(pending))
+    by_path = _rows_of(today.conn, "path", changed)  # their files: `changed` names them
+    hidden |= by_path | _rows_of(today.conn, "id", set(pending))
     if len(hidden) > MOST_CHANGED * max(db.newest_rowid(today.conn), 1):
         return None
     _hide(today.conn, hidden)
     # The files the commit held of those hidden, and the turns whose context holds one of them.
-    hidden |= _context_neighbours(today.conn, _turn_keys(today.conn, hidden))
-    wanted = {rel for rel in changed if since.get(rel) != "A"} | (_paths_of(today.conn, hidden) - changed)
+    around = _context_neighbours(today.conn, _hidden_turns(today.conn))
+    _hide(today.conn, around)
+    hidden |= around
+    wanted = {rel for rel in changed if since.get(rel) != "A"} | (_paths_of(today.conn, hidden - by_path) - changed)
     entries = _first_of_each_id(live_files_at(git, past, sorted(wanted)))
     around = _context_neighbours(today.conn, [(entry.conversation_id, entry.created_at.timestamp(), OFFSET)
                                               for _, entry in entries if entry.role in TURN_ROLES], hidden)
     if around:
+        _hide(today.conn, around)
         hidden |= around
-        entries = _first_of_each_id(entries + live_files_at(git, past, sorted(_paths_of(today.conn, around) - wanted)))
-    _hide(today.conn, hidden)
+        more = _paths_of(today.conn, around) - changed - wanted
+        entries = _first_of_each_id(entries + live_files_at(git, past, sorted(more)))
     root = vault.state_dir / "asof"
     root.mkdir(parents=True, exist_ok=True)
     folder = root / f"{past.sha}-{_key(entries)}"
@@ -131,14 +135,10 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
     return PastView(today, small, hidden)
 
 
-def _hidden_rows(conn: Any, changed: set[str], pending_ids: set[str]) -> set[int]:
-    """Today's rows of these files, and of these ids (the journal's)."""
-    found: set[int] = set()
-    for column, values in (("path", changed), ("id", pending_ids)):
-        found |= {rowid for rowid, in conn.execute(
-            f"SELECT rowid FROM entries WHERE {column} IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(values)),))}
-    return found
+def _rows_of(conn: Any, column: str, values: set[str]) -> set[int]:
+    """Today's rows whose `column` (path or id) is one of these."""
+    return {rowid for rowid, in conn.execute(f"SELECT rowid FROM entries WHERE {column} IN "
+                                             "(SELECT value FROM json_each(?))", (json.dumps(list(values)),))}
 
 
 def _created_after(conn: Any, past: PastCommit) -> set[int]:
@@ -149,27 +149,26 @@ def _created_after(conn: Any, past: PastCommit) -> set[int]:
 
 
 def _hide(conn: Any, rowids: Iterable[int]) -> None:
-    """(Re)fill this connection's temp.hidden with these rowids."""
+    """Add these rowids to this connection's temp.hidden."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS hidden (rowid INTEGER PRIMARY KEY)")
-    conn.execute("DELETE FROM temp.hidden")
-    conn.execute("INSERT INTO temp.hidden SELECT value FROM json_each(?)", (json.dumps(sorted(rowids)),))
+    conn.execute("INSERT OR IGNORE INTO temp.hidden SELECT value FROM json_each(?)", (json.dumps(list(rowids)),))
 
 
-def _paths_of(conn: Any, rowids: Iterable[int]) -> set[str]:
+def _paths_of(conn: Any, rowids: set[int]) -> set[str]:
     return {path for path, in conn.execute("SELECT path FROM entries WHERE rowid IN (SELECT value FROM json_each(?))",
-                                           (json.dumps(sorted(rowids)),))}
+                                           (json.dumps(list(rowids)),))}
 
 
-def _turn_keys(conn: Any, rowids: Iterable[int]) -> list[tuple[str, float, int]]:
-    """(conversation, created_at, rowid) of the turns among these rows."""
-    return conn.execute(f"SELECT conversation_id, created_at, rowid FROM entries WHERE {_TURNS} AND rowid IN "
-                        "(SELECT value FROM json_each(?))", (json.dumps(sorted(rowids)),)).fetchall()
+def _hidden_turns(conn: Any) -> list[tuple[str, float, int]]:
+    """(conversation, created_at, rowid) of the hidden turns, in that order."""
+    return conn.execute(f"SELECT e.conversation_id, e.created_at, e.rowid FROM ({HIDDEN}) h JOIN entries e "
+                        f"ON e.rowid = h.rowid WHERE e.{_TURNS} ORDER BY 1, 2, 3").fetchall()
 
 
 def _context_neighbours(conn: Any, turns: Sequence[tuple[str, float, int]], hidden: set[int] | None = None) -> set[int]:
     """Today's visible turns within CONTEXT_TURNS of these turns (conversation, created_at, rowid) in
     time order: their lexical context holds one of them. Without `hidden`, these turns are today's
-    hidden ones (temp.hidden), whose runs are walked whole: the visible turns inside a run's span, and
+    hidden ones (temp.hidden), sorted, whose runs are walked whole: the visible turns inside a run's span, and
     CONTEXT_TURNS on each side of it. With it, the turns are the commit's (not today's rows)."""
     found: set[int] = set()
     if hidden is not None:  # a few past turns: the visible turns beside each
@@ -181,7 +180,6 @@ def _context_neighbours(conn: Any, turns: Sequence[tuple[str, float, int]], hidd
     for conversation, created_at, rowid in turns:
         by_conversation.setdefault(conversation, []).append((created_at, rowid))
     for conversation, keys in by_conversation.items():
-        keys.sort()
         (first_at, first), (last_at, last) = keys[0], keys[-1]
         inside = conn.execute(
             f"SELECT created_at, rowid FROM entries WHERE conversation_id = ? AND {_TURNS} "
