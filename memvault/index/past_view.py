@@ -142,10 +142,9 @@ def _rows_of(conn: Any, column: str, values: set[str]) -> set[int]:
 
 
 def _created_after(conn: Any, past: PastCommit) -> set[int]:
-    """Today's rows created after the commit's moment (through the timeline index: a scan of `entries`
-    itself reads every text)."""
+    """Today's rows created after the commit's moment."""
     return {rowid for rowid, in conn.execute(
-        "SELECT rowid FROM entries INDEXED BY entries_timeline WHERE created_at > ?", (past.moment.timestamp(),))}
+        "SELECT rowid FROM entries WHERE created_at > ?", (past.moment.timestamp(),))}
 
 
 def _hide(conn: Any, rowids: Iterable[int]) -> None:
@@ -230,7 +229,15 @@ def _build(small: IndexStore, vault: Vault, embedder: Embedder, past: PastCommit
     small.clear()
     small.begin_build(f"the files changed since {past.sha[:12]}")
     texts = {entry.hash: entry.text for _, entry in entries}
-    known = vectors_of(vault.state_dir / FILE_NAME, embedder.identity, texts)
+    # The vectors of texts today's row of the same file still holds (a turn beside a change), by its
+    # path; the others looked for among all of today's rows (a scan: no index of texts).
+    same = today.conn.execute("SELECT rowid, text FROM entries WHERE path IN (SELECT value FROM json_each(?)) "
+                              "AND text_hash IN (SELECT value FROM json_each(?))",
+                              (json.dumps([str(rel) for rel, _ in entries]), json.dumps(list(texts)))).fetchall()
+    vectors = today.vectors([rowid for rowid, _ in same])
+    known = {text: vectors[rowid] for rowid, text in same if rowid in vectors}
+    known |= vectors_of(vault.state_dir / FILE_NAME, embedder.identity,
+                        {key: text for key, text in texts.items() if text not in known})
     write_entries(small, KnownVectors(embedder, list(texts.values()), known),
                   [Pending(rel, entry, entry.hash) for rel, entry in entries])
     # A turn's context is the view's turns around it, not the small index's alone.
