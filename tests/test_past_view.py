@@ -140,3 +140,37 @@ def test_the_view_hides_no_more_than_what_changed(vault, monkeypatch):
         then = whole.count()
     assert today - hidden + small == then  # the view's rows are the commit's, one for one
     assert 0 < small < then and 0 < hidden < today
+
+
+def test_an_erase_leaves_no_past_search_the_erased_text(tmp_path, monkeypatch):
+    """The commit's versions of the files changed since live in a small index on disk: an erase (a
+    history rewrite) must leave none that a search as of a commit from before it could read."""
+    import memvault.index.past_view as past_view
+    from memvault.core import Memvault
+    from memvault.vault.format.entry import Entry
+
+    monkeypatch.setattr(past_view, "MOST_CHANGED", 1.0)  # the view, in a vault this small
+    root = tmp_path / "v"
+    with isolated_env(tmp_path / "home"):
+        with dated(BEFORE):
+            core = Memvault.open(settings_for(root), create=True)
+            [secret, *_] = core.add_entries([Entry("Dave hides marbles under the stairs.", conversation_id="c"),
+                                            Entry("Dave likes chess.", conversation_id="c"),
+                                            Entry("Dave drinks tea at noon.", conversation_id="c")], "memvault add")
+            core.search("Dave")
+        with dated(YESTERDAY):
+            core.update(secret.id, text="Dave hides coins under the stairs.")  # then: in the small index
+        before = core.resolve_as_of(BEFORE)
+
+        def texts(past) -> str:
+            with core.index_as_of(past) as (view, _):
+                assert isinstance(view, past_view.PastView)
+            return repr([hit.text for hit in core.search("what does Dave hide", as_of=past, score_threshold=0.0)])
+
+        assert "marbles" in texts(before) and "coins" not in texts(before)
+        core.erase([secret.id], reason="test")
+        after = core.resolve_as_of(before.sha)  # the old id answers through the commit map
+        assert "marbles" not in texts(after) and "chess" in texts(after)
+        kept = [p for p in (root / ".memvault" / "asof").rglob("*") if p.is_file()]
+        assert kept and not any(b"marbles" in p.read_bytes() for p in kept)
+        core.close()
