@@ -35,7 +35,7 @@ def vault(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("view") / "v"
     with isolated_env(tmp_path_factory.mktemp("home")):
-        at = noon(BEFORE)
+        at = noon(BEFORE) - timedelta(hours=6)  # before the day's commits (noon): rows today's index serves
         with dated(BEFORE):
             core = Memvault.open(settings_for(root), create=True)
             turns = [Entry(text, role="user" if i % 2 == 0 else "assistant", conversation_id="chat",

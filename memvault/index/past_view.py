@@ -99,8 +99,13 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
             asked += [pool.submit(uncommitted, git, False), pool.submit(uncommitted, git, True)]
         pending = journal.peek(vault.state_dir)
         hidden = _created_after(today.conn, past)  # while git works
-        since, *work_tree = (job.result() for job in asked)
+        (since, moved), *work_tree = (job.result() for job in asked)
     changed = set(since).union(*work_tree, (path for path in pending.values() if path))
+    for new, old in list(moved.items()):  # a file moved and then changed: as if deleted and added
+        if new in changed:
+            since |= {old: "D", new: "A"}
+            changed |= {old, new}
+            del moved[new]
     by_path = _rows_of(today.conn, "path", changed)  # their files: `changed` names them
     hidden |= by_path | _rows_of(today.conn, "id", set(pending))
     if len(hidden) > MOST_CHANGED * max(db.newest_rowid(today.conn), 1):
@@ -110,14 +115,16 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
     around = _context_neighbours(today.conn, _hidden_turns(today.conn))
     _hide(today.conn, around)
     hidden |= around
-    wanted = {rel for rel in changed if since.get(rel) != "A"} | (_paths_of(today.conn, hidden - by_path) - changed)
+    # (a file only moved since was at its old path then)
+    wanted = {rel for rel in changed if since.get(rel) != "A"} | {
+        moved.get(rel, rel) for rel in _paths_of(today.conn, hidden - by_path) - changed}
     entries = _first_of_each_id(live_files_at(git, past, sorted(wanted)))
     around = _context_neighbours(today.conn, [(entry.conversation_id, entry.created_at.timestamp(), OFFSET)
                                               for _, entry in entries if entry.role in TURN_ROLES], hidden)
     if around:
         _hide(today.conn, around)
         hidden |= around
-        more = _paths_of(today.conn, around) - changed - wanted
+        more = {moved.get(rel, rel) for rel in _paths_of(today.conn, around) - changed} - wanted
         entries = _first_of_each_id(entries + live_files_at(git, past, sorted(more)))
     root = vault.state_dir / "asof"
     root.mkdir(parents=True, exist_ok=True)
@@ -132,13 +139,20 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
             raise
     os.utime(folder)  # most recently used: evicted last
     evict(root, keep=KEEP)
-    return PastView(today, small, hidden)
+    return PastView(today, small, hidden, _moved_rows(today.conn, moved))
 
 
 def _rows_of(conn: Any, column: str, values: set[str]) -> set[int]:
     """Today's rows whose `column` (path or id) is one of these."""
     return {rowid for rowid, in conn.execute(f"SELECT rowid FROM entries WHERE {column} IN "
                                              "(SELECT value FROM json_each(?))", (json.dumps(list(values)),))}
+
+
+def _moved_rows(conn: Any, moved: dict[str, str]) -> dict[int, str]:
+    """rowid -> the commit's path, of today's rows of files only moved since (their rows are the commit's
+    otherwise: the view shows them at the path they had)."""
+    return {rowid: moved[path] for rowid, path in conn.execute(
+        "SELECT rowid, path FROM entries WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(list(moved)),))}
 
 
 def _created_after(conn: Any, past: PastCommit) -> set[int]:
@@ -306,7 +320,7 @@ class PastView:
     minus the hidden ones and the small index's rows (their rowids OFFSET up). `conn` reads `entries`
     and `relations` as one (temporary views)."""
 
-    def __init__(self, today: TodayPart, small: _SmallStore, hidden: set[int]) -> None:
+    def __init__(self, today: TodayPart, small: _SmallStore, hidden: set[int], moved: dict[int, str]) -> None:
         import numpy as np
 
         # The reads that list see `entries` and `relations` as the view's: a connection of their own,
@@ -319,11 +333,16 @@ class PastView:
         today.view = small.view = self  # their walks are ranked against the view's rows
         _hide(unified, hidden)
         unified.execute("ATTACH DATABASE ? AS past", (str(small.path),))
+        self.moved = moved
+        unified.execute("CREATE TEMP TABLE moved (rowid INTEGER PRIMARY KEY, path TEXT)")
+        unified.execute("INSERT INTO temp.moved SELECT key, value FROM json_each(?)", (json.dumps(moved),))
         columns = ", ".join(db.ENTRY_COLUMNS)
+        then = columns.replace("path", "coalesce((SELECT m.path FROM temp.moved m WHERE m.rowid = e.rowid), e.path) "
+                                       "AS path", 1)
         relation_columns = "source, source_key, relationship, destination, destination_key, category"
         unified.execute(
-            f"CREATE TEMP VIEW entries AS SELECT rowid AS rowid, {columns} FROM main.entries "
-            f"WHERE rowid NOT IN ({HIDDEN}) UNION ALL SELECT rowid + {OFFSET} AS rowid, {columns} FROM past.entries")
+            f"CREATE TEMP VIEW entries AS SELECT e.rowid AS rowid, {then} FROM main.entries e "
+            f"WHERE e.rowid NOT IN ({HIDDEN}) UNION ALL SELECT rowid + {OFFSET} AS rowid, {columns} FROM past.entries")
         unified.execute(
             f"CREATE TEMP VIEW relations AS SELECT rowid AS rowid, entry_rowid, {relation_columns} FROM main.relations "
             f"WHERE entry_rowid NOT IN ({HIDDEN}) UNION ALL SELECT rowid + {OFFSET} AS rowid, entry_rowid + {OFFSET} "
@@ -398,6 +417,8 @@ class PastView:
     def rows(self, rowids: Iterable[int]) -> dict[int, dict[str, Any]]:
         mine, theirs = _split(rowids)
         found = self.today.rows(mine)
+        for rowid in found.keys() & self.moved.keys():
+            found[rowid]["path"] = self.moved[rowid]
         for rowid, row in self.small.rows(theirs).items():
             found[OFFSET + rowid] = {**row, "rowid": OFFSET + rowid}
         return found

@@ -186,15 +186,31 @@ def changed_since(git: VaultGit, past: PastCommit) -> set[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def changed_between(git: VaultGit, past: PastCommit) -> dict[str, str]:
+def changed_between(git: VaultGit, past: PastCommit) -> tuple[dict[str, str], dict[str, str]]:
     """The entry files (vault-relative paths) whose bytes at HEAD are not those of `past`, each with
-    git's letter for how (A: added since, so `past` lacks it; M, D, T: `past` holds it): one tree-to-tree
-    `git diff`, which reads only the trees that differ and never the work tree (0.3 s at 1M files for
-    100k changed, where `changed_since` stats every file)."""
-    out = git.run("diff", "--name-status", "--no-renames", "-z", past.sha, "HEAD", "--",
+    git's letter for how (A: added since, so `past` lacks it; M, D, T: `past` holds it), and apart the
+    files only moved since, bytes unchanged (HEAD's path -> `past`'s: `relayout` moves every file): one
+    tree-to-tree `git diff`, which reads only the trees that differ and never the work tree (0.3 s at 1M
+    files for 100k added; 1.4 s at 100k for 90k moved, busy machine), where `changed_since` stats every file."""
+    out = git.run("diff", "--name-status", "--find-renames=100%", "-z", past.sha, "HEAD", "--",
                   git.repo_path(layout.ENTRIES)).split("\0")
     in_vault = _vault_paths(git)
-    return {in_vault(repo_rel): status[:1] for status, repo_rel in zip(out[0::2], out[1::2], strict=False) if repo_rel}
+    changed: dict[str, str] = {}
+    moved: dict[str, str] = {}
+    at = 0
+    while at < len(out) - 1:
+        status = out[at]
+        if status.startswith(("R", "C")):  # a copy's source stays where it was: only its new path changed
+            old, new = in_vault(out[at + 1]), in_vault(out[at + 2])
+            if status.startswith("R"):
+                moved[new] = old
+            else:
+                changed[new] = "A"
+            at += 3
+        else:
+            changed[in_vault(out[at + 1])] = status[:1]
+            at += 2
+    return changed, moved
 
 
 def uncommitted(git: VaultGit, staged: bool) -> set[str]:
