@@ -16,7 +16,7 @@ from tests.support.server import isolated_env
 from tests.support.ui import BEFORE, YESTERDAY, dated, noon, settings_for
 
 QUERIES = ("green tea", "where does Alice live", "the violin lesson", "what did I say about Lisbon",
-           "Bob plays music", "a trip to Porto")
+           "Bob plays music", "a trip to Porto", "ferns and moss")
 TURNS = ("I had green tea in Lisbon this morning.", "Lisbon is sunny and the tea was hot.",
          "Tomorrow I take the train to Porto.", "My violin lesson moved to Thursday.",
          "Bob says the violin lesson was great.", "We ate pastries after the lesson.",
@@ -48,8 +48,8 @@ def vault(tmp_path_factory):
                       created_at=at + timedelta(hours=1, seconds=1)),
                 Entry("Bob plays the violin.", conversation_id="alice", subject="Bob", predicate="PLAYS",
                       object="violin", created_at=at + timedelta(hours=1, seconds=2)),
-                Entry("Alice visited Porto in May.", conversation_id="alice",
-                      created_at=at + timedelta(hours=1, seconds=3)),
+                Entry("Alice visited Porto in May.", conversation_id="alice",  # after its commit's moment
+                      created_at=noon(BEFORE) + timedelta(hours=1)),
                 Entry("Carol teaches the violin lesson.", conversation_id="alice",
                       created_at=at + timedelta(hours=1, seconds=4)),
             ], "memvault add")
@@ -58,6 +58,14 @@ def vault(tmp_path_factory):
             core.add_entries([Entry(f"Project {name} ships in {month}.", conversation_id="work",  # never changed
                                     created_at=at + timedelta(hours=2, seconds=i))
                               for i, (name, month) in enumerate(projects)], "memvault add")
+            # The same words in two files, the later path written first: ties go in the commit's order.
+            core.add_entries([Entry("Ferns like shade.", conversation_id="zeta", created_at=at + timedelta(hours=3))],
+                             "memvault add")
+            core.add_entries([Entry("Ferns like shade.", conversation_id="alpha", created_at=at + timedelta(hours=3))],
+                             "memvault add")
+            moss = core.add_entries([Entry("Moss likes damp stones.", conversation_id="alice",
+                                           created_at=at + timedelta(hours=3, seconds=i)) for i in (1, 2)],
+                                    "memvault add")
             core.search("tea")  # today's index open: later writes reach it at once
         later = noon(YESTERDAY)
         with dated(YESTERDAY):
@@ -68,9 +76,10 @@ def vault(tmp_path_factory):
                                     created_at=later + timedelta(minutes=i)) for i in range(3)], "memvault chat")
             core.add_entries([Entry("Dave plays the violin too.", conversation_id="alice", created_at=later)],
                              "memvault add")  # an addition
-            [moved] = [p for p in (root / "entries" / "alice" / "facts").rglob("*.md") if facts[3].id in p.name]
-            git(root, "mv", str(moved), str(moved.with_name("20200101T000000000Z__" + facts[3].id + ".md")))
-            git(root, "commit", "-qm", "a fact renamed by hand")
+            for name, memory in (("20200101T000000000Z", facts[3]), ("20200102T000000000Z", moss[1])):
+                [moved] = [p for p in (root / "entries" / "alice" / "facts").rglob("*.md") if memory.id in p.name]
+                git(root, "mv", str(moved), str(moved.with_name(f"{name}__{memory.id}.md")))  # sorts first now
+            git(root, "commit", "-qm", "two facts renamed by hand")
         core.reindex()
         # The work tree since: a hand edit indexed but not committed, and a file git does not track.
         [edited] = [p for p in (root / "entries" / "alice" / "facts").rglob("*.md") if facts[1].id in p.name]
