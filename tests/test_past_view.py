@@ -183,3 +183,36 @@ def test_an_erase_leaves_no_past_search_the_erased_text(tmp_path, monkeypatch):
         kept = [p for p in (root / ".memvault" / "asof").rglob("*") if p.is_file()]
         assert kept and not any(b"marbles" in p.read_bytes() for p in kept)
         core.close()
+
+
+def test_a_write_todays_index_has_not_caught_up_with_is_read_from_git(tmp_path, monkeypatch):
+    """Above WORK_TREE_CHECK_MAX rows the work tree is not stat'ed: an entry written while today's index
+    was closed (its journal) must still be read from the commit, not from today's stale row."""
+    import memvault.index.past_view as past_view
+    from memvault.core import Memvault
+    from memvault.index.past import past_index
+    from memvault.vault.format.entry import Entry
+
+    monkeypatch.setattr(past_view, "MOST_CHANGED", 1.0)
+    monkeypatch.setattr(past_view, "WORK_TREE_CHECK_MAX", 0)  # as a vault of 1M rows
+    root = tmp_path / "v"
+    with isolated_env(tmp_path / "home"):
+        with dated(BEFORE):
+            core = Memvault.open(settings_for(root), create=True)
+            at = noon(BEFORE) - timedelta(hours=6)  # before the commit's moment: today's rows serve them
+            [fact, _] = core.add_entries([Entry("Carol collects stamps.", conversation_id="c", created_at=at),
+                                          Entry("Carol likes tea.", conversation_id="c", created_at=at)],
+                                         "memvault add")
+            core.search("stamps")  # today's index caught up
+        core.close()
+        with dated(YESTERDAY):
+            core = Memvault.open(settings_for(root))  # index closed: this write is journalled
+            core.update(fact.id, text="Carol collects shells.")
+        past = core.resolve_as_of("HEAD")
+        with core.index_as_of(past) as (view, _):
+            assert isinstance(view, past_view.PastView)
+            seen = sorted(row["text"] for row in view.select())
+        with past_index(core.vault, core.embedder(), past) as whole:
+            assert seen == sorted(row["text"] for row in whole.select()) == ["Carol collects shells.",
+                                                                              "Carol likes tea."]
+        core.close()

@@ -143,9 +143,10 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
 
 
 def _rows_of(conn: Any, column: str, values: set[str]) -> set[int]:
-    """Today's rows whose `column` (path or id) is one of these."""
-    return {rowid for rowid, in conn.execute(f"SELECT rowid FROM entries WHERE {column} IN "
-                                             "(SELECT value FROM json_each(?))", (json.dumps(list(values)),))}
+    """Today's rows whose `column` (path or id) is one of these (the list walked, each looked up: twice as
+    fast as `IN (...)` for 100k paths)."""
+    return {rowid for rowid, in conn.execute(f"SELECT e.rowid FROM json_each(?) j CROSS JOIN entries e "
+                                             f"ON e.{column} = j.value", (json.dumps(list(values)),))}
 
 
 def _moved_rows(conn: Any, moved: dict[str, str]) -> dict[int, str]:
@@ -173,9 +174,11 @@ def _paths_of(conn: Any, rowids: set[int]) -> set[str]:
 
 
 def _hidden_turns(conn: Any) -> list[tuple[str, float, int]]:
-    """(conversation, created_at, rowid) of the hidden turns, in that order."""
-    return conn.execute(f"SELECT e.conversation_id, e.created_at, e.rowid FROM ({HIDDEN}) h JOIN entries e "
-                        f"ON e.rowid = h.rowid WHERE e.{_TURNS} ORDER BY 1, 2, 3").fetchall()
+    """(conversation, created_at, rowid) of the hidden turns, in that order (filtered and sorted here: with
+    either in the SQL the planner walks `entries` by an index and probes the hidden rows, 7 times slower)."""
+    return sorted((conversation, created_at, rowid) for conversation, created_at, rowid, role in conn.execute(
+        f"SELECT e.conversation_id, e.created_at, e.rowid, e.role FROM ({HIDDEN}) h JOIN entries e "
+        "ON e.rowid = h.rowid") if role in TURN_ROLES)
 
 
 def _context_neighbours(conn: Any, turns: Sequence[tuple[str, float, int]], hidden: set[int] | None = None) -> set[int]:
