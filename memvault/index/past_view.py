@@ -3,9 +3,11 @@
 A past index (past.py) parses, embeds and indexes every file of the commit: minutes at 1M memories,
 while a month back most of them read today as they read then. The view takes today's index for those,
 read-only and never caught up, and hides its rows that may not say what the commit said:
-- the files a tree-to-tree `git diff <commit> HEAD` names (edited, deleted or added since);
-- the work tree's and git's index's own changes (`git diff-files`, `git diff-index --cached`: a hand
-  edit today's index may already hold), and the entries of today's journal (written since it caught up);
+- the files a tree-to-tree `git diff <commit> HEAD` names (edited, deleted or added since; a file only
+  moved keeps today's row, shown at the path it had);
+- the entries of today's journal (written since it caught up), and up to WORK_TREE_CHECK_MAX rows the
+  work tree's and git's index's own changes (`git diff-files`, `git diff-index --cached`: a hand edit
+  today's index may already hold; they stat every file, 6-8 s at 1M on a busy machine);
 - rows created after the commit's moment (a file git does not track yet, a proxy's turn on its way to
   its commit: no diff names it);
 - the turns whose lexical context (index.fts: the turns around them) holds a turn hidden or changed.
@@ -21,8 +23,10 @@ the few files changed, not the vault.
 Not used (past.py builds the whole past instead) when today's index is missing, of another model or
 schema, or unfinished, or when most of it changed since the commit (then the view would be a whole
 past index anyway, and past.py's is kept per commit).
-Limit: a file git does not track, with a creation time at or before the commit's moment, that today's
-index already holds (a hand-written file backdated, not yet committed) shows in the past.
+Limits, of what today's index already holds and no commit does yet: a file git does not track with a
+creation time at or before the commit's moment (a hand-written file, backdated) shows in the past; and
+above WORK_TREE_CHECK_MAX rows, a tracked file edited by hand reads as it reads today in a past it was
+unchanged since (`memvault sync` or `doctor --fix` commits such edits).
 """
 
 from __future__ import annotations
@@ -86,12 +90,35 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
 
     from memvault.index.past import KEEP, evict
 
+    found = _hidden(vault, past, today)
+    if found is None:
+        return None
+    hidden, entries, moved = found
+    root = vault.state_dir / "asof"
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / f"{past.sha}-{_key(entries)}"
+    with FileLock(str(root / f"{folder.name}.lock")):  # two processes never build the same one at once
+        small = _SmallStore.open(folder, embedder.identity, embedder.dims)
+        try:
+            if small.rebuilt or small.build_incomplete:
+                _build(small, vault, embedder, past, entries, today)
+        except BaseException:
+            small.close()
+            raise
+    os.utime(folder)  # most recently used: evicted last
+    evict(root, keep=KEEP)
+    return PastView(today, small, hidden, _moved_rows(today.conn, moved))
+
+
+def _hidden(vault: Vault, past: PastCommit, today: TodayPart
+            ) -> tuple[set[int], list[tuple[PurePosixPath, Entry]], dict[str, str]] | None:
+    """(today's rows hidden, the commit's entries that stand for them, the files only moved since: today's
+    path -> then), their rowids also in today's temp.hidden; None when most of today's rows changed since."""
     # Today's index as it stood before git is asked: what changed after is in git's answers.
     today.conn.execute("BEGIN")
     today.conn.execute("SELECT 1 FROM entries LIMIT 1").fetchall()
     git = vault.git
-    # The work tree's own changes cost a stat of every file (6 s at 1M files on a busy machine): asked
-    # only of a vault up to WORK_TREE_CHECK_MAX rows (see the module's limit).
+    # The work tree's own changes cost a stat of every file: asked only up to WORK_TREE_CHECK_MAX rows.
     work_tree_too = db.newest_rowid(today.conn) <= WORK_TREE_CHECK_MAX
     with ThreadPoolExecutor(3) as pool:  # git's processes run side by side
         asked = [pool.submit(changed_between, git, past)]
@@ -111,11 +138,11 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
     if len(hidden) > MOST_CHANGED * max(db.newest_rowid(today.conn), 1):
         return None
     _hide(today.conn, hidden)
-    # The files the commit held of those hidden, and the turns whose context holds one of them.
+    # The files the commit held of those hidden (a file only moved since at the path it had then), and
+    # the turns whose context holds one of them, today's or the commit's.
     around = _context_neighbours(today.conn, _hidden_turns(today.conn))
     _hide(today.conn, around)
     hidden |= around
-    # (a file only moved since was at its old path then)
     wanted = {rel for rel in changed if since.get(rel) != "A"} | {
         moved.get(rel, rel) for rel in _paths_of(today.conn, hidden - by_path) - changed}
     entries = _first_of_each_id(live_files_at(git, past, sorted(wanted)))
@@ -126,20 +153,7 @@ def _open(vault: Vault, embedder: Embedder, past: PastCommit, today: TodayPart) 
         hidden |= around
         more = {moved.get(rel, rel) for rel in _paths_of(today.conn, around) - changed} - wanted
         entries = _first_of_each_id(entries + live_files_at(git, past, sorted(more)))
-    root = vault.state_dir / "asof"
-    root.mkdir(parents=True, exist_ok=True)
-    folder = root / f"{past.sha}-{_key(entries)}"
-    with FileLock(str(root / f"{folder.name}.lock")):  # two processes never build the same one at once
-        small = _SmallStore.open(folder, embedder.identity, embedder.dims)
-        try:
-            if small.rebuilt or small.build_incomplete:
-                _build(small, vault, embedder, past, entries, today)
-        except BaseException:
-            small.close()
-            raise
-    os.utime(folder)  # most recently used: evicted last
-    evict(root, keep=KEEP)
-    return PastView(today, small, hidden, _moved_rows(today.conn, moved))
+    return hidden, entries, moved
 
 
 def _rows_of(conn: Any, column: str, values: set[str]) -> set[int]:
