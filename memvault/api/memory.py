@@ -252,13 +252,14 @@ class Memory:
             self._sync_once()
         overrides = {"reranker": ""} if not rerank else {}
         as_of = self._core.resolve_as_of(as_of)  # once: the hits and their relations read the same past
-        hits = self._core.search(query, None, scopes, memories_matching(filters), top_k=top_k,
-                                 score_threshold=threshold, as_of=as_of, show_expired=show_expired, **overrides)
+        with self._core.holding_past(as_of):  # opened once for both
+            hits = self._core.search(query, None, scopes, memories_matching(filters), top_k=top_k,
+                                     score_threshold=threshold, as_of=as_of, show_expired=show_expired, **overrides)
+            # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
+            # names entities that have relations (graph.enabled, on by default).
+            relations = self._core.relations(query, None, scopes, memories_matching(filters), as_of=as_of,
+                                             show_expired=show_expired)
         found: dict[str, Any] = {"results": [item_from_hit(hit, explain) for hit in hits]}
-        # mem0's graph memory, derived from the facts' triples (no graph server): listed when the query
-        # names entities that have relations (graph.enabled, on by default).
-        relations = self._core.relations(query, None, scopes, memories_matching(filters), as_of=as_of,
-                                         show_expired=show_expired)
         if relations:
             found["relations"] = [relation.to_dict() for relation in relations]
         return found

@@ -142,6 +142,7 @@ class Memvault:
     # searching
     resolve_as_of = forward(Searching.resolve_as_of)
     index_as_of = forward(Searching.index_as_of)
+    holding_past = forward(Searching.holding_past)
     search = forward(Searching.search)
     select = forward(Searching.select)
     entities = forward(Searching.entities)

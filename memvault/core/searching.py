@@ -64,7 +64,9 @@ class Searching:
     @contextmanager
     def index_as_of(self, as_of: str | PastCommit | None, ranking: bool = True) -> Iterator[tuple[Any, Any]]:
         """(index, the moment it stands for): today's, caught up with every write (moment None: now),
-        or for `as_of` the past's own cached index (memvault.index.past), today's not even opened.
+        or for `as_of` a past's view (memvault.index.past_view: today's index read as it stands, never
+        caught up nor written, with what changed since hidden and the commit's versions beside it), or
+        where it cannot serve the past's own cached index (memvault.index.past).
         Without `ranking` (reads that list, count or walk the graph) the past is only its rows
         (memvault.index.past_rows): no vectors to embed, a first visit costs a git diff, not a build.
         Nested in this thread, the past opened outside is used again when it serves (a page of several
@@ -80,8 +82,12 @@ class Searching:
             return
         if ranking:
             from memvault.index.past import past_index
+            from memvault.index.past_view import past_view
 
-            opened = past_index(self.vault, self.storage.embedder(), past)
+            embedder = self.storage.embedder()
+            # Today's index with what changed since hidden, else (no usable index today, or most of it
+            # changed since) the past's own index, built once.
+            opened = past_view(self.vault, embedder, past) or past_index(self.vault, embedder, past)
             held = opened  # closed when the block ends
         else:
             from memvault.index.past_rows import past_rows
@@ -94,6 +100,16 @@ class Searching:
                 yield opened, past.moment
             finally:
                 HELD.past = outer
+
+    @contextmanager
+    def holding_past(self, as_of: PastCommit | None) -> Iterator[None]:
+        """Keep the past `as_of` stands for open while the block runs (nothing for today): a search and
+        the relations beside it read one past, opened once (`index_as_of` nests)."""
+        if as_of is None:
+            yield
+            return
+        with self.index_as_of(as_of):
+            yield
 
     def search(self, query: str, conversation: str | None = None, scopes: dict[str, Any] | None = None,
                filters: dict | None = None, include_global: bool = True, as_of: str | PastCommit | None = None,

@@ -29,8 +29,13 @@ def write_fts(conn: Any, rowids: Iterable[int], fresh: bool = False) -> None:
         found = _around(conn, rowid)
         if found is not None:
             text, created_at, context = found
-            conn.execute("INSERT INTO entries_fts (rowid, body, context, date) VALUES (?, ?, ?, ?)",
-                         (rowid, normalise(text), normalise(" ".join(t for _, t in context)), date_words(created_at)))
+            insert_fts(conn, rowid, text, created_at, [t for _, t in context])
+
+
+def insert_fts(conn: Any, rowid: int, text: str, created_at: float, context: list[str]) -> None:
+    """Write the FTS row of one entry from its text, time and its context's texts (in time order)."""
+    conn.execute("INSERT INTO entries_fts (rowid, body, context, date) VALUES (?, ?, ?, ?)",
+                 (rowid, normalise(text), normalise(" ".join(context)), date_words(created_at)))
 
 
 def _around(conn: Any, rowid: int) -> tuple[str, float, list[tuple[int, str]]] | None:

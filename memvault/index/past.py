@@ -42,7 +42,7 @@ def past_index(vault: Vault, embedder: Embedder, past: PastCommit) -> IndexStore
         if index.rebuilt or index.build_incomplete:
             _build(index, vault, embedder, past)
     os.utime(root / past.sha)  # most recently used: evicted last
-    _evict(root, keep=KEEP)
+    evict(root, keep=KEEP)
     return index
 
 
@@ -98,7 +98,7 @@ def vectors_of(path: Path, identity: str, texts: dict[str, str]) -> dict[str, An
         conn.close()
 
 
-def _evict(root: Path, keep: int) -> None:
+def evict(root: Path, keep: int) -> None:
     """Remove all but the `keep` most recently used past indexes."""
     folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
     for folder in folders[keep:]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from memvault.index import db
 from memvault.index.db import guarded, ids_json
-from memvault.index.ranking import bm25_of_shares, fts5_bm25
+from memvault.index.ranking import bm25_given, bm25_of_shares, fts5_bm25
 from memvault.index.snapshot import Snapshot
 from memvault.index.text import TURN_ROLES, fts_expression, fts_query, query_terms
 
@@ -59,15 +59,26 @@ class Walk:
     match: str
     floor: int = 0
     shares: tuple[float, ...] | None = None
+    # (rows, their mean length) and each word's count of rows, of the rows ranked against when they are
+    # not this table's own (a past's view: index.past_view); None: the table's own.
+    corpus: tuple[int, float] | None = None
+    holding: tuple[int, ...] = ()
 
     @property
     def rank(self) -> str:
         """The rank expression (lower is better)."""
+        if self.corpus is not None:
+            return bm25_given(*self.corpus, self.holding)
         return fts5_bm25() if self.shares is None else bm25_of_shares(self.shares)
 
 
 class IndexQueries:
     """Dense and lexical queries of one index (`IndexStore`)."""
+
+    # A past's view (index.past_view) hides today's rows changed since its commit: their rowids (int64,
+    # sorted) are never a candidate of `nearest`, and `unhidden` keeps them out of a walk of the FTS rows.
+    excluded: Any = None
+    unhidden: str = ""
 
     @guarded
     def dense(self, query_vec: Any, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
@@ -165,17 +176,20 @@ class IndexQueries:
             import numpy as np
 
             return vectors.nearest(np.frombuffer(blob, dtype=np.float32), k, conversation, COARSE_SHARE,
-                                   COARSE_CANDIDATES)
+                                   COARSE_CANDIDATES, self.excluded)
+        # Rows hidden are asked for on top and dropped (sqlite-vec's KNN cannot leave rows out).
+        hidden = set() if self.excluded is None else set(self.excluded.tolist())
         scanned = self._scanned(conversation) if self.has_coarse and vectors is None else 0
         if scanned > COARSE_ABOVE:
-            wanted = max(k, COARSE_CANDIDATES, math.ceil(COARSE_SHARE * scanned))
+            wanted = max(k, COARSE_CANDIDATES, math.ceil(COARSE_SHARE * scanned)) + len(hidden)
             candidates = [rowid for rowid, in self.conn.execute(
                 f"SELECT rowid FROM {db.COARSE_TABLE} WHERE coarse MATCH vec_quantize_binary(?) AND k = ?" + scope,
-                (blob, min(wanted, db.VEC_K_MAX), *scope_params))]
+                (blob, min(wanted, db.VEC_K_MAX), *scope_params)) if rowid not in hidden]
             return self._rescored(blob, candidates)[:k]
-        found = self.conn.execute("SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?" + scope,
-                                  (blob, k, *scope_params)).fetchall()
-        return sorted(found, key=lambda hit: (hit[1], hit[0]))
+        found = [hit for hit in self.conn.execute(
+            "SELECT rowid, distance FROM entries_vec WHERE embedding MATCH ? AND k = ?" + scope,
+            (blob, min(k + len(hidden), db.VEC_K_MAX), *scope_params)) if hit[0] not in hidden]
+        return sorted(found, key=lambda hit: (hit[1], hit[0]))[:k]
 
     def current_snapshot(self) -> Snapshot | None:
         """The vectors' snapshot file (index.snapshot), caught up with the log; None when there is none
@@ -236,14 +250,19 @@ class IndexQueries:
     def lexical(self, query_text: str, k: int, where: str = "1", params: Sequence[Any] = ()) -> list[tuple[int, float]]:
         """The k best rows by BM25 for free text among `entries e WHERE <where>`:
         (rowid, score), higher is better. Empty for a query with no words."""
-        match = fts_query(query_text)
-        if match is None or k <= 0:
+        walk = self._every_match(query_text)
+        if walk is None or k <= 0:
             return []
         # The filter comes first in the SQL text so its `?` placeholders keep their positions.
-        rank = fts5_bm25()
+        rank = walk.rank
         sql = (f"SELECT e.rowid, -{rank} FROM entries e JOIN entries_fts ON entries_fts.rowid = e.rowid "
                f"WHERE ({where or '1'}) AND entries_fts MATCH ? ORDER BY {rank}, e.rowid LIMIT ?")
-        return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, match, int(k)))]
+        return [(rowid, float(score)) for rowid, score in self.conn.execute(sql, (*params, walk.match, int(k)))]
+
+    def _every_match(self, query_text: str) -> Walk | None:
+        """The walk that ranks every match of the query (None for a query with no words)."""
+        match = fts_query(query_text)
+        return None if match is None else Walk(match)
 
     @guarded
     def lexical_of(self, query_text: str, rowids: Sequence[int]) -> dict[int, float]:
@@ -285,7 +304,7 @@ class IndexQueries:
             return None
         newest = db.newest_rowid(self.conn)
         if newest <= BOUNDED_ABOVE:
-            return Walk(match)
+            return self._every_match(query_text)
         newest_matches = {word: self._newest_matches(fts_expression([word]), MATCH_BUDGET + 1) for word in words}
         rare, total = set(), 0
         for word in sorted(words, key=lambda w: newest_matches[w][0]):
@@ -331,19 +350,19 @@ class IndexQueries:
         filter (joining every match to `entries` costs more than ranking them); a filter that drops
         more falls back to `lexical`."""
         names = None if conversations is None else list(dict.fromkeys(conversations))
-        every_match = fts_query(query_text)
+        every_match = self._every_match(query_text)
         if every_match is None or k <= 0:
             return [[] for _ in names or [None]]
         # Conversations that hold few of the rows rank all their matches: the window of the newest matches
         # (`_bounded`) may hold none of theirs.
         few = names is not None and self._holds_few(names)
-        walk = Walk(every_match) if few else self._bounded(query_text)
+        walk = every_match if few else self._bounded(query_text)
         match, floor, rank = walk.match, walk.floor, walk.rank
         if names is None:
             fetch = 2 * k + FEW_LEFT_OUT
             found = [(rowid, float(score)) for rowid, score in self.conn.execute(
-                f"SELECT rowid, -{rank} AS score FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ? "
-                "ORDER BY score DESC, rowid LIMIT ?", (match, floor, fetch))]  # the rank once a row
+                f"SELECT rowid, -{rank} AS score FROM entries_fts WHERE entries_fts MATCH ? AND rowid >= ?"
+                f"{self.unhidden} ORDER BY score DESC, rowid LIMIT ?", (match, floor, fetch))]  # the rank once a row
             kept = self._kept(found, k, fetch, where, params)
             return [self.lexical(query_text, k, where, params) if kept is None else kept]
         # Each conversation's k best in one pass; bm25() cannot be called inside a window function, so

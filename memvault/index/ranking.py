@@ -19,6 +19,8 @@ from memvault.index.text import CONTEXT_WEIGHT, DATE_WEIGHT
 COLUMN_WEIGHTS = (1.0, CONTEXT_WEIGHT, DATE_WEIGHT)
 K1, B = 1.2, 0.75
 FUNCTION_NAME = "memvault_bm25"
+GIVEN_NAME = "memvault_bm25_given"
+ROW_SIZE = "memvault_row_size"  # (entries_fts, 0): a row's tokens; (entries_fts, 1): "[rows, tokens]" of the table
 
 
 def fts5_bm25() -> str:
@@ -31,9 +33,25 @@ def bm25_of_shares(shares: tuple[float, ...]) -> str:
     return f"{FUNCTION_NAME}(entries_fts" + "".join(f", {float(share)!r}" for share in shares) + ")"
 
 
+def bm25_given(rows: int, mean_length: float, holding: tuple[int, ...]) -> str:
+    """The rank expression (lower is better) of a table that holds part of the rows ranked: FTS5's bm25
+    as if the table held `rows` rows of this mean length, the phrases in `holding` of them, in order (a
+    past's view ranks today's rows and its own small index's as the past's whole index would)."""
+    return f"{GIVEN_NAME}(entries_fts, {int(rows)}, {float(mean_length)!r}" + "".join(
+        f", {int(count)}" for count in holding) + ")"
+
+
 def register(conn: Any) -> None:
-    """Make `memvault_bm25` callable on this connection."""
+    """Make `memvault_bm25` and `memvault_bm25_given` callable on this connection."""
     conn.register_fts5_function(FUNCTION_NAME, _bm25_of_shares)
+    conn.register_fts5_function(GIVEN_NAME, _bm25_given)
+    conn.register_fts5_function(ROW_SIZE, _row_size)
+
+
+def _row_size(api: Any, whole: int) -> int | str:
+    if whole:
+        return f"[{api.row_count}, {api.column_total_size(-1)}]"
+    return api.column_size(-1)
 
 
 def _bm25_of_shares(api: Any, *shares: float) -> float:
@@ -42,6 +60,20 @@ def _bm25_of_shares(api: Any, *shares: float) -> float:
         idfs = [_idf(rows, share * rows) for share in shares]
         idfs += [_idf(rows, 0.0)] * (api.phrase_count - len(idfs))
         api.aux_data = (api.column_total_size(-1) / rows, idfs)
+    return _score(api)
+
+
+def _bm25_given(api: Any, rows: int, mean_length: float, *holding: int) -> float:
+    if api.aux_data is None:
+        rows = max(int(rows), 1)
+        idfs = [_idf(rows, float(count)) for count in holding]
+        idfs += [_idf(rows, 0.0)] * (api.phrase_count - len(idfs))
+        api.aux_data = (mean_length, idfs)
+    return _score(api)
+
+
+def _score(api: Any) -> float:
+    """This row's score (negated: lower is better) from the query's (mean length, phrase weights)."""
     mean_length, idfs = api.aux_data
     length_part = K1 * (1 - B + B * api.column_size(-1) / mean_length) if mean_length else K1
     score = 0.0

@@ -158,10 +158,11 @@ class Snapshot:
         return end - start + written
 
     def nearest(self, query: Any, k: int, conversation: str | None, share: float,
-                at_least: int) -> list[tuple[int, float]]:
+                at_least: int, excluded: Any = None) -> list[tuple[int, float]]:
         """(rowid, cosine distance) of the k nearest vectors of a conversation (all when None), nearest
         first (ties by rowid): the `share` nearest by the Hamming distance of their sign bits (at least
-        `at_least`) re-scored on their floats, and every vector changed since the file."""
+        `at_least`) re-scored on their floats, and every vector changed since the file. `excluded`
+        (int64 rowids): rows that are never candidates (a past's view hides those changed since)."""
         import numpy as np
 
         query = np.asarray(query, dtype=np.float32).reshape(-1)
@@ -171,9 +172,13 @@ class Snapshot:
         if end > start:
             distances = self._hamming(query, start, end)
             distances[self._stale_positions(start, end, changes.touched)] = STALE
+            if excluded is not None:
+                distances[self._stale_positions(start, end, excluded)] = STALE
             wanted = max(k, at_least, math.ceil(share * self.size(conversation)))
             picked = _within(distances, wanted) + start
         fresh = changes.fresh(conversation)
+        if excluded is not None:
+            fresh = fresh[~np.isin(changes.rowids[fresh], excluded)]
         rowids = np.concatenate([self.arrays.rowids[picked], changes.rowids[fresh]])
         if not len(rowids):
             return []

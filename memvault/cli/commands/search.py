@@ -61,9 +61,12 @@ def search(
     show_notices(memvault)
     scopes, filters = named_scopes(user, agent, run), filter_from_json(filter, "--filter")
     as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
-    hits = memvault.search_together(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired,
-                                    top_k=top_k, recency_weight=recency_weight, score_threshold=threshold,
-                                    mmr_lambda=mmr_lambda)
+    with memvault.holding_past(as_of):  # opened once for both
+        hits = memvault.search_together(query, conversation, scopes, filters, as_of=as_of,
+                                        show_expired=show_expired, top_k=top_k, recency_weight=recency_weight,
+                                        score_threshold=threshold, mmr_lambda=mmr_lambda)
+        relations = [] if json else memvault.relations(query, conversation, scopes, filters, as_of=as_of,
+                                                       show_expired=show_expired)
     if json:
         print_json([{**hit.as_dict(), **({} if explain else {"explain": None})} for hit in hits])
         return
@@ -71,7 +74,6 @@ def search(
     table(["#", "id", "text", "role", *team, "conversation", "age", "relevance", "recency", "score"],
           [[hit.rank, hit.id[:8], hit.text, hit.role, *([hit.vault_name] if team else []), hit.conversation_id,
             age(hit.created_at), f"{hit.relevance:.3f}", f"{hit.recency:.3f}", f"{hit.total:.3f}"] for hit in hits])
-    relations = memvault.relations(query, conversation, scopes, filters, as_of=as_of, show_expired=show_expired)
     if relations:
         console().print("Relations (from facts' triples):")
         table(["source", "relationship", "destination", "id"],

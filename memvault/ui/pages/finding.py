@@ -16,8 +16,9 @@ def add_routes(router: APIRouter, door: Door) -> None:
         core, moment = door.core(), door.travelled(at)
         hits, relations = [], []
         if q.strip():
-            hits = core.search(q, conversation or None, key_scopes(request), as_of=moment)
-            relations = core.relations(q, conversation or None, key_scopes(request), as_of=moment)
+            with core.holding_past(moment):  # opened once for both
+                hits = core.search(q, conversation or None, key_scopes(request), as_of=moment)
+                relations = core.relations(q, conversation or None, key_scopes(request), as_of=moment)
         wanted = any(h.role in ("core", "journal") for h in hits)
         links = workspace_links(core.journal_days(366, moment)) if wanted else {}
         return page("search.html", **door.common(request, moment), title="Search", q=q, conversation=conversation,

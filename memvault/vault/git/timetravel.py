@@ -182,12 +182,54 @@ def changed_since(git: VaultGit, past: PastCommit) -> set[str]:
     (changed, added or gone since): one `git diff` of the commit against the work tree, which reads
     only the files whose stat git's index does not vouch for. What is not in it reads today as it
     read then."""
-    out = git.run("diff", "--name-only", "--no-renames", "-z", past.sha, "--", git.repo_path(layout.ENTRIES))
+    return _paths_named(git, "diff", "--name-only", "--no-renames", "-z", past.sha)
+
+
+@functools.lru_cache(maxsize=8)
+def changed_between(git: VaultGit, past: PastCommit) -> tuple[dict[str, str], dict[str, str]]:
+    """The entry files (vault-relative paths) whose bytes at HEAD are not those of `past`, each with
+    git's letter for how (A: added since, so `past` lacks it; M, D, T: `past` holds it), and apart the
+    files only moved since, bytes unchanged (HEAD's path -> `past`'s: `relayout` moves every file): one
+    tree-to-tree `git diff`, which reads only the trees that differ and never the work tree (0.3 s at 1M
+    files for 100k added; 1.4 s at 100k for 90k moved, busy machine), where `changed_since` stats every file."""
+    out = git.run("diff", "--name-status", "--find-renames=100%", "-z", past.sha, "HEAD", "--",
+                  git.repo_path(layout.ENTRIES)).split("\0")
+    in_vault = _vault_paths(git)
+    changed: dict[str, str] = {}
+    moved: dict[str, str] = {}
+    at = 0
+    while at < len(out) - 1:
+        status = out[at]
+        if status.startswith(("R", "C")):  # a copy's source stays where it was: only its new path changed
+            old, new = in_vault(out[at + 1]), in_vault(out[at + 2])
+            if status.startswith("R"):
+                moved[new] = old
+            else:
+                changed[new] = "A"
+            at += 3
+        else:
+            changed[in_vault(out[at + 1])] = status[:1]
+            at += 2
+    return changed, moved
+
+
+def uncommitted(git: VaultGit, staged: bool) -> set[str]:
+    """The entry files (vault-relative paths) held otherwise than HEAD holds them: in the work tree
+    (`git diff-files`: each tracked file whose stat git's index does not vouch for; a hand edit), or with
+    `staged` in git's index (`git diff-index --cached`: a write between `git add` and its commit). Files
+    git does not track are in neither."""
+    if staged:
+        return _paths_named(git, "diff-index", "--cached", "--name-only", "-z", "HEAD")
+    return _paths_named(git, "diff-files", "--name-only", "-z")
+
+
+def _paths_named(git: VaultGit, *args: str) -> set[str]:
+    """The vault-relative entry paths a git command that lists paths (-z) names."""
+    out = git.run(*args, "--", git.repo_path(layout.ENTRIES))
     in_vault = _vault_paths(git)
     return {in_vault(repo_rel) for repo_rel in out.split("\0") if repo_rel}
 
 
-@functools.lru_cache(maxsize=8)
 def _by_name(git: VaultGit, sha: str) -> dict[str | None, list[tuple[str, str]]]:
     """The files of a commit (tombstones too) by the id their name gives (None: named otherwise,
     summary.md), kept as the listing is: the web page opens one past memory after another, and
@@ -196,6 +238,18 @@ def _by_name(git: VaultGit, sha: str) -> dict[str | None, list[tuple[str, str]]]
     for rel, blob, _ in _records(git, sha):
         grouped.setdefault(layout.id_from_filename(rel.rpartition("/")[2]), []).append((rel, blob))
     return grouped
+
+
+def live_files_at(git: VaultGit, past: PastCommit, rels: list[str]
+                  ) -> list[tuple[PurePosixPath, Entry | EntryFormatError]]:
+    """Those of these vault-relative paths that were live entry files at `past`, parsed as
+    `entries_at` parses them (one `git cat-file --batch`; a path `past` did not hold is left out)."""
+    wanted = [rel for rel in rels if layout.is_entry_parts(rel.split("/")) and not layout.is_deleted_parts(
+        rel.split("/"))]
+    names = [f"{past.sha}:{git.repo_path(rel)}" for rel in wanted]
+    contents = read_objects(git, names)
+    return [(PurePosixPath(rel), _parsed(PurePosixPath(rel), contents[name], past))
+            for rel, name in zip(wanted, names, strict=True) if contents[name] is not None]
 
 
 def parsed_at(git: VaultGit, past: PastCommit, wanted: list[tuple[PurePosixPath, str]]
