@@ -18,9 +18,10 @@ FILE_NAME = "erase-intent.json"
 TEST_KILL = "MEMVAULT_TEST_KILL_ERASE_AT"  # tests only: the step at which the erase's process is killed
 
 
-def start(state_dir: Path, ids, blobs, message: str, criteria: dict) -> None:
+def start(state_dir: Path, ids, blobs, message: str, criteria: dict, paths=()) -> None:
+    """`paths`: the files the rewrite removes or scrubs (ids and paths, no content), which the index reads again."""
     save_json(state_dir / FILE_NAME, {"ids": sorted(ids), "blobs": sorted(blobs), "message": message,
-                                      "criteria": criteria})
+                                      "criteria": criteria, "paths": sorted(paths)})
 
 
 def landed(state_dir: Path) -> None:
