@@ -361,12 +361,6 @@ class IndexStore(IndexQueries):
         vacuumed once (db.SCRUBBED_SINCE). The snapshot's rows of the rows changed since it was written
         are zeroed in place (readers take those rows from the log), and the log keeps only each row's
         newest vector; then the WAL is folded back and truncated."""
-        if db.get_meta(self.conn, db.SCRUBBED_SINCE) is None:
-            self.vacuum()
-            with db.immediate(self.conn):
-                db.set_meta(self.conn, db.SCRUBBED_SINCE, str(time.time()))
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            return
         self.conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
         current = self.current_snapshot()
         if current is None:  # none, or one of another vector table: vectors no row has
@@ -376,7 +370,19 @@ class IndexStore(IndexQueries):
             self.refresh_snapshot(scrub=True)
         with db.immediate(self.conn):
             db.drop_superseded_vectors(self.conn)
-        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if db.get_meta(self.conn, db.SCRUBBED_SINCE) is None:
+            self.conn.execute("VACUUM")
+            with db.immediate(self.conn):
+                db.set_meta(self.conn, db.SCRUBBED_SINCE, str(time.time()))
+        self._fold_wal()
+
+    def _fold_wal(self) -> None:
+        """Every page of the WAL written into the file and the WAL truncated to nothing; a reader that
+        holds an old snapshot past the busy timeout keeps old pages in both: an error, not a silent leftover."""
+        busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise SearchIndexError(f"the index {self.path} is held by a reader: its WAL could not be folded back; "
+                                   "run the erase again (or `memvault doctor --fix`) once it is done")
 
     @guarded
     def select(self, where: str = "1", params: Sequence[Any] = (), limit: int | None = None,

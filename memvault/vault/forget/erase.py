@@ -1,8 +1,8 @@
 """Erasing for real (docs/architecture.md, "Erasure"): memories removed from the work tree, from every
 commit and every pack, and from memvault's own state files, ending in one erasure record.
 
-- `select` reads every version of every entry file in history (one `rev-list --objects`, one
-  `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
+- `select` reads every version of every entry file in history, at every path it had (one `log --raw`,
+  one `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
   files must stop quoting (`vault/forget/scrub.py` takes those sentences out).
 - `rewrite` runs git-filter-repo (`vault/forget/history_filter.py`) over all refs, `clean_git` then drops
   what still holds the old objects (stashes, ORIG_HEAD, reflogs, filter-repo's own notes) and repacks
