@@ -15,8 +15,10 @@ commit and every pack, and from memvault's own state files, ending in one erasur
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -148,16 +150,16 @@ def read_versions(root: Path, revision: str = "--all", only: Iterable[str] | Non
     shas = list(paths)
     if not shas:
         return Versions(b"", [], [], [], [])
-    out = git_bytes(root, "cat-file", "--batch", data="".join(f"{sha}\n" for sha in shas).encode())
-    starts, ends, at = [], [], 0
-    for _sha in shas:
-        header_end = out.index(b"\n", at)
-        header = out[at:header_end].split()
-        size = int(header[2]) if len(header) == 3 else 0
-        starts.append(header_end + 1)
-        ends.append(header_end + 1 + size)
-        at = header_end + 1 + size + 1
-    return Versions(out, shas, starts, ends, [paths[sha] for sha in shas])
+    asked = "".join(f"{sha}\n" for sha in shas).encode()
+    # Sizes first, then the bytes without headers (each blob as "\n<bytes>\n"): where each blob starts
+    # is a running sum, not a million headers parsed one by one.
+    sizes = [int(size) for size in git_bytes(root, "cat-file", "--batch-check=%(objectsize)", data=asked).split()]
+    out = git_bytes(root, "cat-file", "--batch=", data=asked)
+    if len(sizes) != len(shas) or len(out) != sum(sizes) + 2 * len(sizes):
+        raise VaultError("git cat-file did not return every version of the history's files")
+    starts = [1 + offset for offset in itertools.accumulate((size + 2 for size in sizes[:-1]), initial=0)]
+    return Versions(out, shas, starts, [start + size for start, size in zip(starts, sizes, strict=True)],
+                    [paths[sha] for sha in shas])
 
 
 def history_files(root: Path, revision: str = "--all",
@@ -166,20 +168,18 @@ def history_files(root: Path, revision: str = "--all",
     return read_versions(root, revision, only).files()
 
 
+# One change of `log --raw -z`: ":<old mode> <new mode> <old sha> <new sha> <status>\0<path>\0".
+RAW_CHANGE = re.compile(rb":[0-7]+ ([0-7]+) [0-9a-f]+ ([0-9a-f]+) [A-Z]\d*\x00([^\x00]*\.md)\x00")
+
+
 def blob_paths(root: Path, revision: str = "--all") -> list[tuple[str, str]]:
     """Each (blob sha, path) pair of a markdown file that some commit of `revision` holds, once: every
     blob a commit's tree holds is new against a parent of it (`-m`) or of an ancestor, or is in a root
     commit, so the commits' changes name each pair."""
-    listed = git_bytes(root, "log", revision, "-m", "--root", "--raw", "--no-renames", "--no-abbrev", "--format=",
-                       "-z").decode("utf-8", "surrogateescape").split("\0")
-    pairs = {}
-    for at in range(len(listed) - 1):
-        meta, path = listed[at], listed[at + 1]
-        if meta.startswith(":") and path.endswith(".md"):
-            fields = meta.split()
-            if len(fields) == 5 and fields[1] != "160000" and fields[3].strip("0"):
-                pairs[(fields[3], path)] = None
-    return list(pairs)
+    listed = git_bytes(root, "log", revision, "-m", "--root", "--raw", "--no-renames", "--no-abbrev", "--format=", "-z")
+    pairs = dict.fromkeys((sha, path) for mode, sha, path in RAW_CHANGE.findall(listed)
+                          if mode != b"160000" and sha.strip(b"0"))  # newest commit first, as git lists them
+    return [(sha.decode(), path.decode("utf-8", "surrogateescape")) for sha, path in pairs]
 
 
 def history_ids(root: Path) -> set[str]:
