@@ -96,11 +96,10 @@ def test_a_file_that_quotes_the_memory_only_lately_keeps_its_older_versions(vaul
     assert (root / "notes" / "diary.md").read_text().startswith("Dear diary, nothing happened today.")
 
 
-def test_a_memory_moved_since_is_erased_at_its_old_path_too(vault, ranges):
-    """A moved file keeps its bytes (one blob at two paths: git lists it once, at the newer path), as the
-    move into day folders did to every file: the commits before the move hold it at the old path, in a
-    commit whose message does not name it (a bulk import's)."""
-    root, m = vault
+def moved_after_a_bulk_import(root, m):
+    """The passport memory, committed under a message that does not name it (a bulk import's), then moved
+    by hand to another day folder (its bytes kept: one blob at two paths, as the move into day folders
+    did to every file); returns it."""
     m.add_verbatim("Older note about the harbour.", conversation="c")
     gone = m.add_verbatim(PASSPORT, conversation="c")
     git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "--amend", "-m", "a bulk import")
@@ -108,9 +107,15 @@ def test_a_memory_moved_since_is_erased_at_its_old_path_too(vault, ranges):
     new = f"{old.parent.parent}/01/{old.name}"
     (root / new).parent.mkdir(parents=True, exist_ok=True)
     git(root, "mv", str(old), new)
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "-m",
-                    "moved by hand"], check=True)
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "-m", "moved by hand")
     m.vault.forget_paths()
+    return gone
+
+
+def test_a_memory_moved_since_is_erased_at_its_old_path_too(vault, ranges):
+    """git lists a blob once, at its newer path: the commits before the move hold it at the old one."""
+    root, m = vault
+    gone = moved_after_a_bulk_import(root, m)
     kept = m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
     result = m.erase(ids=[gone.id])
     assert result.record is not None
@@ -125,15 +130,7 @@ def test_a_blob_the_partial_rewrite_left_is_caught_and_every_commit_rewritten(va
     real = erase.blob_paths
     monkeypatch.setattr(erase, "blob_paths", lambda *a: list({sha: (sha, path) for sha, path in real(*a)[::-1]}
                                                             .values()))
-    m.add_verbatim("Older note about the harbour.", conversation="c")
-    gone = m.add_verbatim(PASSPORT, conversation="c")
-    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "--amend", "-m", "a bulk import")
-    old = m.get(gone.id)[0]
-    new = f"{old.parent.parent}/01/{old.name}"
-    (root / new).parent.mkdir(parents=True, exist_ok=True)
-    git(root, "mv", str(old), new)
-    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "-m", "moved by hand")
-    m.vault.forget_paths()
+    gone = moved_after_a_bulk_import(root, m)
     result = m.erase(ids=[gone.id])
     assert len(ranges) == 1 and ranges[0]  # a part of history was rewritten first (then all of it)
     assert result.record is not None and leftovers(root, "K-55-ALPHA-991") == []
