@@ -237,6 +237,32 @@ class Snapshot:
         found = found[found < len(ascending)]
         return self.arrays.positions[found[np.isin(ascending[found], rowids)]]
 
+    def scrub(self, path: Path, rowids: list[int]) -> bool:
+        """Zero the file's rows of these rowids (sign bits and floats) in place, so that no old vector of a
+        row removed or rewritten since it was written stays in it (an erase): readers take those rows from
+        the log. False when the file at `path` is no longer the one mapped here (replaced since)."""
+        import numpy as np
+
+        positions = np.sort(self._positions(np.array(rowids, dtype=np.int64)))
+        arrays = self.arrays
+        with open(path, "r+b") as handle:
+            if os.fstat(handle.fileno()).st_ino != arrays.inode:
+                return False
+            if not len(positions):
+                return True
+            with mmap.mmap(handle.fileno(), 0) as mapped:
+                count, dims = arrays.vectors.shape
+                bits = np.frombuffer(mapped, dtype=np.uint64, count=count * (dims // 64),
+                                     offset=arrays.offsets[0]).reshape(dims // 64, count)
+                bits[:, positions] = 0
+                vectors = np.frombuffer(mapped, dtype=np.float32, count=count * dims,
+                                        offset=arrays.offsets[1]).reshape(count, dims)
+                vectors[positions] = 0
+                del bits, vectors  # the map closes only once no array holds it
+                mapped.flush()
+            os.fsync(handle.fileno())
+        return True
+
     def vectors_of(self, rowids: list[int]) -> dict[int, Any]:
         """rowid -> its vector, for those of these rowids the snapshot (with the log) holds."""
         import numpy as np
@@ -246,33 +272,6 @@ class Snapshot:
         positions = self._positions(np.array([r for r in rowids if r not in changed], dtype=np.int64))
         found.update(zip(self.arrays.rowids[positions].tolist(), self.arrays.vectors[positions], strict=True))
         return found
-
-
-def scrub(path: Path, snapshot: Snapshot, rowids: list[int]) -> bool:
-    """Zero the file's rows of these rowids (sign bits and floats) in place, so that no old vector of a
-    row removed or rewritten since it was written stays in it (an erase): readers take those rows from
-    the log. False when the file at `path` is no longer the one `snapshot` mapped (replaced since)."""
-    import numpy as np
-
-    positions = np.sort(snapshot._positions(np.array(rowids, dtype=np.int64)))
-    arrays = snapshot.arrays
-    with open(path, "r+b") as handle:
-        if os.fstat(handle.fileno()).st_ino != arrays.inode:
-            return False
-        if not len(positions):
-            return True
-        with mmap.mmap(handle.fileno(), 0) as mapped:
-            count, dims = arrays.vectors.shape
-            bits = np.frombuffer(mapped, dtype=np.uint64, count=count * (dims // 64),
-                                 offset=arrays.offsets[0]).reshape(dims // 64, count)
-            bits[:, positions] = 0
-            vectors = np.frombuffer(mapped, dtype=np.float32, count=count * dims,
-                                    offset=arrays.offsets[1]).reshape(count, dims)
-            vectors[positions] = 0
-            del bits, vectors  # the map closes only once no array holds it
-            mapped.flush()
-        os.fsync(handle.fileno())
-    return True
 
 
 def cosine_distances(query: Any, matrix: Any, exact: bool = False) -> Any:

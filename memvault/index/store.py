@@ -30,7 +30,6 @@ from memvault.index.rows import (
     row_dict,
     stored_vectors,
 )
-from memvault.index.snapshot import scrub as scrub_snapshot
 from memvault.index.snapshot import write as write_snapshot
 from memvault.index.text import FTS_TOKENIZER, LEXICAL_VERSION
 
@@ -365,7 +364,7 @@ class IndexStore(IndexQueries):
         current = self.current_snapshot()
         if current is None:  # none, or one of another vector table: vectors no row has
             self.snapshot_path.unlink(missing_ok=True)
-        elif current.changed and not scrub_snapshot(self.snapshot_path, current, list(current.changed)):
+        elif current.changed and not current.scrub(self.snapshot_path, list(current.changed)):
             self.snapshot = None  # another process wrote a new file meanwhile: written again, without them
             self.refresh_snapshot(scrub=True)
         with db.immediate(self.conn):
