@@ -134,3 +134,17 @@ def test_a_blob_the_partial_rewrite_left_is_caught_and_every_commit_rewritten(va
     result = m.erase(ids=[gone.id])
     assert len(ranges) == 1 and ranges[0]  # a part of history was rewritten first (then all of it)
     assert result.record is not None and leftovers(root, "K-55-ALPHA-991") == []
+
+
+def test_turn_files_a_stop_left_uncommitted_are_committed_and_erased_with_the_rest(vault):
+    """A proxy's turns written but not committed are history too: erase commits them (found by the
+    same git status that checks nothing else is left uncommitted), then selects again."""
+    from memvault.vault.format.entry import Entry
+
+    root, m = vault
+    m.add_verbatim(f"Frank said: {PASSPORT}", conversation="c", role="user")
+    m.write_turns([Entry(text=f"Again: {PASSPORT}", role="user", conversation_id="c")])
+    assert "??" in git(root, "status", "--porcelain").decode()
+    result = m.erase(matching="K-55-ALPHA-991")
+    assert result.roles == {"user": 2} and leftovers(root, "K-55-ALPHA-991") == []
+    assert git(root, "status", "--porcelain").decode().strip() == ""
