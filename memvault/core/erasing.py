@@ -9,7 +9,6 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -90,6 +89,8 @@ class Erasing:
             self.vault.git.check_state()
             self.vault.recover_interrupted()
             finished = 0 if dry_run else self.finish_interrupted_erase()
+            from concurrent.futures import ThreadPoolExecutor
+
             folders = self.vault.conversation_folders(conversation) if conversation else ()
             # git's walk of the work tree (seconds at 1M files) runs while the history is read: one serves
             # both the leftover turns and the check that nothing is left uncommitted.
