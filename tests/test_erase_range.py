@@ -94,3 +94,57 @@ def test_a_file_that_quotes_the_memory_only_lately_keeps_its_older_versions(vaul
     assert commits(root)[:len(before)] == before
     assert leftovers(root, "K-55-ALPHA-991") == []
     assert (root / "notes" / "diary.md").read_text().startswith("Dear diary, nothing happened today.")
+
+
+def moved_after_a_bulk_import(root, m):
+    """The passport memory, committed under a message that does not name it (a bulk import's), then moved
+    by hand to another day folder (its bytes kept: one blob at two paths, as the move into day folders
+    did to every file); returns it."""
+    m.add_verbatim("Older note about the harbour.", conversation="c")
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "--amend", "-m", "a bulk import")
+    old = m.get(gone.id)[0]
+    new = f"{old.parent.parent}/01/{old.name}"
+    (root / new).parent.mkdir(parents=True, exist_ok=True)
+    git(root, "mv", str(old), new)
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "-m", "moved by hand")
+    m.vault.forget_paths()
+    return gone
+
+
+def test_a_memory_moved_since_is_erased_at_its_old_path_too(vault, ranges):
+    """git lists a blob once, at its newer path: the commits before the move hold it at the old one."""
+    root, m = vault
+    gone = moved_after_a_bulk_import(root, m)
+    kept = m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
+    result = m.erase(ids=[gone.id])
+    assert result.record is not None
+    assert leftovers(root, "K-55-ALPHA-991") == []
+    assert m.get(kept.id)[1].text == "Frank likes sailing on Sundays."
+
+
+def test_a_blob_the_partial_rewrite_left_is_caught_and_every_commit_rewritten(vault, ranges, monkeypatch):
+    """Should the selection miss a path (here: git's listing of each blob at one path only, as before the
+    fix above), the blob is still in the repository once git is cleaned: the erase rewrites every commit."""
+    root, m = vault
+    real = erase.blob_paths
+    monkeypatch.setattr(erase, "blob_paths", lambda *a: list({sha: (sha, path) for sha, path in real(*a)[::-1]}
+                                                            .values()))
+    gone = moved_after_a_bulk_import(root, m)
+    result = m.erase(ids=[gone.id])
+    assert len(ranges) == 1 and ranges[0]  # a part of history was rewritten first (then all of it)
+    assert result.record is not None and leftovers(root, "K-55-ALPHA-991") == []
+
+
+def test_turn_files_a_stop_left_uncommitted_are_committed_and_erased_with_the_rest(vault):
+    """A proxy's turns written but not committed are history too: erase commits them (found by the
+    same git status that checks nothing else is left uncommitted), then selects again."""
+    from memvault.vault.format.entry import Entry
+
+    root, m = vault
+    m.add_verbatim(f"Frank said: {PASSPORT}", conversation="c", role="user")
+    m.write_turns([Entry(text=f"Again: {PASSPORT}", role="user", conversation_id="c")])
+    assert "??" in git(root, "status", "--porcelain").decode()
+    result = m.erase(matching="K-55-ALPHA-991")
+    assert result.roles == {"user": 2} and leftovers(root, "K-55-ALPHA-991") == []
+    assert git(root, "status", "--porcelain").decode().strip() == ""

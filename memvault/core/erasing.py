@@ -82,8 +82,6 @@ class Erasing:
         full_ids = tuple(self.resolve_ids(ids))
         criteria = erase.Criteria(ids=full_ids, conversation=conversation, user=user, matching=matching, regex=regex)
         erase.check_erasable(self.vault.git)
-        if not dry_run:
-            self.turns.commit_leftover_turns()  # a proxy's turn files not yet committed are history too
         if self.has_index():  # journalled writes indexed: the index's rows are what it holds (none built)
             with self.keeper.caught_up():
                 pass
@@ -91,12 +89,21 @@ class Erasing:
             self.vault.git.check_state()
             self.vault.recover_interrupted()
             finished = 0 if dry_run else self.finish_interrupted_erase()
-            pending = self.vault.git.status()
+            from concurrent.futures import ThreadPoolExecutor
+
+            folders = self.vault.conversation_folders(conversation) if conversation else ()
+            # git's walk of the work tree (seconds at 1M files) runs while the history is read: one serves
+            # both the leftover turns and the check that nothing is left uncommitted.
+            with ThreadPoolExecutor(1) as pool:
+                status = pool.submit(self.vault.git.status)
+                selection = erase.select(self.vault.root, criteria, folders)
+                pending = status.result()
+            if not dry_run and pending and self.turns.commit_leftover_turns(pending):
+                pending = self.vault.git.status()  # a proxy's turn files not yet committed are history too
+                selection = erase.select(self.vault.root, criteria, folders)
             if pending and not dry_run:
                 raise UsageError(f"the vault has uncommitted changes ({pending[0][1]}...): commit or remove them, "
                                  "then erase (the history rewrite resets the work tree)")
-            folders = self.vault.conversation_folders(conversation) if conversation else ()
-            selection = erase.select(self.vault.root, criteria, folders)
             hit = self.erased_hit(selection, user)
             result = Erasure(criteria.kind, dry_run, sorted(selection.ids), dict(selection.roles),
                              sorted(selection.about), sorted(selection.paths), sorted(selection.scrubbed),
@@ -113,7 +120,7 @@ class Erasing:
             # The state is purged first: it needs the erased texts, which the intent never holds.
             self.purge_state(hit)
             erase_intent.start(self.vault.state_dir, selection.ids, blobs, record_message(result, blobs, reason, who),
-                               asdict(criteria))
+                               asdict(criteria), selection.paths | selection.scrubbed)
             erase_intent.reached("rewriting")
             result.rewritten = self.rewrite_history(selection)
             llm = self.storage.llm()
@@ -123,7 +130,7 @@ class Erasing:
                 result.resummarised, result.kept_scrubbed = resummarise(self.vault, llm, sorted(selection.scrubbed),
                                                                         selection.scrubber())
             erase_intent.reached("rewritten")
-            result.record = self.finish_erase()
+            result.record = self.finish_erase(selection)
         result.seconds = round(time.monotonic() - started, 3)
         return result
 
@@ -136,31 +143,50 @@ class Erasing:
         with self.locks():
             return len(intent["ids"]) if self.finish_erase() else 0
 
-    def finish_erase(self) -> str | None:
+    def finish_erase(self, selection: erase.Selection | None = None) -> str | None:
         """The steps after the rewrite, each safe to run again: the erasure record committed (once),
         git's reflogs, packs and loose objects cleaned, the index and past indexes purged; then the
         intent is removed. Returns the record's commit (None: no erase to finish, or its rewrite never
-        landed)."""
+        landed). `selection`: the erase's own, its rewrite just done in this process; without it (an
+        erase a kill cut short) the rewrite is checked first and the work tree put back."""
         state_dir = self.vault.state_dir
         intent = erase_intent.pending(state_dir)
         if intent is None:
             return None
+        blobs = set(intent["blobs"])
         with self.locks():
-            if erase.reachable_objects(self.vault.root, "--all") & set(intent["blobs"]):
+            if selection is None and erase.reachable_objects(self.vault.root, "--all") & blobs:
                 if not isinstance(intent.get("criteria"), dict):  # an older intent: nothing to select again
                     erase_intent.done(state_dir)
                     return None
                 self.erase_again(erase.Criteria(**{**intent["criteria"], "ids": tuple(intent["criteria"]["ids"])}))
-            erase.put_back_erased_files(self.vault.root, set(intent["blobs"]))  # a reset the kill cut short
+            if selection is None:
+                erase.put_back_erased_files(self.vault.root, blobs)  # a reset the kill cut short
             last = self.vault.git.run("log", "-1", "--format=%B") if self.vault.git.head_sha() else ""
             if last.strip() != intent["message"].strip():
-                self.vault.git.run("commit", "--allow-empty", "-q", "-F", "-", input=intent["message"])
+                self.commit_record(intent["message"])
             erase_intent.reached("recorded")
             erase.clean_git(self.vault.root)
+            # Once git is cleaned, an object still there is reachable (or in git's index): the rewrite
+            # left it, so every commit is rewritten (a kill's finish checked before its record instead).
+            if selection is not None and erase.present_objects(self.vault.root, blobs):
+                self.rewrite_history(selection, whole=True)
+                erase.clean_git(self.vault.root)
             shutil.rmtree(state_dir / state_purge.PAST_INDEXES, ignore_errors=True)  # one built meanwhile
-            self.purge_index(set(intent["ids"]))
+            self.purge_index(set(intent["ids"]), intent.get("paths"))
             erase_intent.done(state_dir)
             return self.vault.git.head_sha()
+
+    def commit_record(self, message: str) -> None:
+        """The erasure record: an empty commit on HEAD, made with plumbing (`git commit` refreshes git's
+        index first: 5 s at a million files); by `git commit` when the rewrite left no commit at all."""
+        git = self.vault.git
+        head = git.head_sha()
+        if head is None:
+            git.run("commit", "--allow-empty", "-q", "-F", "-", input=message)
+            return
+        record = git.run("commit-tree", f"{head}^{{tree}}", "-p", head, "-F", "-", input=message).strip()
+        git.run("update-ref", "-m", "memvault erase: the erasure record", "HEAD", record, head)
 
     def rewrite_history(self, selection: erase.Selection, whole: bool = False) -> int:
         """The rewrite (from the oldest commit the selection touches on, or of every commit: `whole`),
@@ -262,15 +288,40 @@ class Erasing:
         store = self.keeper.current()
         return sum(1 for memory_id in ids if store.by_id(memory_id) is not None)
 
-    def purge_index(self, ids: set[str]) -> None:
-        """The index follows the files (rows of erased memories dropped, scrubbed files re-read), then
-        is vacuumed: FTS segments merged, free pages dropped, the WAL folded back and truncated."""
+    def purge_index(self, ids: set[str], paths: list[str] | None = None) -> None:
+        """The index follows the files (rows of erased memories dropped, the erase's `paths` read again:
+        its removed and scrubbed files; every file when not known), then is purged in place
+        (`IndexStore.purge`: no byte of what it dropped left in the file, its WAL or the snapshot)."""
         if not self.has_index():
             return
         self.keeper.current().remove(ids)
-        self.keeper.reindex()
-        self.keeper.compact()
+        if paths is None:
+            self.keeper.reindex()
+        else:
+            self.reindex_paths(paths)
+        self.keeper.current().purge()
 
+    def reindex_paths(self, paths: list[str]) -> None:
+        """The index catches up with these files (removed ones dropped, scrubbed ones read again) without
+        a walk of every file; all are compared when one is not an entry file (a core file, the journal)."""
+        from pathlib import PurePosixPath
+
+        from memvault.errors import MemvaultError
+        from memvault.index.keeper import journal_items
+
+        rels = [PurePosixPath(path) for path in paths]
+        items = journal_items(self.vault.root, frozenset(rels))
+        if items is None:
+            self.keeper.reindex()
+            return
+        for rel in rels:  # a summary is indexed, though a burst of the watcher's leaves it out
+            if rel.name == layout.SUMMARY_FILE and (self.vault.root / rel).is_file():
+                try:
+                    items.append((self.vault.read(rel).id, str(rel)))
+                except MemvaultError:
+                    continue  # broken: the next full sync reports it
+        if items:
+            self.keeper.index_now(items, self.keeper.live_texts([rel for _, rel in items if rel]))
 
 def memories(count: int) -> str:
     """"1 memory", "2 memories": the words an erase reports its count in."""

@@ -32,13 +32,14 @@ class TurnWriting:
         """Commit turn files `write_turns` wrote (any number of batches at once), then index them."""
         self.keeper.record(self.vault.commit_written(written, subject, "chat", conversation))
 
-    def commit_leftover_turns(self) -> int:
+    def commit_leftover_turns(self, status: list[tuple[str, str]] | None = None) -> int:
         """Commit turn files a hard stop left written but uncommitted (untracked, or staged new);
-        returns how many. Temporary files of atomic writes are never turns: old ones are removed."""
+        returns how many. Temporary files of atomic writes are never turns: old ones are removed.
+        `status`: git's, when the caller has just read it (a million files take seconds)."""
         self.vault.remove_temp_files()
         finish_interrupted(self.vault)  # a killed move into day folders: its files are no new turns
         written = []
-        for code, path in self.vault.git.status():
+        for code, path in self.vault.git.status() if status is None else status:
             rel = PurePosixPath(path)
             if code != "??" and code[0] != "A":
                 continue  # tracked already: a person's edit or removal is theirs to commit

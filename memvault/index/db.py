@@ -40,6 +40,10 @@ VECTOR_LOG = "vector_log"
 VECTOR_LOG_ON = "vector_log"
 VECTOR_LOG_PRUNED = "vector_log_pruned"
 VECTOR_EPOCH = "vector_epoch"
+# Set in a file that has had `PRAGMA secure_delete` on since it was made blank (every connection turns it
+# on): no page or free space of it holds a byte of a row deleted since, so an erase need not VACUUM it.
+# A file made before has free pages of old rows: its first erase VACUUMs it, then sets this.
+SCRUBBED_SINCE = "secure_delete_since"
 
 ENTRY_COLUMNS = (
     "id", "path", "file_hash", "text_hash", "role", "conversation_id", "created_at", "updated_at",
@@ -68,6 +72,9 @@ def connect(path: Path | str, readonly: bool = False) -> Any:
     try:
         if str(path) != ":memory:" and not readonly:
             conn.execute("PRAGMA journal_mode=WAL")
+            # Deleted rows and freed pages are overwritten with zeros (in the WAL, then the file at a
+            # checkpoint): an erased text leaves no bytes in free space (store.IndexStore.purge).
+            conn.execute("PRAGMA secure_delete=ON")
         # NORMAL is safe in WAL mode, and the index can always be rebuilt from the files.
         conn.execute(f"PRAGMA synchronous=NORMAL; PRAGMA cache_size=-{CACHE_KIB}; PRAGMA temp_store=MEMORY")
     except apsw.Error:
@@ -201,10 +208,13 @@ def migrate(conn: Any) -> list[str]:
         if not done and conn.execute("SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0]:
             raise IncompatibleIndexError("index file holds tables that are not memvault's")
         conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        blank = not done
         for migration in MIGRATIONS[len(done):]:
             migration(conn)
             conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (migration.__name__, time.time()))
         set_meta(conn, "schema_version", str(SCHEMA_VERSION))
+        if blank:
+            set_meta(conn, SCRUBBED_SINCE, str(time.time()))
     return known[len(done):]
 
 
@@ -278,6 +288,13 @@ def log_vector(conn: Any, rowid: int, conversation: str | None, blob: bytes | No
     if get_meta(conn, VECTOR_LOG_ON) is not None:
         conn.execute(f"INSERT INTO {VECTOR_LOG} (rowid, conversation_id, embedding) VALUES (?, ?, ?)",
                      (rowid, conversation, blob))
+
+
+def drop_superseded_vectors(conn: Any) -> None:
+    """Drop each logged vector a later log row of the same row replaces (a reader keeps only the newest):
+    no old vector of a row rewritten or removed stays in the log."""
+    conn.execute(f"DELETE FROM {VECTOR_LOG} WHERE embedding IS NOT NULL AND seq NOT IN "
+                 f"(SELECT max(seq) FROM {VECTOR_LOG} GROUP BY rowid)")
 
 
 def create_coarse_table(conn: Any, dims: int) -> None:

@@ -43,6 +43,8 @@ class _Arrays:
     bits: Any
     vectors: Any
     conversations: dict[str, tuple[int, int]]  # conversation -> [start, end) in rowids
+    offsets: tuple[int, int] = (0, 0)  # where `bits` and `vectors` start in the file
+    inode: int = 0  # of the file mapped (a writer replaces the file, never writes into it)
 
 
 @dataclass(frozen=True)
@@ -99,20 +101,23 @@ class Snapshot:
                 length = int.from_bytes(handle.read(8), "little")
                 header = json.loads(handle.read(length))
                 mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                inode = os.fstat(handle.fileno()).st_ino
             count, dims = int(header["count"]), int(header["dims"])
             offset = _aligned(len(MAGIC) + 8 + length)
-            arrays = []
+            arrays, starts = [], []
             for dtype, shape in ((np.int64, (count,)), (np.int64, (count,)), (np.int64, (count,)),
                                  (np.uint64, (dims // 64, count)), (np.float32, (count, dims))):
                 items = math.prod(shape)
                 arrays.append(np.frombuffer(mapped, dtype=dtype, count=items, offset=offset).reshape(shape))
                 start, offset = offset, _aligned(offset + items * np.dtype(dtype).itemsize)
+                starts.append(start)
             # The floats (the last array) are read a few rows here and there: the kernel's read-ahead mapped
             # hundreds of MB around them (RSS 0.8 GB after one search at 1M).
             if len(mapped) > start:
                 mapped.madvise(mmap.MADV_RANDOM, start // mmap.PAGESIZE * mmap.PAGESIZE)
             conversations = {name: (int(start), int(end)) for name, start, end in header["conversations"]}
-            return cls(str(header["epoch"]), int(header["seq"]), _Arrays(*arrays, conversations))
+            return cls(str(header["epoch"]), int(header["seq"]),
+                       _Arrays(*arrays, conversations, (starts[3], starts[4]), inode))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -236,6 +241,32 @@ class Snapshot:
         found = np.searchsorted(ascending, rowids)
         found = found[found < len(ascending)]
         return self.arrays.positions[found[np.isin(ascending[found], rowids)]]
+
+    def scrub(self, path: Path, rowids: list[int]) -> bool:
+        """Zero the file's rows of these rowids (sign bits and floats) in place, so that no old vector of a
+        row removed or rewritten since it was written stays in it (an erase): readers take those rows from
+        the log. False when the file at `path` is no longer the one mapped here (replaced since)."""
+        import numpy as np
+
+        positions = np.sort(self._positions(np.array(rowids, dtype=np.int64)))
+        arrays = self.arrays
+        with open(path, "r+b") as handle:
+            if os.fstat(handle.fileno()).st_ino != arrays.inode:
+                return False
+            if not len(positions):
+                return True
+            with mmap.mmap(handle.fileno(), 0) as mapped:
+                count, dims = arrays.vectors.shape
+                bits = np.frombuffer(mapped, dtype=np.uint64, count=count * (dims // 64),
+                                     offset=arrays.offsets[0]).reshape(dims // 64, count)
+                bits[:, positions] = 0
+                vectors = np.frombuffer(mapped, dtype=np.float32, count=count * dims,
+                                        offset=arrays.offsets[1]).reshape(count, dims)
+                vectors[positions] = 0
+                del bits, vectors  # the map closes only once no array holds it
+                mapped.flush()
+            os.fsync(handle.fileno())
+        return True
 
     def vectors_of(self, rowids: list[int]) -> dict[int, Any]:
         """rowid -> its vector, for those of these rowids the snapshot (with the log) holds."""

@@ -9,6 +9,7 @@ the index, which finishes it before trusting the index.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import astuple
 from pathlib import Path
@@ -348,6 +349,39 @@ class IndexStore(IndexQueries):
         self.conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
         self.conn.execute("VACUUM")
         self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    @guarded
+    def purge(self) -> None:
+        """After an erase: no byte of a row removed or rewritten since the last purge stays anywhere, the
+        index file, its WAL, the FTS5 segments or the vectors' snapshot. FTS5 keeps a deleted row's terms
+        in its segments (masked) until they are merged: `optimize` merges them away (its own secure-delete
+        needs a row's old text, which a contentless table has not). Freed pages are zeroed as they go
+        (db.connect's secure_delete); a file made before that has free pages of older rows and is
+        vacuumed once (db.SCRUBBED_SINCE). The snapshot's rows of the rows changed since it was written
+        are zeroed in place (readers take those rows from the log), and the log keeps only each row's
+        newest vector; then the WAL is folded back and truncated."""
+        self.conn.execute("INSERT INTO entries_fts (entries_fts) VALUES ('optimize')")
+        current = self.current_snapshot()
+        if current is None:  # none, or one of another vector table: vectors no row has
+            self.snapshot_path.unlink(missing_ok=True)
+        elif current.changed and not current.scrub(self.snapshot_path, list(current.changed)):
+            self.snapshot = None  # another process wrote a new file meanwhile: written again, without them
+            self.refresh_snapshot(scrub=True)
+        with db.immediate(self.conn):
+            db.drop_superseded_vectors(self.conn)
+        if db.get_meta(self.conn, db.SCRUBBED_SINCE) is None:
+            self.conn.execute("VACUUM")
+            with db.immediate(self.conn):
+                db.set_meta(self.conn, db.SCRUBBED_SINCE, str(time.time()))
+        self._fold_wal()
+
+    def _fold_wal(self) -> None:
+        """Every page of the WAL written into the file and the WAL truncated to nothing; a reader that
+        holds an old snapshot past the busy timeout keeps old pages in both: an error, not a silent leftover."""
+        busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            raise SearchIndexError(f"the index {self.path} is held by a reader: its WAL could not be folded back; "
+                                   "run the erase again (or `memvault doctor --fix`) once it is done")
 
     @guarded
     def select(self, where: str = "1", params: Sequence[Any] = (), limit: int | None = None,

@@ -1,8 +1,8 @@
 """Erasing for real (docs/architecture.md, "Erasure"): memories removed from the work tree, from every
 commit and every pack, and from memvault's own state files, ending in one erasure record.
 
-- `select` reads every version of every entry file in history (one `rev-list --objects`, one
-  `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
+- `select` reads every version of every entry file in history, at every path it had (one `log --raw`,
+  one `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
   files must stop quoting (`vault/forget/scrub.py` takes those sentences out).
 - `rewrite` runs git-filter-repo (`vault/forget/history_filter.py`) over all refs, `clean_git` then drops
   what still holds the old objects (stashes, ORIG_HEAD, reflogs, filter-repo's own notes) and repacks
@@ -14,8 +14,11 @@ commit and every pack, and from memvault's own state files, ending in one erasur
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,28 +95,91 @@ def reachable_objects(root: Path, *revisions: str) -> set[str]:
     return {line.split(" ", 1)[0] for line in listed.splitlines() if line}
 
 
+def present_objects(root: Path, shas: Iterable[str]) -> set[str]:
+    """Those of `shas` the repository holds (reachable or not), by one `cat-file --batch-check`."""
+    shas = sorted(shas)
+    if not shas:
+        return set()
+    listed = git_bytes(root, "cat-file", "--batch-check=%(objectname)", data="".join(f"{s}\n" for s in shas).encode())
+    return {line for line in listed.decode().split("\n") if line and not line.endswith(" missing")}
+
+
+@dataclass
+class Versions:
+    """Every version of every markdown file in history: the blobs' bytes in git's own output, one buffer,
+    so a needle is found by one scan of it rather than in a million slices (`holding`)."""
+
+    buffer: bytes
+    shas: list[str]
+    starts: list[int]  # where each blob's bytes start in `buffer`, ascending
+    ends: list[int]
+    paths: list[list[str]]  # each blob's paths in any commit
+
+    def data(self, blob: int) -> bytes:
+        return self.buffer[self.starts[blob]:self.ends[blob]]
+
+    def files(self, blobs: Iterable[int] | None = None) -> list[tuple[str, str, bytes]]:
+        """(sha, path, bytes) at every path of these blobs (all when None)."""
+        chosen = range(len(self.shas)) if blobs is None else sorted(blobs)
+        return [(self.shas[b], path, self.data(b)) for b in chosen for path in self.paths[b]]
+
+    def holding(self, needles: Iterable[bytes]) -> set[int]:
+        """The blobs whose bytes hold any of `needles`."""
+        found: set[int] = set()
+        for needle in filter(None, needles):
+            at = self.buffer.find(needle)
+            while at != -1:
+                blob = bisect.bisect_right(self.starts, at) - 1
+                if blob >= 0 and at + len(needle) <= self.ends[blob]:
+                    found.add(blob)
+                    at = self.buffer.find(needle, self.ends[blob])  # one hit a blob is enough
+                else:  # between two blobs (git's headers): only the next blob can hold it
+                    at = self.buffer.find(needle, at + 1)
+        return found
+
+
+def read_versions(root: Path, revision: str = "--all", only: Iterable[str] | None = None) -> Versions:
+    """Every version of every markdown file in every commit of every ref (or of one revision's history;
+    or only the blobs `only` lists), with every path it had: a file moved keeps its bytes, one blob at
+    two paths (`rev-list --objects` names it once)."""
+    keep = None if only is None else set(only)
+    paths: dict[str, list[str]] = {}
+    for sha, path in blob_paths(root, revision):
+        if keep is None or sha in keep:
+            paths.setdefault(sha, []).append(path)
+    shas = list(paths)
+    if not shas:
+        return Versions(b"", [], [], [], [])
+    asked = "".join(f"{sha}\n" for sha in shas).encode()
+    # Sizes first, then the bytes without headers (each blob as "\n<bytes>\n"): where each blob starts
+    # is a running sum, not a million headers parsed one by one.
+    sizes = [int(size) for size in git_bytes(root, "cat-file", "--batch-check=%(objectsize)", data=asked).split()]
+    out = git_bytes(root, "cat-file", "--batch=", data=asked)
+    if len(sizes) != len(shas) or len(out) != sum(sizes) + 2 * len(sizes):
+        raise VaultError("git cat-file did not return every version of the history's files")
+    starts = [1 + offset for offset in itertools.accumulate((size + 2 for size in sizes[:-1]), initial=0)]
+    return Versions(out, shas, starts, [start + size for start, size in zip(starts, sizes, strict=True)],
+                    [paths[sha] for sha in shas])
+
+
 def history_files(root: Path, revision: str = "--all",
                   only: Iterable[str] | None = None) -> list[tuple[str, str, bytes]]:
-    """(blob sha, path, bytes) of every version of every markdown file in every commit of every ref
-    (or of one revision's history; or only the blobs `only` lists)."""
-    listed = git_bytes(root, "rev-list", revision, "--objects").decode("utf-8", "surrogateescape")
-    keep = None if only is None else set(only)
-    wanted = []
-    for line in listed.splitlines():
-        sha, _, path = line.partition(" ")
-        if path.endswith(".md") and (keep is None or sha in keep):
-            wanted.append((sha, path))
-    if not wanted:
-        return []
-    out = git_bytes(root, "cat-file", "--batch", data="".join(f"{sha}\n" for sha, _ in wanted).encode())
-    found, at = [], 0
-    for sha, path in wanted:
-        header_end = out.index(b"\n", at)
-        header = out[at:header_end].split()
-        size = int(header[2]) if len(header) == 3 else 0
-        found.append((sha, path, out[header_end + 1:header_end + 1 + size]))
-        at = header_end + 1 + size + 1
-    return found
+    """(blob sha, path, bytes) of every version of every markdown file (`read_versions`), at every path."""
+    return read_versions(root, revision, only).files()
+
+
+# One change of `log --raw -z`: ":<old mode> <new mode> <old sha> <new sha> <status>\0<path>\0".
+RAW_CHANGE = re.compile(rb":[0-7]+ ([0-7]+) [0-9a-f]+ ([0-9a-f]+) [A-Z]\d*\x00([^\x00]*\.md)\x00")
+
+
+def blob_paths(root: Path, revision: str = "--all") -> list[tuple[str, str]]:
+    """Each (blob sha, path) pair of a markdown file that some commit of `revision` holds, once: every
+    blob a commit's tree holds is new against a parent of it (`-m`) or of an ancestor, or is in a root
+    commit, so the commits' changes name each pair."""
+    listed = git_bytes(root, "log", revision, "-m", "--root", "--raw", "--no-renames", "--no-abbrev", "--format=", "-z")
+    pairs = dict.fromkeys((sha, path) for mode, sha, path in RAW_CHANGE.findall(listed)
+                          if mode != b"160000" and sha.strip(b"0"))  # newest commit first, as git lists them
+    return [(sha.decode(), path.decode("utf-8", "surrogateescape")) for sha, path in pairs]
 
 
 def history_ids(root: Path) -> set[str]:
@@ -155,25 +221,27 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
     4. the other files that quote an erased text or match --matching (the rewrite scrubs them).
 
     Only the versions whose bytes could match are parsed (YAML costs ~1 ms a file; a vault's history
-    has 10k+)."""
-    files = history_files(root)
+    has 10k+), and those are found by scanning all the bytes at once for ids and texts (a million
+    versions at 1M memories)."""
+    versions = read_versions(root)
     texts, patterns = criteria.scrubber_parts()
     wanted = Wanted(criteria, tuple(f"{layout.ENTRIES}/{f}/" for f in conversation_folders),
                     Scrubber(texts, patterns))
-    chosen, versions, named = named_memories(files, wanted)
+    chosen, named_versions, named = named_memories(versions, wanted)
     about = set(chosen) - named
-    drawn = facts_drawn_from(files, set(chosen))
+    drawn = facts_drawn_from(versions, set(chosen))
     for fact in drawn:
         chosen.setdefault(fact.id, fact)
     selection = Selection(ids=set(chosen), patterns=patterns, texts=set(texts), about=about,
                           roles=dict(Counter(entry.role for entry in chosen.values())))
     # Every version's text, for the quotes of it elsewhere.
-    selection.texts |= {e.text.strip() for e in versions + drawn if len(e.text.strip()) >= MIN_QUOTE}
-    selection.paths = paths_of(files, selection.ids)
-    quoting = quoting_files(files, selection.paths, selection.scrubber())
+    selection.texts |= {e.text.strip() for e in named_versions + drawn if len(e.text.strip()) >= MIN_QUOTE}
+    selection.paths = paths_of(versions, selection.ids)
+    quoting = quoting_files(versions, selection.paths, selection)
     selection.scrubbed = {path for _sha, path, _data in quoting}
     selection.quoting = {sha: data for sha, _path, data in quoting}
-    selection.removed = {sha for sha, path, _data in files if path in selection.paths}
+    selection.removed = {sha for sha, paths in zip(versions.shas, versions.paths, strict=True)
+                         if not selection.paths.isdisjoint(paths)}
     selection.blobs = selection.removed | set(selection.quoting)
     selection.commit_ids = commits_touching(root, selection.paths | selection.scrubbed)
     selection.commits = len(selection.commit_ids)
@@ -192,6 +260,16 @@ class Wanted:
     def __post_init__(self) -> None:
         c = self.criteria
         self.needles = [i.encode() for i in c.ids] + [v.encode() for v in (c.conversation, c.user) if v]
+
+    def candidates(self, versions: Versions) -> set[int] | None:
+        """The blobs that could name the memory: those holding an id (or the conversation, the user) and
+        those in the conversation's folders; all (None) when a --user or --matching text must be read."""
+        c = self.criteria
+        if c.user or c.matching:
+            return None
+        in_folders = {blob for blob, paths in enumerate(versions.paths)
+                      if self.folders and any(path.startswith(self.folders) for path in paths)}
+        return versions.holding(self.needles) | in_folders
 
     def could_name(self, path: str, data: bytes) -> bool:
         """Whether the bytes could name the memory (a miss here saves parsing the file)."""
@@ -217,14 +295,13 @@ class Wanted:
         return bool(self.criteria.user and is_about(entry, self.criteria.user))
 
 
-def named_memories(files: list[tuple[str, str, bytes]],
-                   wanted: Wanted) -> tuple[dict[str, Entry], list[Entry], set[str]]:
+def named_memories(versions: Versions, wanted: Wanted) -> tuple[dict[str, Entry], list[Entry], set[str]]:
     """Pass 1: (each chosen memory's first version by id, every version of them, the ids the criteria
     name themselves; the rest are facts about the --user)."""
     chosen: dict[str, Entry] = {}
-    versions: list[Entry] = []
+    found: list[Entry] = []
     named: set[str] = set()
-    for _sha, path, data in files:
+    for _sha, path, data in versions.files(wanted.candidates(versions)):
         if not wanted.could_name(path, data) or (entry := read_entry(path, data)) is None:
             continue
         if wanted.names(path, entry):
@@ -232,33 +309,33 @@ def named_memories(files: list[tuple[str, str, bytes]],
         elif not wanted.about_user(entry):
             continue
         chosen.setdefault(entry.id, entry)
-        versions.append(entry)
-    return chosen, versions, named
+        found.append(entry)
+    return chosen, found, named
 
 
-def facts_drawn_from(files: list[tuple[str, str, bytes]], turns: set[str]) -> list[Entry]:
+def facts_drawn_from(versions: Versions, turns: set[str]) -> list[Entry]:
     """Pass 2: every version of the facts whose `source` is one of `turns`."""
-    needles = [f"source: {i}".encode() for i in turns]
-    return [entry for _sha, path, data in files
-            if any(n in data for n in needles) and (entry := read_entry(path, data)) is not None
-            and entry.role == "memory" and entry.source in turns]
+    return [entry for _sha, path, data in versions.files(versions.holding(f"source: {i}".encode() for i in turns))
+            if (entry := read_entry(path, data)) is not None and entry.role == "memory" and entry.source in turns]
 
 
-def paths_of(files: list[tuple[str, str, bytes]], ids: set[str]) -> set[str]:
+def paths_of(versions: Versions, ids: set[str]) -> set[str]:
     """Pass 3: the paths of `ids` in any commit. memvault names a file '<stamp>__<id>.md'; a hand-named
-    one is read. The same bytes at another path (a copy) are caught by blob id in the rewrite."""
+    one (or a copy) is read."""
     if not ids:
         return set()
     names = tuple(f"__{memory_id}.md" for memory_id in ids)
-    needles = [i.encode() for i in ids]
-    return {path for _sha, path, data in files if path.endswith(names) or (
-        any(n in data for n in needles) and (entry := read_entry(path, data)) is not None and entry.id in ids)}
+    by_name = {path for paths in versions.paths for path in paths if path.endswith(names)}
+    return by_name | {path for _sha, path, data in versions.files(versions.holding(i.encode() for i in ids))
+                      if (entry := read_entry(path, data)) is not None and entry.id in ids}
 
 
-def quoting_files(files: list[tuple[str, str, bytes]], removed: set[str],
-                  scrubber: Scrubber) -> list[tuple[str, str, bytes]]:
-    """Pass 4: the versions of the files not removed that quote an erased text (or match --matching)."""
-    return [(sha, path, data) for sha, path, data in files
+def quoting_files(versions: Versions, removed: set[str], selection: Selection) -> list[tuple[str, str, bytes]]:
+    """Pass 4: the versions of the files not removed that quote an erased text (or match --matching):
+    the texts are looked for in all the bytes at once, a --regex in each version."""
+    scrubber = selection.scrubber()
+    blobs = None if selection.patterns else versions.holding(t.encode() for t in selection.texts)
+    return [(sha, path, data) for sha, path, data in versions.files(blobs)
             if path not in removed and scrubber.matches(data.decode("utf-8", "surrogateescape"))]
 
 
