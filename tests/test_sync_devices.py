@@ -193,7 +193,7 @@ def test_sessions_the_journal_and_the_rolling_summary_keep_both_sides(tmp_path):
     assert tree(laptop.vault) == tree(desktop.vault)
     [day] = list((laptop.vault / "journal").glob("*.md"))
     text = day.read_text()
-    for fact in ("I swim on Sundays", "I cycle daily", "I like tea"):
+    for fact in ("The user swims on Sundays", "The user cycles daily", "The user likes tea"):  # in the third person
         assert text.count(fact) == 1, text
     rolling = (laptop.vault / "entries" / "default" / "summaries" / "summary.md").read_text()
     assert "- swims on Sundays" in rolling and "- cycles daily" in rolling and f"{RESUMMARIZE}: true" in rolling

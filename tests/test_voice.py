@@ -38,6 +38,8 @@ KEPT_AS_THEY_ARE = [
     "Never reply with emojis.",  # an instruction: the write policy's rule candidate
     "The user thinks you can't beat fresh bread.",  # a generic "you" in a fact about the user
     "The user moved to Austin, Texas.",  # a place after a comma is no one called by name
+    "The user thanked Omar for lending them his car for the move to Leeds.",  # courtesy, and a fact in it
+    "The user congratulated Sofia on passing her bar exam.",
     'The user\'s teacher told them "you have talent".',
 ]
 
@@ -54,6 +56,9 @@ REFUSED = [
     ("It is the best pizza in town.", "not self-contained"),
     ("She's been my best friend since school.", "not self-contained"),
     ("We went hiking on Sunday.", "not self-contained"),
+    ("The user thanks Sofia for her kind words.", "small talk"),  # courtesy with nothing else in it
+    ("The user congratulates Omar on his news.", "small talk"),
+    ("The user wishes Lena good luck.", "small talk"),
 ]
 
 

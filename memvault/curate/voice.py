@@ -48,6 +48,14 @@ SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc
 # How the other speaker calls the user by name: after a greeting or thanks, or with "!" after a comma.
 CALLED = re.compile(rf"(?:^|[.!?]\s+)(?i:{INTERJECTIONS}),?\s+([A-Z][a-z'’-]+)\s*[,!.?]|,\s*([A-Z][a-z'’-]+)!",
                     re.MULTILINE)
+# A fact that reports courtesy: the user thanks, greets, apologises, congratulates or wishes well ...
+COURTESY = re.compile(r"^the user (?:also |just )?(?:thank|greet|apologi[sz]|congratulat|wish|compliment)\w*\b",
+                      re.IGNORECASE)
+# ... for what courtesy is for; fewer other content words than this and there is nothing else in it.
+COURTESY_WORDS = frozenset(content_roots(
+    "support supporting help helping encouragement encouraging words kind kindness advice sharing share thing things "
+    "assistant them her him their his well luck best great amazing nice good lovely time chat talk"))
+MIN_COURTESY_REST = 2
 # An instruction to the assistant ("Always answer in British English", "Never use emojis", "Call me Sam"):
 # no fact about the user, but the write policy's rule candidate (curate.policy), so no refusal here.
 INSTRUCTION = re.compile(r"^(?:always|never|please|don['’]t|do not|stop|avoid|keep|use|answer|reply|respond|write|"
@@ -100,9 +108,25 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     dangling = DANGLING.match(plain)
     if dangling:
         return fact, f"not self-contained: it opens with {dangling.group(0)!r} and does not say who or what that is"
+    if courtesy_only(plain):
+        return fact, "small talk: thanks or good wishes with nothing else to remember"
     if THIRD_PERSON.search(plain) or named(plain, names) or subjectless(plain) or INSTRUCTION.match(plain):
         return fact, None
     return fact, "not about the user: it does not say the user"
+
+
+def courtesy_only(text: str) -> bool:
+    """Whether a fact reports only the user's thanks, greeting, apology or good wishes ("The user thanks Mel
+    for her support"): a capable model writes them from courtesy (Qwen2.5 1.5B: 16 of 51 stored facts; none of
+    LoCoMo's 2,541 observations), and nothing in them is worth a later conversation. "The user congratulated
+    John on finishing his degree" says more, and is kept."""
+    opening = COURTESY.match(text)
+    if opening is None:
+        return False
+    rest = text[opening.end():]
+    called = set(content_roots(" ".join(re.findall(r"\b[A-Z][\w'’-]*", rest))))  # who is thanked: no content
+    said = [word for word in content_roots(rest) if word not in called and word not in COURTESY_WORDS]
+    return len(said) < MIN_COURTESY_REST
 
 
 def names_of_user(said: str, answered: str = "") -> frozenset[str]:
