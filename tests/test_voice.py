@@ -40,6 +40,7 @@ KEPT_AS_THEY_ARE = [
     "The user moved to Austin, Texas.",  # a place after a comma is no one called by name
     "The user thanked Omar for lending them his car for the move to Leeds.",  # courtesy, and a fact in it
     "The user congratulated Sofia on passing her bar exam.",
+    "The user asked Omar for help with the move to Leeds.",  # a request, with what it is about
     'The user\'s teacher told them "you have talent".',
 ]
 
@@ -59,6 +60,8 @@ REFUSED = [
     ("The user thanks Sofia for her kind words.", "small talk"),  # courtesy with nothing else in it
     ("The user congratulates Omar on his news.", "small talk"),
     ("The user wishes Lena good luck.", "small talk"),
+    ("The user asked Ana whether the museum opens on Mondays.", "the user's question"),  # a question, reported
+    ("The user wondered how long the flight to Lima takes.", "the user's question"),
 ]
 
 
