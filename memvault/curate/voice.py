@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from memvault.curate.meaning import IRREGULAR_PAST
 from memvault.text.wording import content_roots
 
 # A greeting, thanks or interjection opening a text ("Hey Gina!", "Thanks, Maria!", "Wow!"), with the name
@@ -161,14 +162,11 @@ def subjectless(text: str) -> bool:
 MODALS = frozenset("can could will would shall should may might must cannot can't couldn't won't wouldn't "
                    "shouldn't mustn't didn't wasn't".split())
 # Forms that are past and present alike, or past only: left as they are after "the user".
-UNCHANGED = frozenset("""
-was did had got went came took made saw left found felt said told thought bought brought kept lost met paid put
-read set cut let hit quit hurt cost shut spread ran wrote drove ate gave began became knew grew drew flew wore won
-sat stood understood held heard led meant slept swam sang drank fell forgot hid rode sold spent sent built taught
-caught chose spoke broke woke fought shot threw used are were""".split())
-OWN_FORMS = {"am": "is", "'m": "is", "’m": "is", "have": "has", "'ve": "has", "’ve": "has", "do": "does",
-             "don't": "doesn't", "don’t": "doesn’t", "haven't": "hasn't", "haven’t": "hasn’t", "'ll": "will",
-             "’ll": "will", "'d": "would", "’d": "would", "go": "goes", "be": "is"}
+UNCHANGED = IRREGULAR_PAST | frozenset(
+    "are cost cut drank drew forgot fought hid hit hurt led let meant quit set shut slept spread used".split())
+# Looked up with a straight apostrophe (a curly one is straightened first).
+OWN_FORMS = {"am": "is", "'m": "is", "have": "has", "'ve": "has", "do": "does", "don't": "doesn't",
+             "haven't": "hasn't", "'ll": "will", "'d": "would", "go": "goes", "be": "is"}
 ADVERB = re.compile(r"^(?:just|also|still|never|always|often|really|even|only|already|sometimes|now|ever|kinda|"
                     r"sorta|truly|\w{3,}ly)$")
 NOT_ADVERBS = frozenset("rely reply apply supply fly ally".split())
@@ -176,6 +174,7 @@ NOT_ADVERBS = frozenset("rely reply apply supply fly ally".split())
 PAIR_BEFORE = re.compile(r"(?:\b[Mm]y\s+[\w'’-]+|\b[A-Z][a-z'’-]+)\s+and\s+$")
 PRONOUN_I = re.compile(r"^I(?:['’](m|ve|ll|d))?$")
 WORD = re.compile(r"^[\w'’-]+")
+CLAUSE_END = re.compile(r"[,.;:!?]$")  # a word that ends its clause: no verb of its subject follows
 
 
 def in_third_person(text: str) -> str:
@@ -186,7 +185,7 @@ def in_third_person(text: str) -> str:
     plain = outside_quotes(rest)
     if THIRD_PERSON.search(plain) or not FIRST_PERSON.search(plain):  # "The user said: I like tea" is theirs
         return text[:1].upper() + text[1:]
-    pieces = re.split(r"(\"[^\"]*\"|“[^”]*”)", rest)  # quoted words are someone's words: left as said
+    pieces = re.split(f"({QUOTED.pattern})", rest)  # quoted words are someone's words: left as said
     said = "".join(piece if index % 2 else third_person_words(piece) for index, piece in enumerate(pieces))
     return said[:1].upper() + said[1:]
 
@@ -202,7 +201,7 @@ def third_person_words(text: str) -> str:
             plural = PAIR_BEFORE.search("".join(tokens[:place])) is not None  # "my husband and I are"
             verb = f" {OWN_FORMS[chr(39) + subject.group(1)]}" if subject.group(1) else ""  # I'm -> the user is
             tokens[place] = "the user" + verb + tokens[place][word.end():]
-            if not subject.group(1) and not plural and not re.search(r"[,.;:!?]$", tokens[place]):
+            if not subject.group(1) and not plural and not CLAUSE_END.search(tokens[place]):
                 _conjugate_next(tokens, place + 2)
     text = "".join(tokens)
     text = re.sub(r"(?<![\w'’-])[Mm]yself(?![\w'’-])", "themselves", text)
@@ -220,7 +219,7 @@ def _conjugate_next(tokens: list[str], place: int) -> None:
             return
         lowered = word.group(0).casefold()
         if ADVERB.match(lowered) and lowered not in NOT_ADVERBS:
-            if re.search(r"[,.;:!?]$", tokens[index]):
+            if CLAUSE_END.search(tokens[index]):
                 return
             continue
         tokens[index] = _conjugated(word.group(0)) + tokens[index][word.end():]
@@ -243,13 +242,14 @@ def _conjugated(word: str) -> str:
 
 def _possessives(text: str) -> str:
     """"my" as "the user's" where the sentence has not yet named the user, "their" after it."""
-    out, named = [], False
+    out = []
     for piece in re.split(r"((?<=[.!?])\s+)", text):
-        named = False
+        seen = False  # whether this sentence has named the user yet
+
         def own(match: re.Match, piece=piece) -> str:
-            nonlocal named
-            said = named or "the user" in piece[: match.start()].casefold()
-            named = True
+            nonlocal seen
+            said = seen or "the user" in piece[: match.start()].casefold()
+            seen = True
             return "their" if said else "the user's"
         out.append(re.sub(r"(?<![\w'’-])[Mm]y(?![\w'’-])", own, piece))
     return "".join(out)
