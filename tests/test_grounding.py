@@ -695,3 +695,41 @@ def test_a_fact_that_opens_like_a_greeting_or_holds_brackets_is_still_a_fact(tex
 def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept):
     reason = detail_problem(fact, said)
     assert (reason is None) == kept, reason
+
+
+# Casual speech read by its meaning: a tag question typed without its comma or question mark, a "no" that
+# opens a noun ("no luck"), a 'd before a participle ("I'd fixed": had), a wish in a relative clause, a
+# negating verb a fact keeps ("won't quit"), a role opening the sentence ("As a fan, I can't ..."), an answer
+# "Not at all,", "'cause", and "determined to" as an intent. Each rule with a case on either side.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I really should call my grandmother more often shouldn't I.",
+     "The user thinks they should call their grandmother more often.", True),
+    ("I haven't been to Rome yet, have I?", "The user has been to Rome.", False),
+    ("Been looking at flats all month, but no luck so far.", "The user has had no luck finding a flat so far.", True),
+    ("No luck with the job hunt so far.", "The user has had luck with the job hunt so far.", False),
+    ("I'd already booked the hotel when the flight got cancelled.", "The user had booked the hotel.", True),
+    ("I'd love to visit Lisbon with my sister.", "The user visited Lisbon with their sister.", False),
+    ("Yesterday I got back from Lisbon with some recipes that I want to share with you!",
+     "The user got back from Lisbon yesterday.", True),
+    ("I bought some blue paint that I want to use on the fence.", "The user painted the fence blue.", False),
+    ("The hikes were long but that's what keeps us fit. We look out for each other and won't quit.",
+     "The user's hiking group does not quit and looks out for each other to stay fit.", True),
+    ("We lost twice this season, but we back each other up and won't quit.",
+     "The user's team does not back each other up.", False),
+    ("As a lifelong Arsenal supporter, I can't agree with that.", "The user is a lifelong Arsenal supporter.", True),
+    ("As a night nurse, I can't say I enjoy the long shifts.", "The user enjoys the long shifts.", False),
+    ("Not at all, all you need is a pair of boots and a map.", "All one needs is a pair of boots and a map.", True),
+    ("Not at all, I never liked horror films.", "The user liked horror films.", False),
+    ("I'm learning Italian 'cause my partner is from Rome and it'd be nice to talk to her family.",
+     "The user is learning Italian.", True),
+    ("I'm saving up 'cause I'd like to buy a camper van.", "The user bought a camper van.", False),
+    ("I'm selling my bike 'cause I'd rather take the bus.", "The user is selling their bike.", True),
+    ("I bought new running shoes and I want to run a marathon.", "The user bought new running shoes.", True),
+    ("I bought new running shoes and I want to run a marathon.", "The user ran a marathon in running shoes.", False),
+    ("Gonna keep training hard for the race. Nothing will stop me!",
+     "The user is determined to keep training hard for the race.", True),
+    ("Gonna keep training hard for the race.", "The user kept training hard for the race.", False),
+])
+def test_casual_speech_is_read_by_its_meaning(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason

@@ -21,7 +21,7 @@ Every check is local, cheap and needs no model.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memvault.text.wording import FREE_WORDS, known, normalised, root, roots_of
 
@@ -48,7 +48,7 @@ REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention
                        r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
 # A fact that reports the user's stance toward what they were told: a question, an interest, support, praise.
 STANCE = re.compile(r"^(?:(?:is|are|was|were|am) )?(?:inquir|ask|wonder|curious|interest|keen|support|encourag|agree"
-                    r"|appreciat|admir|prais|compliment|congratulat|recommend|suggest|advis)")
+                    r"|enthusias|eager|willing|appreciat|admir|prais|compliment|congratulat|recommend|suggest|advis)")
 # Words by which the user points at what the turn they answer said ("What will you make next?", "try it too").
 POINTERS = frozenset("it that this those these there you your".split())
 USER_WORDS = frozenset("i me we us".split())
@@ -81,7 +81,8 @@ year friday monday tuesday wednesday thursday saturday sunday morning night stil
 BOUNDARY = re.compile("|".join((
     r"\s*(?:,|;|:|\s)\s*(?:but|and|while|whereas|although|though|so|because|now)\s+"
     r"(?=(?:i|we|my|our|he|she|they|his|her|their|you|your|the user)\b)",
-    r"\s+(?:when|whenever|because|since)\s+", r",\s*so\s+", r"\s+so\s+(?=(?:no|not|never)\b)",
+    r"\s+(?:when|whenever|because|since|['’]cause|cuz|coz)\s+",
+    r",\s*so\s+", r"\s+so\s+(?=(?:no|not|never)\b)",
     r"\s+and\s+(?=(?:doesn|don|didn|isn|aren|wasn|won|never|no longer|does not|do not|did not|will not)\b)",
     r"\s*[,;]\s*(?:but|whereas|while|although|though)\s+", r"\s+but\s+",
     r",?\s+(?:despite|even though|even if|although|though|whereas)\s+",
@@ -91,16 +92,21 @@ BOUNDARY = re.compile("|".join((
 SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+-\s+|\s*;\s*")
 # A comma splice: a comma, then a new subject ("It's not easy, my son broke his arm"); it ends the clause
 # before it when that one is a clause of its own (COMMA_SPLICE_LEFT), not a fronted "if ..." or "next week".
-COMMA_SPLICE = re.compile(r",\s+(?=(?:maybe |perhaps )?(?:i|we|my|our|he|she|they|you|his|her|their)\b)",
-                          re.IGNORECASE)
+COMMA_SPLICE = re.compile(r",\s+(?=(?:maybe |perhaps |yesterday |today |tonight |then |now |recently |finally )?"
+                          r"(?:i|we|my|our|he|she|they|you|his|her|their)\b)", re.IGNORECASE)
+# "As a City fan, I can't agree": the role opening a sentence is said of the user, outside its clause's "not".
+AS_ROLE = re.compile(r"^(\s*as (?:a|an) [^,]+),\s*(?=(?:i|we)\b)", re.IGNORECASE)
 SUBORDINATORS = frozenset("""
 if when whenever although though because since while as once after before until unless whether even
 """.split())
 SUBJECTS = frozenset("i we he she they you it there this that".split())
-# A tag question asks for agreement with the statement before it: "..., don't you think?", "..., isn't it?".
-TAG_QUESTION = re.compile(r",\s*(?:(?:do|does|did|is|are|was|were|have|has|had|will|would|can|could|should)"
-                          r"(?:n['’]t| not)?\s+(?:you|it|he|she|they|we|there)(?:\s+(?:think|say|agree))?"
-                          r"|right|eh)\s*\?+\s*$", re.IGNORECASE)
+# A tag question asks for agreement with the statement before it: "..., don't you think?", "..., isn't it?";
+# typed casually, a negative one needs no comma or question mark ("more fun doesn't it.", "shouldn't I").
+TAG_AUXILIARY = r"(?:do|does|did|is|are|was|were|have|has|had|will|would|can|could|should|wo|ca)"
+TAG_QUESTION = re.compile(rf",\s*(?:{TAG_AUXILIARY}(?:n['’]t| not)?\s+(?:you|it|he|she|they|we|there|i)"
+                          r"(?:\s+(?:think|say|agree))?|right|eh)\s*\?+\s*$"
+                          rf"|,?\s+{TAG_AUXILIARY}n['’]t\s+(?:you|it|he|she|they|we|there|i)\s*[?.!]*\s*$",
+                          re.IGNORECASE)
 
 # Negations, spelled as `normalised` leaves them (n't is "not"); a few verbs and states negate too.
 NEGATION_WORDS = frozenset("""
@@ -125,7 +131,9 @@ NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier
                           r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
                           r"|\bstopp?e?d? by\b"
                           # "No, I ..." answers; "no way I'm ..." negates (an exclamation "No way!" is an IDIOM)
-                          r"|\bno (?:worries|problem|doubt)\b|^no\b(?! way\b)")
+                          r"|\bno (?:worries|problem|doubt)\b|^not at all\b"
+                          r"|^no(?=$| (?:i|we|you|he|she|they|it|that|this|there|my|our|your|his|her|their|the|a|an"
+                          r"|thanks|thank|but|and|not|never|worries)\b)")  # but "no luck so far" negates
 # Idioms the parse reads by their plain meaning, in the raw sentence before it is split: a double
 # negative is a positive ("never miss my class" is always going), "it's been ages since I" negates what
 # follows, "No way!" is surprise. Each: (pattern, plain words, the words it says "not" of: a fact that
@@ -167,8 +175,10 @@ MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|shoul
                         r"|thinking|thinks about|looking forward|looks forward|looking into|looks into|looking for"
                         r"|next|upcoming|soon|future|someday|tomorrow|later|ready to|can not wait|likely|willing"
                         r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest|anticipat"
-                        r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal"
+                        r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal|determin|desir"
                         r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
+# "I came back with news that I want to share": the wish is the relative clause's, not the coming back's.
+RELATIVE_WISH = re.compile(r"\b(?:that|which) (?:i|we) (?:want|wanna|wish|hope|plan|intend|would)\b")
 # "I'll never forget our trip": remembering, a future that speaks of the past, not a plan.
 REMEMBERING = re.compile(r"\b(?:will|would) (?:never forget|always remember)\b")
 CONDITION = re.compile(r"(?<!even )(?<!as )(?<!what )\bif\b")
@@ -238,6 +248,7 @@ class Clause:
     modal: str  # "" for a plain statement; else "question", "condition", "wish or plan"
     future: bool  # a plan by its time ("I'm flying to Tokyo on Friday")
     denied: frozenset[str] = frozenset()  # roots an idiom of its sentence says "not" of (IDIOMS)
+    wish_from: int = 0  # where a relative clause's wish begins ("news that I want to share"), else 0
 
     @property
     def past(self) -> bool:
@@ -282,7 +293,7 @@ def as_first_person(text: str) -> str:
 def clauses(text: str) -> list[Clause]:
     """`text` split into clauses, each parsed (who it is about, negation, modality)."""
     found = []
-    for sentence in SENTENCE.split(as_first_person(text)):
+    for sentence in (s for whole in SENTENCE.split(as_first_person(text)) for s in AS_ROLE.split(whole) if s):
         sentence = TAG_QUESTION.sub(".", sentence.rstrip())
         question = sentence.endswith("?")
         sentence, denied = plain(sentence)
@@ -331,7 +342,10 @@ def parse_clause(raw: str, question: bool = False, denied: frozenset[str] = froz
     modal = "question" if question else "condition" if CONDITION.search(text) else \
         "wish or plan" if MODAL_SOURCE.search(REMEMBERING.sub(" ", text)) else ""
     future = bool(PROGRESSIVE.search(text) and FUTURE_TIME.search(text))
-    return Clause(text, words, owner, path, size, negated, modal, future, denied)
+    relative = RELATIVE_WISH.search(text) if modal == "wish or plan" else None
+    wish_from = len(text[: relative.start()].split()) \
+        if relative and not MODAL_SOURCE.search(REMEMBERING.sub(" ", text[: relative.start()])) else 0
+    return Clause(text, words, owner, path, size, negated, modal, future, denied, wish_from)
 
 
 def negates(text: str) -> bool:
@@ -515,6 +529,7 @@ def best_clauses(mine: Clause, names: frozenset[str], parts: list[Clause]) -> li
 
 
 NEGATION_ROOTS = frozenset(root(w) for w in NEGATION_WORDS)
+BARE_NEGATIONS = frozenset("not never no nothing none nobody neither nor without".split())  # no content of their own
 OPENER_ROOTS = frozenset(root(w) for w in ADVERB_OPENERS)  # "apparently" in a fact is not its act
 
 
@@ -540,15 +555,24 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         clause = tied[0]
         negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
         # what the clause says of its subject: "my sister Ana is visiting next week" plans the visit,
-        # not the sister
-        about_predicate = any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) \
-            and not reports(mine)  # "The user said thanks": what the user said, not a plan
+        # not the sister; of clauses that say the fact as much, the user's wish in any is not stated as done
+        # ("I bought running shoes and I want to run a marathon": "ran a marathon in running shoes")
+        wishes = [part for part in tied[1:] if (part.owner, part.modal) == ("user", "wish or plan")]
+        modality = next((problem for part in [clause, *wishes]
+                         if (problem := modality_problem(claim, mine, part, folding)) and about_predicate(mine, part)),
+                        None)
         # of clauses that say it as much, one about the fact's subject may be the one it reports
         owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:])
-        reason = ((None if owned else person_problem(subject, mine, clause)) or negation
-                  or (modality_problem(claim, mine, clause, folding) if about_predicate else None)
+        reason = ((None if owned else person_problem(subject, mine, clause)) or negation or modality
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
+
+
+def about_predicate(mine: Clause, clause: Clause) -> bool:
+    """Whether a fact's clause speaks of what the source clause says of its subject, not of the subject
+    alone ("my sister Ana is visiting next week" plans the visit, not the sister); "The user said thanks"
+    reports what the user said, not a plan."""
+    return any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) and not reports(mine)
 
 
 def merge_problem(mine: Clause, names: frozenset[str], parts: list[Clause]) -> str | None:
@@ -666,8 +690,10 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
         return None  # "I had a film camera as a kid" is "used to have one"
     if clause.negated:
         return f"drops a negation: the user said {clip(clause.text)}"
+    # "won't quit" says the "not" of "does not quit": a negating verb the fact shares counts as its content
+    negating = {root(w) for w in mine.words if w in NEGATION_WORDS} - {root(w) for w in BARE_NEGATIONS}
     if any(part.negated or core & negated_by_state(part) for part in parts
-           if any(known(word_root, part.roots) for word_root in core)):
+           if any(known(word_root, part.roots) for word_root in core | negating)):
         return None
     return f"adds a negation: the user said {clip(clause.text)}"
 
@@ -699,6 +725,8 @@ def modality_problem(claim: Claim, mine: Clause, clause: Clause, folding: bool =
     past = mine.past if len(claim.parts) > 1 else claim.past
     if claim.modal or clause.owner == "other" or (folding and not past):
         return None
+    if clause.wish_from and not wished(mine, clause):
+        clause = replace(clause, modal="")
     if (clause.modal or clause.future) and past:
         return f"a plan stated as past: the user said {clip(clause.text)}"
     if clause.modal:
@@ -706,6 +734,14 @@ def modality_problem(claim: Claim, mine: Clause, clause: Clause, folding: bool =
     if clause.future and past:
         return f"a plan stated as past: the user said {clip(clause.text)}"
     return None
+
+
+def wished(mine: Clause, clause: Clause) -> bool:
+    """Whether a fact's clause says what only a relative clause's wish says ("painted the fence" from "I
+    bought paint that I want to use on the fence"), not just what comes before it ("bought paint")."""
+    before = frozenset(root(w) for w in clause.words[: clause.wish_from])
+    after = frozenset(root(w) for w in clause.words[clause.wish_from:] if w not in FREE_WORDS)
+    return any(known(word_root, after) and not known(word_root, before) for word_root in mine.predicate_roots)
 
 
 def capitalised(text: str) -> frozenset[str]:

@@ -11,9 +11,14 @@ import re
 import unicodedata
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# "I'd fixed it", "she'd been there": a 'd before a past participle is "had" (a "would" would be a wish).
+PAST_PERFECT = (r"['’]d(?= (?:been|done|gone|seen|had|made|taken|given|got|gotten|known|thought|told|found|left"
+                r"|lost|met|heard|written|forgotten|bought|brought|caught|taught|kept|slept|spent|sent|built|felt"
+                r"|eaten|fallen|driven|ridden|flown|grown|shown|drawn|begun|broken|chosen|spoken|stolen|worn"
+                r"|already|\w{2,}[^e\W]ed)\b)")
 CONTRACTIONS = tuple((re.compile(pattern), spelled) for pattern, spelled in (
     (r"n['’]t\b", " not"), (r"['’]m\b", " am"), (r"['’]re\b", " are"), (r"['’]ve\b", " have"),
-    (r"['’]ll\b", " will"), (r"['’]d\b", " would"), (r"['’]s\b", " s")))
+    (r"['’]ll\b", " will"), (PAST_PERFECT, " had"), (r"['’]d\b", " would"), (r"['’]s\b", " s")))
 PREFIX_MATCH = 5  # two words sharing a prefix this long (and 3/4 of the shorter) are one word
 MAX_NAME_WORDS = 8  # a triple's subject, predicate or object longer than this is a sentence, not a name
 
