@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memvault.curate.voice import names_of_user, user_fact
+from memvault.curate.voice import misnamed, names_of_user, user_fact
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_curated_add import EXTRACT, RECONCILE, live_texts, memvault_at
 
@@ -126,3 +126,19 @@ def test_a_first_person_update_keeps_the_memorys_id_in_the_third_person(memvault
     result = memvault.add("I moved from Porto to Braga last month", llm=llm)
     assert [(e.event, e.id, e.new_memory) for e in result.events if e.event != "DROP"] == [
         ("UPDATE", first.id, "The user moved from Porto to Braga")]
+
+
+# "The user is Max" says who the user is: only a name the user gives themselves, or is called by, says it.
+@pytest.mark.parametrize(("said", "answered", "fact", "kept"), [
+    ("Max, the neighbours' kid, plays the violin.", "", "The user is Max, the neighbours' kid.", False),
+    ("My dog is called Biscuit and she loves the beach.", "", "The user is Biscuit.", False),
+    ("Ask Jonas, he knows the way.", "", "The user's name is Jonas.", False),
+    ("I'm Alice and I love green tea.", "", "The user is Alice.", True),
+    ("Good, thanks! Just back from the gym.", "Hey Caroline! How are you?", "The user is Caroline.", True),
+    ("My name is Bo, by the way.", "", "The user's name is Bo.", True),
+    ("I'm a proud Canadian, eh.", "", "The user is Canadian.", True),
+    ("Max, the neighbours' kid, plays the violin.", "", "The user is happy.", True),  # no name: not this rule's
+])
+def test_a_name_the_user_did_not_give_themselves_is_not_who_they_are(said, answered, fact, kept):
+    reason = misnamed(fact, said, names_of_user(said, answered))
+    assert (reason is None) == kept, reason

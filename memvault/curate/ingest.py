@@ -26,7 +26,7 @@ from memvault.curate.judge import Judge, judged_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
-from memvault.curate.voice import names_of_user, user_fact
+from memvault.curate.voice import misnamed, names_of_user, user_fact
 from memvault.errors import EmbeddingError, LLMError
 from memvault.text.wording import consistent_triple
 from memvault.vault.format.entry import TRIPLE_KEYS, Entry, now, text_hash
@@ -124,6 +124,7 @@ def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]
     kept, names = [], names_of_user(source.said, source.replied or "")
     for record in records:
         text, reason = user_fact(record.text, names) if voiced else (record.text, None)
+        reason = reason or (misnamed(text, source.said, names) if voiced else None)
         reason = guard(record.text) or reason or judged_problem(text, source, judge, speakers,
                                                                 record.triple.get("evidence"))
         if reason:

@@ -49,6 +49,9 @@ SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc
 # How the other speaker calls the user by name: after a greeting or thanks, or with "!" after a comma.
 CALLED = re.compile(rf"(?:^|[.!?]\s+)(?i:{INTERJECTIONS}),?\s+([A-Z][a-z'’-]+)\s*[,!.?]|,\s*([A-Z][a-z'’-]+)!",
                     re.MULTILINE)
+# A fact that says who the user is by a name: "The user is Max", "The user's name is Bo", "The user is called Sam".
+IS_NAMED = re.compile(r"^(?i:the user(?:['’]s name)? (?:is|was)(?: called| named)?) "
+                      r"([A-Z][a-z'’-]+)(?=\s*(?:[,.;!]|$))")
 # A fact that reports courtesy: the user thanks, greets, apologises, congratulates or wishes well ...
 COURTESY = re.compile(r"^the user (?:also |just )?(?:thank|greet|apologi[sz]|congratulat|wish|compliment)\w*\b",
                       re.IGNORECASE)
@@ -144,6 +147,19 @@ def names_of_user(said: str, answered: str = "") -> frozenset[str]:
     own = {match.group(1) or match.group(2) for match in SELF_NAMED.finditer(said)}
     called = {match.group(1) or match.group(2) for match in CALLED.finditer(answered)}
     return frozenset(own | called)
+
+
+def misnamed(fact: str, said: str, names: frozenset[str]) -> str | None:
+    """Why a fact that says who the user is ("The user is Max") names them as they did not name themselves:
+    "Max, the neighbours' kid, plays the violin" says Max is someone else (SmolLM2 wrote it from a trap). The
+    user's own names (`names_of_user`) and "I'm a proud American" ("The user is American") say it."""
+    claim = IS_NAMED.match(fact.strip())
+    if claim is None or claim.group(1) in names:
+        return None
+    name = re.escape(claim.group(1))
+    if re.search(rf"\b(?:I['’]m|I am)\s+(?:(?:a|an|the)\s+)?(?:[\w'’-]+\s+){{0,2}}{name}(?![\w'’-])", said):
+        return None
+    return f"another person's name: the user did not say they are {claim.group(1)}"
 
 
 def named(text: str, names: frozenset[str]) -> bool:
