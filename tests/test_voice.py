@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memvault.curate.voice import misnamed, names_of_user, user_fact
+from memvault.curate.voice import misnamed, names_of_user, sentences, user_fact
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_curated_add import EXTRACT, RECONCILE, live_texts, memvault_at
 
@@ -142,3 +142,53 @@ def test_a_first_person_update_keeps_the_memorys_id_in_the_third_person(memvault
 def test_a_name_the_user_did_not_give_themselves_is_not_who_they_are(said, answered, fact, kept):
     reason = misnamed(fact, said, names_of_user(said, answered))
     assert (reason is None) == kept, reason
+
+
+# A weak model's text of several sentences: its sentences, each a fact of its own once the whole is refused.
+@pytest.mark.parametrize(("text", "parts"), [
+    ("Sounds great, Mel! I've been married for 10 years now! How long have you been married?",
+     ["Sounds great, Mel!", "I've been married for 10 years now!", "How long have you been married?"]),
+    ("I got a bowl at the market. It reminds me of my trip.",
+     ["I got a bowl at the market. It reminds me of my trip."]),
+    ("I saw Dr. Patel on Monday. My knee is better.", ["I saw Dr. Patel on Monday.", "My knee is better."]),
+    ("J. K. Rowling is my favourite. I read every book.", ["J. K. Rowling is my favourite.", "I read every book."]),
+    ("The user said \"I moved. I love it.\" today.", ["The user said \"I moved. I love it.\" today."]),
+    ("The user said 'Oh, it's bad. My face gets puffy.'", ["The user said 'Oh, it's bad. My face gets puffy.'"]),
+    ("I live in Porto.", ["I live in Porto."]),
+])
+def test_a_text_is_split_into_its_sentences_but_not_inside_quotes_or_after_a_title(text, parts):
+    assert sentences(text) == parts
+
+
+@pytest.mark.parametrize(("written", "why"), [
+    ("The user totally gets it.", "ends with 'it'"),
+    ("The user is really excited about them too.", "ends with 'them too'"),
+    ("So much that I got tattoos of them on my arm.", "opens with 'So much that'"),
+    ("Which helped me a lot with the move.", "opens with 'Which'"),
+    ("And so much that I cried.", "opens with 'So much that'"),
+])
+def test_a_fact_that_leans_on_what_the_chat_said_is_not_self_contained(written, why):
+    reason = user_fact(written)[1]
+    assert reason is not None and reason.startswith("not self-contained") and why in reason, reason
+
+
+def test_a_made_thing_the_user_is_proud_of_is_a_fact():
+    assert user_fact("I made a painting and I'm proud of it.")[1] is None
+
+
+def test_a_refused_text_keeps_the_facts_among_its_chatter(memvault):
+    said = ("Hey Gina! Still following my passion for dance. I'm still searching for a place to open my studio. "
+            "How about you?")
+    written = ["Sounds great, Gina! I'm still searching for a place to open my studio. How are you doing?"]
+    llm = ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]")
+    result = memvault.add(said, llm=llm)
+    assert live_texts(memvault) == ["The user is still searching for a place to open their studio."]
+    drops = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+    assert drops["Sounds great, Gina!"].startswith("said to the other speaker")
+    assert drops["How are you doing?"]
+
+
+def test_a_sentence_copied_with_its_conjunction_is_the_sentence():
+    assert user_fact("And there's a chance I'll be visiting Edinburgh in the spring.") == (
+        "There's a chance the user will be visiting Edinburgh in the spring.", None)
+    assert user_fact("But I moved to Porto last year.") == ("The user moved to Porto last year.", None)

@@ -26,7 +26,7 @@ from memvault.curate.judge import Judge, judged_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
-from memvault.curate.voice import misnamed, names_of_user, user_fact
+from memvault.curate.voice import misnamed, names_of_user, sentences, user_fact
 from memvault.errors import EmbeddingError, LLMError
 from memvault.text.wording import consistent_triple
 from memvault.vault.format.entry import TRIPLE_KEYS, Entry, now, text_hash
@@ -121,16 +121,31 @@ def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]
     when `judge` says the user stated it, unless it names one of the other `speakers` (curate.judge.asks)."""
     from memvault.curate.policy import guard
 
-    kept, names = [], names_of_user(source.said, source.replied or "")
-    for record in records:
+    names = names_of_user(source.said, source.replied or "")
+
+    def verdict(record: Fact) -> tuple[str, str | None]:
         text, reason = user_fact(record.text, names) if voiced else (record.text, None)
         reason = reason or (misnamed(text, source.said, names) if voiced else None)
-        reason = guard(record.text) or reason or judged_problem(text, source, judge, speakers,
-                                                                record.triple.get("evidence"))
-        if reason:
-            dropped.append((record.text, reason))
-        else:
+        return text, guard(record.text) or reason or judged_problem(text, source, judge, speakers,
+                                                                    record.triple.get("evidence"))
+
+    kept = []
+    for record in records:
+        text, reason = verdict(record)
+        if not reason:
             kept.append(replace(record, text=text))
+            continue
+        # A weak model's refused text of several sentences may hold a fact among its chatter: each sentence
+        # is judged as a fact of its own (the whole is still refused when none is kept).
+        parts = [(part, *verdict(part)) for part in map(Fact, sentences(record.text))] if voiced else []
+        if len(parts) < 2 or all(why for _, _, why in parts):
+            dropped.append((record.text, reason))
+            continue
+        for part, part_text, why in parts:
+            if why:
+                dropped.append((part.text, why))
+            else:
+                kept.append(replace(part, text=part_text))
     return kept
 
 

@@ -43,6 +43,19 @@ FIRST_PERSON = re.compile(r"(?<![\w'’-])(?:I|I['’](?:m|ve|ll|d)|[Mm]e|[Mm]y|
 # An opening pronoun that only the chat resolves ("They're city dogs", "It's downtown", "She loves it").
 DANGLING = re.compile(r"^(?:it|it['’]s|its|they|they['’](?:re|ve|ll|d)|them|he|he['’]s|she|she['’]s|his|her|"
                       r"this|that|that['’]s|these|those|we|we['’](?:re|ve|ll|d)|us|our)(?![\w'’-])", re.IGNORECASE)
+# A fact whose object is a pronoun only the chat resolves, with little else: "The user totally gets it",
+# "The user can't imagine life without it" (SmolLM2's sentences once its chatter is set aside).
+PRONOUN_END = re.compile(r"\b((?:it|this|that|them)(?:\s+(?:too|again|as well|so much|a lot))?)\W*$", re.IGNORECASE)
+MIN_PRONOUN_FACT = 3  # content words besides "the user" that make such a fact say something
+# A clause's continuation with nothing before it: "So much that the user got tattoos", "Which helped".
+FRAGMENT = re.compile(r"^(?:so much that|so that|which|because)\b", re.IGNORECASE)
+# A sentence copied with the conjunction that tied it to the one before: "And I'll be visiting more HP spots".
+LEADING_CONJUNCTION = re.compile(r"^\s*(?:and|but|or|plus|so(?!\s+(?:much|that)\b))\b,?\s*(?=\w)", re.IGNORECASE)
+# Where a weak model's text of several sentences splits (not after "Dr." or an initial; texts with quotes are
+# kept whole: a quoted sentence is not the model's).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
+ABBREVIATED_END = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|vs|etc)|(?<![\w.])[A-Z])\.$")
+QUOTE_MARK = re.compile(r"[\"“”‘]|(?:^|\s)'")
 # How a user names themselves: "I'm Alice", "my name is Alice", "call me Al", "Alice here:", "Alice again:".
 SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc]all me|[Tt]his is)\s+([A-Z][a-z'’-]+)"
                         r"(?=\s*(?:[,.:;!]|\band\b|$))|^([A-Z][a-z'’-]+)(?=:|\s+(?:here|again)\b)", re.MULTILINE)
@@ -107,6 +120,9 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     """The text as a fact about the user in the third person (`in_third_person`), and why it is none
     (see the module), or None when it is one. `names`: what the user calls themselves (`names_of_user`):
     "Alice loves green tea" is about a user who said "I'm Alice"."""
+    if LEADING_CONJUNCTION.match(text):
+        text = LEADING_CONJUNCTION.sub("", text, count=1)
+        text = text[0].upper() + text[1:]
     rest, _ = strip_greetings(text)
     plain = outside_quotes(rest)
     third = THIRD_PERSON.search(plain) is not None or named(plain, names)
@@ -118,6 +134,11 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     dangling = DANGLING.match(plain)
     if dangling:
         return fact, f"not self-contained: it opens with {dangling.group(0)!r} and does not say who or what that is"
+    if FRAGMENT.match(plain):
+        return fact, f"not self-contained: it opens with {FRAGMENT.match(plain).group(0)!r}, a clause's continuation"
+    pronoun = PRONOUN_END.search(fact.strip())  # not in `plain`: "told them \"you have talent\"" ends in a quote
+    if pronoun and len(content_roots(THIRD_PERSON.sub(" ", plain))) < MIN_PRONOUN_FACT:
+        return fact, f"not self-contained: it ends with {pronoun.group(1)!r} and says too little else of it"
     if courtesy_only(plain):
         return fact, "small talk: thanks or good wishes with nothing else to remember"
     if ASKED.match(plain):
@@ -125,6 +146,30 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     if THIRD_PERSON.search(plain) or named(plain, names) or subjectless(plain) or INSTRUCTION.match(plain):
         return fact, None
     return fact, "not about the user: it does not say the user"
+
+
+def sentences(text: str) -> list[str]:
+    """A text of several sentences (a weak model copies the message with its chatter: "Sounds great, Mel! I've
+    been married for 10 years now! How long have you been married?") as its sentences; one that opens with a
+    pronoun stays with the sentence before it ("... a bowl. It reminds me of ..."). One text when it quotes."""
+    text = text.strip()
+    if QUOTE_MARK.search(text):
+        return [text]
+    parts: list[str] = []
+    start = 0
+    for end in SENTENCE_END.finditer(text):
+        sentence = text[start:end.start()]
+        if not ABBREVIATED_END.search(sentence):
+            parts.append(sentence)
+            start = end.end()
+    parts.append(text[start:])
+    joined: list[str] = []
+    for part in parts:
+        if joined and DANGLING.match(part):
+            joined[-1] = f"{joined[-1]} {part}"
+        else:
+            joined.append(part)
+    return joined
 
 
 def courtesy_only(text: str) -> bool:
