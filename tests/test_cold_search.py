@@ -12,7 +12,6 @@ import pytest
 from test_search_speed import DIMS, fill
 
 from memvault.core import Memvault
-from memvault.core.searching import embedding_ahead
 from memvault.index import store as store_module
 from memvault.index.snapshot import Snapshot
 from memvault.index.store import IndexStore
@@ -22,6 +21,7 @@ from memvault.settings import EmbedderSettings, Settings, load
 from tests.support.cli import Cli, run_memvault
 
 search_mod = importlib.import_module("memvault.retrieve.search")  # the module (the package exports the function)
+embedding_ahead = search_mod.embedding_ahead
 
 
 @pytest.fixture

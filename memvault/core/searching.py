@@ -11,48 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 from memvault.core.caller import walls
 from memvault.errors import UsageError
-from memvault.settings import RetrievalSettings, Settings
+from memvault.settings import RetrievalSettings
 from memvault.vault.format import layout
 from memvault.vault.format.entry import SCOPE_KEYS
 
 if TYPE_CHECKING:
     from memvault.core.base import Storage
     from memvault.vault.git.timetravel import PastCommit
-
-
-@contextmanager
-def embedding_ahead(settings: Settings, query: str) -> Iterator[None]:
-    """Embed `query` on a thread of its own while the block runs, into the search's query cache
-    (retrieve.search.embed_query), with the model these settings name. A cold `memvault search` opens
-    its vault and index meanwhile: the model's loading and its run release the GIL, so with a core free
-    they overlap. The block's end waits for the thread. A failure is left to the search, which embeds
-    again and says what went wrong. Not for a remote model: no query leaves the machine before the
-    vault is known to open."""
-    if settings.embedder.model.strip().startswith("litellm:") or not query.strip():
-        yield
-        return
-    # What both threads import, imported here first: two threads importing one module at once can be
-    # handed it half made (importlib accepts that to break a cycle of waits: numpy lacked `matrix`).
-    # The thread alone then imports the model's libraries (onnxruntime, tokenizers).
-    import cachetools  # noqa: F401 - embed_query's
-    import numpy  # noqa: F401
-
-    from memvault.models import embedders  # noqa: F401
-    from memvault.models.query_batcher import shared_embedder
-    from memvault.retrieve.search import embed_query
-
-    def embed() -> None:
-        try:
-            embed_query(shared_embedder(settings.embedder), query)
-        except Exception:  # noqa: BLE001, S110 - the search meets the same error and reports it
-            pass
-
-    thread = threading.Thread(target=embed, name="memvault-embed-ahead", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
 
 
 @dataclass(frozen=True)

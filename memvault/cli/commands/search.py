@@ -54,13 +54,13 @@ def search(
     from rich.markup import escape
 
     from memvault.cli.base import load_settings, open_with, read_text_argument
-    from memvault.core.searching import embedding_ahead
+    from memvault.retrieve.search import embedding_ahead
     from memvault.shapes import filter_from_json, named_scopes
 
     query = read_text_argument(query)
     settings = load_settings(vault, config)
-    # The model loads and embeds the query on a thread while the vault and today's index open (a cold
-    # search's two slowest parts, side by side on two cores).
+    # The model loads and embeds the query on a thread while the facade is imported and the vault and
+    # today's index open (a cold search's two slowest parts, side by side with a core free).
     with embedding_ahead(settings, query):
         memvault = open_with(settings)
         show_notices(memvault)
