@@ -49,8 +49,11 @@ def test_a_query_embedded_ahead_is_in_the_cache_the_search_reads():
     assert search_mod.embed_query(embedder, question) is cached  # the search runs no model again
 
 
-def test_a_remote_model_is_not_asked_before_the_vault_opens():
-    with embedding_ahead(Settings(embedder=EmbedderSettings(model="litellm:text-embedding-3-small")), "tea"):
+@pytest.mark.parametrize("model", ["litellm:text-embedding-3-small", "e5", "st:all-MiniLM-L6-v2"])
+def test_only_the_built_in_model_is_asked_ahead(model):
+    """A remote model is not sent the query before the vault opens; another local one is not imported
+    beside the facade."""
+    with embedding_ahead(Settings(embedder=EmbedderSettings(model=model)), "tea"):
         assert "memvault-embed-ahead" not in [thread.name for thread in threading.enumerate()]
 
 

@@ -134,17 +134,19 @@ def embed_query(embedder: Any, query: str) -> Any:
 @contextmanager
 def embedding_ahead(settings: Settings, query: str) -> Iterator[None]:
     """Embed `query` on a thread of its own while the block runs, into embed_query's cache, with the
-    model these settings name. A cold `memvault search` imports the facade and opens its vault and
-    index meanwhile: the model's loading and its run release the GIL, so with a core free
-    they overlap. The block's end waits for the thread. A failure is left to the search, which embeds
-    again and says what went wrong. Not for a remote model: no query leaves the machine before the
-    vault is known to open."""
-    if settings.embedder.model.strip().startswith("litellm:") or not query.strip():
+    built-in model (minilm) when the settings name it. A cold `memvault search` imports the facade and
+    opens its vault and index meanwhile: the model's loading and its run release the GIL, so with a
+    core free they overlap. The block's end waits for the thread. A failure is left to the search, which
+    embeds again and says what went wrong. Only the built-in model: a remote one would send the query
+    before the vault is known to open, and another local one imports libraries (torch...) whose
+    modules the facade's import might want at the same moment."""
+    if settings.embedder.model.strip() not in ("", "minilm") or not query.strip():
         yield
         return
     # What both threads import, imported here first: two threads importing one module at once can be
     # handed it half made (importlib accepts that to break a cycle of waits: numpy lacked `matrix`).
-    # The thread alone then imports the model's libraries (onnxruntime, tokenizers).
+    # The thread alone then imports the model's libraries, onnxruntime and tokenizers, which nothing
+    # the facade imports does.
     import cachetools  # noqa: F401 - embed_query's
     import numpy  # noqa: F401
 
