@@ -103,3 +103,20 @@ def test_with_no_cache_folder_to_write_the_original_is_opened(model, tmp_path, m
     assert np.array_equal(hidden(opened_fresh(model, prepack=True)), original(model, "basic"))
     assert np.array_equal(hidden(opened_fresh(model, prepack=False)), original(model, "disable"))
     assert not saved_graph.saved_folder(model).exists()
+
+
+def test_a_copy_left_half_written_by_a_killed_process_is_removed(model):
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    folder = saved_graph.saved_folder(model)
+    folder.parent.mkdir(parents=True)
+    leftover = folder.parent / f".{folder.name}.{int(gone.stdout)}.x1y2"
+    running = folder.parent / f".{folder.name}.{os.getpid()}.a3b4"  # a writer still at work: left alone
+    for half in (leftover, running):
+        half.mkdir()
+        (half / saved_graph.WEIGHTS).write_bytes(b"\0" * 1000)
+    opened_fresh(model, prepack=True)
+    assert not leftover.exists() and running.exists()
+    assert (folder / saved_graph.GRAPH).is_file()

@@ -77,7 +77,8 @@ def saving_session(model_path: str, folder: Path | None,
     be: written under a temporary name, then renamed (a reader sees all of it or nothing)."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        building = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        remove_leftovers(folder)
+        building = Path(tempfile.mkdtemp(prefix=f".{folder.name}.{os.getpid()}.", dir=folder.parent))
     except (AttributeError, OSError):  # no folder, or none can be made (a read-only home)
         return open_session(model_path, session_options(error, "basic"), error)
     options = session_options(error, "basic")
@@ -91,3 +92,14 @@ def saving_session(model_path: str, folder: Path | None,
         shutil.rmtree(building, ignore_errors=True)
         return open_session(model_path, session_options(error, "basic"), error)
     return session
+
+
+def remove_leftovers(folder: Path) -> None:
+    """Remove the half-written copies of `folder` whose writer is gone (killed mid-way: 90 MB each)."""
+    for leftover in folder.parent.glob(f".{folder.name}.*"):
+        try:
+            os.kill(int(leftover.name.split(".")[2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(leftover, ignore_errors=True)
+        except (ValueError, IndexError, OSError):  # not ours to judge, or its writer still runs
+            pass
