@@ -9,9 +9,8 @@ with weights prepacked it computes what the basic passes' session computes; unpa
 query) what the graph without passes computes, the vector a cold search has always had
 (tests/test_saved_graph.py compares both, to the bit on this model).
 
-The copy is made by a process that runs the basic passes anyway (a batch: a reindex, a server's second
-call), at the cost of writing it; one text (a cold search, an add) never waits for it and, without a
-copy, opens the original with no passes, as before. The folder is named by the model file (path, size,
+The copy is made by the first process that needs the model and finds none (0.3-0.4 s more, once per
+model and onnxruntime version). The folder is named by the model file (path, size,
 modification time) and onnxruntime's version: a model or onnxruntime upgraded gets a new one. It is
 written whole under a temporary name and renamed; one that fails to open is removed and made again,
 and when none can be made (a read-only home) the original is opened as before.
@@ -45,18 +44,21 @@ def cache_root() -> Path:
 @functools.cache
 def optimised_session(model_path: str, prepack: bool = True,
                       error: type[MemvaultError] = EmbeddingError) -> onnxruntime.InferenceSession:
-    """The model after onnxruntime's basic passes, opened once per process from its saved copy.
-    `prepack` False: weights left unpacked, for one short run. Without a copy, the original: with the
-    basic passes when `prepack` (their graph saved on the way), else with none (the same vectors)."""
+    """The model after onnxruntime's basic passes, opened once per process from its saved copy (made
+    now if there is none). `prepack` False: weights left unpacked, for one short run. When no copy can
+    be written, the original: with the basic passes when `prepack`, else with none (the same vectors)."""
     folder = saved_folder(model_path)
     if folder is not None and folder.exists():
         try:  # a file missing, cut short or not a graph fails to open
             return open_session(str(folder / GRAPH), session_options(error, "disable", prepack), error)
         except MemvaultError:
-            shutil.rmtree(folder, ignore_errors=True)  # damaged: the next basic passes make it again
-    if not prepack:  # one text (a cold search, an add) does not wait for the passes: the next batch saves them
-        return open_session(model_path, session_options(error, "disable"), error)
-    return saving_session(model_path, folder, error)
+            shutil.rmtree(folder, ignore_errors=True)  # damaged: made again below
+    session = saving_session(model_path, folder, error)  # the passes, once per model and onnxruntime
+    if prepack:
+        return session
+    if folder is not None and folder.exists():
+        return open_session(str(folder / GRAPH), session_options(error, "disable", prepack), error)
+    return open_session(model_path, session_options(error, "disable"), error)  # no copy could be written
 
 
 def saved_folder(model_path: str) -> Path | None:
