@@ -40,6 +40,9 @@ def pytest_terminal_summary(terminalreporter):
 def isolated_home(tmp_path_factory, monkeypatch):
     home = tmp_path_factory.mktemp("home")
     isolate(monkeypatch, home)
+    # One cache folder for the session: the model's saved graph (models/saved_graph.py, 90 MB) is made
+    # once, not by every test's process. memvault keeps nothing else there.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "shared-cache"))
     yield home
 
 

@@ -12,6 +12,7 @@ import pytest
 from memvault.index import catchup as sync_module
 from memvault.index.catchup import sync
 from memvault.index.store import IndexStore
+from memvault.models import saved_graph
 from memvault.models.batching import length_batches
 from memvault.models.embedders import OnnxMiniLM
 from memvault.models.onnx_runtime import input_names, onnx_session, padded_inputs, text_tokenizer
@@ -94,32 +95,46 @@ def test_minilm_batches_are_cut_by_tokens_and_run_on_every_core(model, monkeypat
     assert len({thread for _, thread in batches}) == 2
 
 
-def test_minilm_folds_its_constants():
+def unpacked(session) -> bool:
+    """Whether the session leaves its weights unpacked (a process's one short query)."""
+    try:
+        return session.get_session_options().get_session_config_entry("session.disable_prepacking") == "1"
+    except RuntimeError:  # not set
+        return False
+
+
+def test_minilm_runs_the_graph_its_basic_passes_made():
+    """Opened from the saved copy (models/saved_graph.py): the int8 weights' Cast and scale folded into
+    float constants once, not at every call."""
     import onnxruntime
 
-    session = OnnxMiniLM()._session()
-    assert session.get_session_options().graph_optimization_level == onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    minilm = OnnxMiniLM()
+    session = minilm._session()
+    folder = saved_graph.saved_folder(str(minilm.model_path))
+    passes = session.get_session_options().graph_optimization_level
+    # The copy, or (in the process that made it) the session whose passes wrote it.
+    basic = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    assert session._model_path == str(folder / saved_graph.GRAPH) or passes == basic
+    assert (folder / saved_graph.WEIGHTS).stat().st_size > 3 * minilm.model_path.stat().st_size
 
 
-def test_a_first_call_of_one_text_opens_the_model_without_graph_passes_and_later_calls_fold(monkeypatch):
-    import onnxruntime
-
-    levels = []
+def test_a_first_call_of_one_text_leaves_the_weights_unpacked_and_later_calls_pack_them(monkeypatch):
+    kinds = []
     run_batch = OnnxMiniLM._embed_batch
 
     def spy(self, batch, kind):
-        levels.append(batch[0][1].get_session_options().graph_optimization_level)
+        kinds.append(unpacked(batch[0][1]))
         return run_batch(self, batch, kind)
 
     monkeypatch.setattr(OnnxMiniLM, "_embed_batch", spy)
-    minilm, passes = OnnxMiniLM(), onnxruntime.GraphOptimizationLevel
+    minilm = OnnxMiniLM()
     first = minilm.embed(["green tea in Lisbon"], kind="query")
     second = minilm.embed(["green tea in Lisbon"], kind="query")
-    assert levels == [passes.ORT_DISABLE_ALL, passes.ORT_ENABLE_BASIC]
+    assert kinds == [True, False]
     assert float(first[0] @ second[0]) > 0.99999
-    levels.clear()
-    OnnxMiniLM().embed(TURNS[:2])  # a first call of several texts (a sync's): the folded model at once
-    assert set(levels) == {passes.ORT_ENABLE_BASIC}
+    kinds.clear()
+    OnnxMiniLM().embed(TURNS[:2])  # a first call of several texts (a sync's): packed at once
+    assert set(kinds) == {False}
 
 
 def test_length_batches_cap_rows_and_cells():

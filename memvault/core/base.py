@@ -80,11 +80,9 @@ class Storage:
     # -- models and index (loaded on first need) ----------------------------------------------------
     def embedder(self):
         """The model, shared by the process; concurrent searches' queries share its calls."""
-        from memvault.models.embedders import load_embedder
-        from memvault.models.query_batcher import batched
+        from memvault.models.query_batcher import shared_embedder
 
-        embedder = self.settings.embedder
-        return batched(load_embedder(embedder.model, embedder.batch_size, embedder.api_base))
+        return shared_embedder(self.settings.embedder)
 
     def reranker(self):
         from memvault.models.reranker import load_reranker

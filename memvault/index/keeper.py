@@ -126,10 +126,11 @@ class IndexKeeper:
         """Index the entries written since the index last caught up (`embedder`: the model, or one
         that already holds some of their vectors)."""
         from memvault.index import journal
-        from memvault.index.catchup import hash_file, index_entries, unindex
 
         if not (self.vault.state_dir / journal.FILE_NAME).exists():
             return
+        from memvault.index.catchup import hash_file, index_entries, unindex  # 10 ms: not for a search with none
+
         with self.lock, self.vault.lock():
             pending = journal.take(self.vault.state_dir)
             gone = [memory_id for memory_id, rel in pending.items() if rel is None]

@@ -17,10 +17,10 @@ from memvault.models.onnx_runtime import (
     file_in_package,
     input_names,
     intra_op_threads,
-    onnx_session,
     padded_inputs,
     text_tokenizer,
 )
+from memvault.models.saved_graph import optimised_session
 
 if TYPE_CHECKING:
     import numpy as np
@@ -179,19 +179,20 @@ class OnnxMiniLM(BatchedEmbedder):
     def _dims(self) -> int:
         return 384
 
-    def _session(self, passes: str = "basic") -> onnxruntime.InferenceSession:
+    def _session(self, prepack: bool = True) -> onnxruntime.InferenceSession:
         # Basic passes fold the int8 weights' Cast and scale into float constants once, where without
         # them every call converted all 22M weights again (3x the CPU of a short query). The extended
-        # passes cost 10% more on this export (measured). Opening with them takes ~0.25 s, without ~0.06 s.
-        return onnx_session(str(self.model_path), passes=passes)
+        # passes cost 10% more on this export (measured). The graph they make is saved (saved_graph.py).
+        return optimised_session(str(self.model_path), prepack)
 
     def _prepare(self, texts: list[str]) -> tuple[list[tuple[tokenizers.Encoding, Any]], list[int]]:
         # The session is chosen (and opened) here, once: worker threads racing to open it would each
         # build one. A process's first call, when it embeds one text (the one query of a `memvault
-        # search`), opens the model without graph passes: 0.06 s to open and 0.06 s to run, against
-        # 0.25 s and 0.005 s; every later call has the optimised session. Their vectors differ by ~1e-7.
+        # search`), leaves the weights unpacked: packing them costs 0.05 s, and saves a few ms a run.
+        # Its vector is the one the model without passes gives; every later call has the prepacked
+        # session, whose vectors differ from it by ~1e-7.
         first = self._first_call.acquire(blocking=False)
-        session = self._session("disable" if first and len(texts) == 1 else "basic")
+        session = self._session(prepack=not (first and len(texts) == 1))
         # Tokenised once, all together (the tokenizer uses every core), and sorted by tokens: lengths
         # in characters left batches 12-15% wider than their texts.
         encodings = text_tokenizer(str(self.tokenizer_path), self.max_tokens).encode_batch(texts)

@@ -44,13 +44,19 @@ def intra_op_threads() -> int:
 
 
 @functools.cache
-def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError,
-                 passes: str = "all") -> onnxruntime.InferenceSession:
+def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError, passes: str = "all",
+                 prepack: bool = True) -> onnxruntime.InferenceSession:
     """Open an ONNX model once per process.
 
     `error` is the memvault error raised when the file cannot be loaded (embedder or reranker).
     `passes` is onnxruntime's graph optimisation level: "disable", "basic", "extended" or "all".
+    `prepack`: weights copied once into the layout the matrix products read (their runs are faster).
     """
+    return open_session(model_path, session_options(error, passes, prepack), error)
+
+
+def session_options(error: type[MemvaultError], passes: str, prepack: bool = True) -> onnxruntime.SessionOptions:
+    """Options for a session on the CPU, with telemetry off (refused if it is on already)."""
     telemetry_off()
     import memvault
 
@@ -66,7 +72,16 @@ def onnx_session(model_path: str, error: type[MemvaultError] = EmbeddingError,
     # Idle workers spinning for work cost 2.5x in throughput (measured) when the cores are shared,
     # as they are next to a local LLM or a busy server; sleeping costs little on batches of 64.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not prepack:
+        options.add_session_config_entry("session.disable_prepacking", "1")
     options.log_severity_level = 3  # onnxruntime's warnings about unused initialisers are noise to users
+    return options
+
+
+def open_session(model_path: str, options: onnxruntime.SessionOptions,
+                 error: type[MemvaultError]) -> onnxruntime.InferenceSession:
+    import onnxruntime
+
     try:
         return onnxruntime.InferenceSession(model_path, sess_options=options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own untyped errors for bad files

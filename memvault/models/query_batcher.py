@@ -94,6 +94,14 @@ class QueryBatcher:
             following.ready.set()
 
 
+def shared_embedder(settings: Any) -> QueryBatcher:
+    """The process's embedder for these EmbedderSettings (memvault.settings), batched: every caller
+    given the same settings gets the same object, and so the same query cache (retrieve/search.py)."""
+    from memvault.models.embedders import load_embedder
+
+    return batched(load_embedder(settings.model, settings.batch_size, settings.api_base))
+
+
 @functools.cache
 def batched(embedder: Any) -> QueryBatcher:
     """The one QueryBatcher of this embedder (shared by every caller, so concurrent asks meet, and
