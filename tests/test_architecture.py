@@ -94,8 +94,6 @@ ALLOWED_EXCEPTIONS: dict[tuple[str, str], str] = {
         "an upstream error is told from memvault's by the LLM client's own prefix (one pattern for both)",
     ("memvault.server.run", "memvault.curate.llm"):
         "`serve` starts memvault's own model server before the first client (llm.local_model)",
-    ("memvault.cli.commands.search", "memvault.retrieve.search"):
-        "a cold search starts embedding its query (retrieve.search.embedding_ahead) before it imports the facade",
     ("memvault.cli.commands.chat", "memvault.curate.llm"):
         "`chat` talks to the model with the LLM client its flags make; memory goes through core (converse)",
     ("memvault.cli.commands.llm", "memvault.curate.local_llm"):

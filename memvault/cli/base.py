@@ -123,20 +123,11 @@ def group(name: str, help: str) -> typer.Typer:
 
 def open_memvault(vault: Path | None, config: Path | None, create: bool = False, **flags: Any):
     """Settings from every source (flags last), then the vault they name."""
-    return open_with(load_settings(vault, config, **flags), create)
-
-
-def load_settings(vault: Path | None, config: Path | None, **flags: Any):
-    """Settings from every source, flags last (--vault among them)."""
     from memvault import settings as settings_module
-
-    return settings_module.load(config, {"vault.path": str(vault) if vault else None, **flags})
-
-
-def open_with(settings, create: bool = False):
-    """The vault these settings name."""
     from memvault.core import Memvault
 
+    flag_values = {"vault.path": str(vault) if vault else None, **flags}
+    settings = settings_module.load(config, flag_values)
     return Memvault.open(settings, create=create)
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -31,7 +29,7 @@ from memvault.retrieve.scoring import (
     recency,
     threshold_for,
 )
-from memvault.settings import RetrievalSettings, Settings
+from memvault.settings import RetrievalSettings
 from memvault.vault.format.layout import GLOBAL
 
 DAY = 86400.0
@@ -129,42 +127,6 @@ def embed_query(embedder: Any, query: str) -> Any:
     with _query_cache_lock:
         cache[text] = vector
     return vector
-
-
-@contextmanager
-def embedding_ahead(settings: Settings, query: str) -> Iterator[None]:
-    """Embed `query` on a thread of its own while the block runs, into embed_query's cache, with the
-    built-in model (minilm) when the settings name it. A cold `memvault search` imports the facade and
-    opens its vault and index meanwhile: the model's loading and its run release the GIL, so with a
-    core free they overlap. The block's end waits for the thread. A failure is left to the search, which
-    embeds again and says what went wrong. Only the built-in model: a remote one would send the query
-    before the vault is known to open, and another local one imports libraries (torch...) whose
-    modules the facade's import might want at the same moment."""
-    if settings.embedder.model.strip() not in ("", "minilm") or not query.strip():
-        yield
-        return
-    # What both threads import, imported here first: two threads importing one module at once can be
-    # handed it half made (importlib accepts that to break a cycle of waits: numpy lacked `matrix`).
-    # The thread alone then imports the model's libraries, onnxruntime and tokenizers, which nothing
-    # the facade imports does.
-    import cachetools  # noqa: F401 - embed_query's
-    import numpy  # noqa: F401
-
-    from memvault.models import embedders  # noqa: F401
-    from memvault.models.query_batcher import shared_embedder
-
-    def embed() -> None:
-        try:
-            embed_query(shared_embedder(settings.embedder), query)
-        except Exception:  # noqa: BLE001, S110 - the search meets the same error and reports it
-            pass
-
-    thread = threading.Thread(target=embed, name="memvault-embed-ahead", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        thread.join()
 
 
 def search(

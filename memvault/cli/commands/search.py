@@ -53,20 +53,13 @@ def search(
     """Search memories: dense + lexical candidates, rerank, threshold, recency, MMR."""
     from rich.markup import escape
 
-    from memvault.cli.base import load_settings, open_with, read_text_argument
-    from memvault.retrieve.search import embedding_ahead
+    from memvault.cli.base import read_text_argument
     from memvault.shapes import filter_from_json, named_scopes
 
     query = read_text_argument(query)
-    settings = load_settings(vault, config)
-    # The model loads and embeds the query on a thread while the facade is imported and the vault and
-    # today's index open (a cold search's two slowest parts, side by side with a core free).
-    with embedding_ahead(settings, query):
-        memvault = open_with(settings)
-        show_notices(memvault)
-        scopes, filters = named_scopes(user, agent, run), filter_from_json(filter, "--filter")
-        if as_of is None:
-            memvault.index()
+    memvault = open_memvault(vault, config)
+    show_notices(memvault)
+    scopes, filters = named_scopes(user, agent, run), filter_from_json(filter, "--filter")
     as_of = memvault.resolve_as_of(as_of)  # once: the hits and their relations read the same past
     with memvault.holding_past(as_of):  # opened once for both
         hits = memvault.search_together(query, conversation, scopes, filters, as_of=as_of,
