@@ -197,6 +197,7 @@ def test_a_sentence_copied_with_its_conjunction_is_the_sentence():
 def test_pointing_at_something_shown_is_small_talk():
     assert user_fact("Look what letter I received yesterday!")[1].startswith("small talk")
     assert user_fact("Check out this pic of my dogs at the beach.")[1].startswith("small talk")
+    assert user_fact("Here's a picture of me at the shelter.")[1].startswith("small talk")
     assert user_fact("I checked out a new library yesterday.")[1] is None
 
 

@@ -57,7 +57,7 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 ABBREVIATED_END = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|vs|etc)|(?<![\w.])[A-Z])\.$")
 QUOTE_MARK = re.compile(r"[\"“”‘]|(?:^|\s)'")
 # Pointing the other speaker at something shown: "Look what letter I got!", "Check out this pic of my dogs".
-SHOWING = re.compile(r"^(?:look|check (?:out|this|it)|guess what|see)\b", re.IGNORECASE)
+SHOWING = re.compile(r"^(?:look|check (?:out|this|it)|guess what|see|here['’]s|here is|here are)\b", re.IGNORECASE)
 # How a user names themselves: "I'm Alice", "my name is Alice", "call me Al", "Alice here:", "Alice again:".
 SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc]all me|[Tt]his is)\s+([A-Z][a-z'’-]+)"
                         r"(?=\s*(?:[,.:;!]|\band\b|$))|^([A-Z][a-z'’-]+)(?=:|\s+(?:here|again)\b)", re.MULTILINE)
