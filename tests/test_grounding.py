@@ -733,3 +733,15 @@ def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept)
 def test_casual_speech_is_read_by_its_meaning(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
+
+
+# What the user congratulated the other speaker on is the other's; the congratulation itself is the user's.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("Woohoo! Congrats on the new team. Which team did you sign with?", "The user just signed with a new team.", False),
+    ("Congratulations on the promotion, you earned it!", "The user got a promotion.", False),
+    ("Congrats on the new team! Which one did you sign with?", "The user congratulated them on the new team.", True),
+    ("Thanks! Congrats on your promotion too. I got a new job last week.", "The user got a new job last week.", True),
+])
+def test_what_the_user_congratulated_the_other_on_is_not_the_users(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason

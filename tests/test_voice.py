@@ -192,3 +192,28 @@ def test_a_sentence_copied_with_its_conjunction_is_the_sentence():
     assert user_fact("And there's a chance I'll be visiting Edinburgh in the spring.") == (
         "There's a chance the user will be visiting Edinburgh in the spring.", None)
     assert user_fact("But I moved to Porto last year.") == ("The user moved to Porto last year.", None)
+
+
+def test_pointing_at_something_shown_is_small_talk():
+    assert user_fact("Look what letter I received yesterday!")[1].startswith("small talk")
+    assert user_fact("Check out this pic of my dogs at the beach.")[1].startswith("small talk")
+    assert user_fact("Here's a picture of me at the shelter.")[1].startswith("small talk")
+    assert user_fact("I checked out a new library yesterday.")[1] is None
+
+
+def test_a_sentence_of_chatter_is_kept_only_when_it_says_the_user(memvault):
+    said = "That must have been hard, Sam. I started running again last month. It's never too late to change."
+    written = ["That must have been hard, Sam. Remember, it's never too late to change. I started running again."]
+    result = memvault.add(said, llm=ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]"))
+    assert live_texts(memvault) == ["The user started running again."]
+    drops = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+    assert drops["Remember, it's never too late to change."].startswith("not about the user")
+
+
+def test_a_text_refused_for_what_it_says_is_refused_whole(memvault):
+    """Only the voice's refusals of form (chatter) split a text: one that adds a name the user did not say
+    is the model's invention, and its other sentences are not trusted either."""
+    written = ["The user works as a nurse. The user's sister lives in Paris."]
+    result = memvault.add("I work nights as a nurse.", llm=ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]"))
+    assert live_texts(memvault) == []
+    assert [e.new_memory for e in result.events if e.event == "DROP"] == written

@@ -26,7 +26,7 @@ from memvault.curate.judge import Judge, judged_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
-from memvault.curate.voice import misnamed, names_of_user, sentences, user_fact
+from memvault.curate.voice import misnamed, names_of_user, names_user, sentences, user_fact
 from memvault.errors import EmbeddingError, LLMError
 from memvault.text.wording import consistent_triple
 from memvault.vault.format.entry import TRIPLE_KEYS, Entry, now, text_hash
@@ -112,6 +112,9 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
                         triples, dropped + plan.dropped)
 
 
+NOT_NAMED = "not about the user: a sentence of the model's chatter that does not say the user"
+
+
 def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]],
              judge: Judge | None = None, speakers: tuple[str, ...] = (), voiced: bool = True) -> list[Fact]:
     """The extracted facts the source supports (curate.grounding) and the hard guards let through
@@ -123,21 +126,26 @@ def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]
 
     names = names_of_user(source.said, source.replied or "")
 
-    def verdict(record: Fact) -> tuple[str, str | None]:
-        text, reason = user_fact(record.text, names) if voiced else (record.text, None)
-        reason = reason or (misnamed(text, source.said, names) if voiced else None)
+    def verdict(record: Fact) -> tuple[str, str | None, str | None]:
+        """The fact's text as stored, why it is refused (or None), and the voice's part of that."""
+        text, form = user_fact(record.text, names) if voiced else (record.text, None)
+        reason = form or (misnamed(text, source.said, names) if voiced else None)
         return text, guard(record.text) or reason or judged_problem(text, source, judge, speakers,
-                                                                    record.triple.get("evidence"))
+                                                                    record.triple.get("evidence")), form
 
     kept = []
     for record in records:
-        text, reason = verdict(record)
+        text, reason, form = verdict(record)
         if not reason:
             kept.append(replace(record, text=text))
             continue
-        # A weak model's refused text of several sentences may hold a fact among its chatter: each sentence
-        # is judged as a fact of its own (the whole is still refused when none is kept).
-        parts = [(part, *verdict(part)) for part in map(Fact, sentences(record.text))] if voiced else []
+        # A weak model's text of several sentences refused for its form (a remark to the other speaker, a
+        # pronoun first: the voice's refusals) may hold a fact among its chatter: each sentence is judged as a
+        # fact of its own. One refused for what it says is refused whole (alone, its sentences would lose what
+        # refused it: the other speaker's news, a question).
+        parts = [(part, *verdict(part)[:2]) for part in map(Fact, sentences(record.text))] if form else []
+        # a sentence of chatter is a fact only when it says the user ("Remember, it's never too late" is none)
+        parts = [(part, text, why or (None if names_user(text, names) else NOT_NAMED)) for part, text, why in parts]
         if len(parts) < 2 or all(why for _, _, why in parts):
             dropped.append((record.text, reason))
             continue

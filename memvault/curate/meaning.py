@@ -52,6 +52,9 @@ STANCE = re.compile(r"^(?:(?:is|are|was|were|am) )?(?:inquir|ask|wonder|curious|
 # Words by which the user points at what the turn they answer said ("What will you make next?", "try it too").
 POINTERS = frozenset("it that this those these there you your".split())
 USER_WORDS = frozenset("i me we us".split())
+# Congratulating the other speaker: what follows is theirs ("congrats on the new team").
+CONGRATULATING = re.compile(r"^(?:\w+ )?(?:congrats|congratulations|kudos|well done|good luck|best of luck) "
+                            r"(?:on|for|with|about)\b")
 # Verbs by which a fact reports what the user said, in the past of the saying: "expressed", "shared".
 REPORTED = frozenset("expressed shared mentioned said told stated noted explained described admitted revealed".split())
 # A subject that is a noun phrase of its own ("the new mayor", "someone on the forum"): someone or
@@ -564,6 +567,7 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         # of clauses that say it as much, one about the fact's subject may be the one it reports
         owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:])
         reason = ((None if owned else person_problem(subject, mine, clause)) or negation or modality
+                  or congratulated_problem(subject, mine, tied)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
 
@@ -646,6 +650,15 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
         given = "the user" if not subject.path else "the user's " + " ".join(subject.path)
         return f"another person's: the user said it of {whose!r}, not of {given}"
     return None
+
+
+def congratulated_problem(subject: Clause, mine: Clause, tied: list[Clause]) -> str | None:
+    """Whether a fact gives the user what they congratulated the other speaker on: "Congrats on the new
+    team! Which team did you sign with?" -> "The user just signed with a new team" (SmolLM2 wrote it)."""
+    if subject.owner != "user" or reports(mine):
+        return None
+    praised = next((part for part in tied if CONGRATULATING.match(part.text)), None)
+    return f"another person's: the user congratulated them on it ({clip(praised.text)})" if praised else None
 
 
 def users_act(mine: Clause, clause: Clause) -> bool:

@@ -56,6 +56,8 @@ LEADING_CONJUNCTION = re.compile(r"^\s*(?:and|but|or|plus|so(?!\s+(?:much|that)\
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9])")
 ABBREVIATED_END = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Jr|Sr|vs|etc)|(?<![\w.])[A-Z])\.$")
 QUOTE_MARK = re.compile(r"[\"“”‘]|(?:^|\s)'")
+# Pointing the other speaker at something shown: "Look what letter I got!", "Check out this pic of my dogs".
+SHOWING = re.compile(r"^(?:look|check (?:out|this|it)|guess what|see|here['’]s|here is|here are)\b", re.IGNORECASE)
 # How a user names themselves: "I'm Alice", "my name is Alice", "call me Al", "Alice here:", "Alice again:".
 SELF_NAMED = re.compile(r"\b(?:I['’]m|I am|[Mm]y name is|[Mm]y name['’]s|[Cc]all me|[Tt]his is)\s+([A-Z][a-z'’-]+)"
                         r"(?=\s*(?:[,.:;!]|\band\b|$))|^([A-Z][a-z'’-]+)(?=:|\s+(?:here|again)\b)", re.MULTILINE)
@@ -139,6 +141,8 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     pronoun = PRONOUN_END.search(fact.strip())  # not in `plain`: "told them \"you have talent\"" ends in a quote
     if pronoun and len(content_roots(THIRD_PERSON.sub(" ", plain))) < MIN_PRONOUN_FACT:
         return fact, f"not self-contained: it ends with {pronoun.group(1)!r} and says too little else of it"
+    if SHOWING.match(outside_quotes(rest).strip()):
+        return fact, "small talk: it points the other speaker at something shown"
     if courtesy_only(plain):
         return fact, "small talk: thanks or good wishes with nothing else to remember"
     if ASKED.match(plain):
@@ -205,6 +209,12 @@ def misnamed(fact: str, said: str, names: frozenset[str]) -> str | None:
     if re.search(rf"\b(?:I['’]m|I am)\s+(?:(?:a|an|the)\s+)?(?:[\w'’-]+\s+){{0,2}}{name}(?![\w'’-])", said):
         return None
     return f"another person's name: the user did not say they are {claim.group(1)}"
+
+
+def names_user(text: str, names: frozenset[str]) -> bool:
+    """Whether a text says "the user" or a name of theirs (not only mem0's subjectless style or an instruction)."""
+    plain = outside_quotes(text)
+    return THIRD_PERSON.search(plain) is not None or named(plain, names)
 
 
 def named(text: str, names: frozenset[str]) -> bool:
