@@ -1,0 +1,154 @@
+"""The erase's rewrite in this process (memvault/vault/forget/tree_rewrite.py) makes what git-filter-repo
+makes of the same vault, commit for commit, and leaves to filter-repo the history it does not handle."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from memvault.vault.forget import erase, tree_rewrite
+from tests.test_erase import git, leftovers, open_vault
+from tests.test_erase_range import PASSPORT, hand_commit
+
+pytestmark = pytest.mark.timeout(600)
+
+SIGNATURE = b"gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEEexample\n -----END PGP SIGNATURE-----"
+
+
+@pytest.fixture
+def rewrites(monkeypatch):
+    """Which rewrite each erase used: 'in process', or 'filter-repo' (forced when `force_filter_repo`)."""
+    used: list[str] = []
+    real = erase.rewrite_in_process
+
+    def recorded(*args):
+        mapping = None if used.count("force") else real(*args)
+        used.append("in process" if mapping is not None else "filter-repo")
+        return mapping
+
+    monkeypatch.setattr(erase, "rewrite_in_process", recorded)
+    return used
+
+
+def sign_head(root) -> None:
+    """HEAD's commit made again with a signature header, as a signing git writes it."""
+    head, _, message = git(root, "cat-file", "commit", "HEAD").partition(b"\n\n")
+    signed = git(root, "hash-object", "-t", "commit", "-w", "--stdin",
+                 data=head + b"\n" + SIGNATURE + b"\n\n" + message)
+    git(root, "update-ref", "HEAD", signed.decode().strip())
+
+
+def planted_history(root, m):
+    """A vault whose history has all an erase meets: memvault's adds and an update, hand commits (one
+    quoting the memory, a move, a signed one), an earlier erasure record whose parent the next erase
+    prunes, tags before and inside the rewritten range, and a remote-tracking ref. Returns the memory."""
+    m.add_verbatim("Older note about the harbour.", conversation="c")
+    moved = m.add_verbatim("Gina keeps bees on the roof.", conversation="c")
+    hand_commit(root, "notes/diary.md", "Dear diary, nothing happened today.\n", "diary")
+    git(root, "tag", "before")
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "tag", "-a", "-m", "an annotated tag", "annotated")
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    hand_commit(root, "notes/diary.md", f"Dear diary, nothing happened today.\n\n{PASSPORT}\n",
+                f"diary: {PASSPORT}\n\nwritten on the train")
+    old = m.get(moved.id)[0]
+    (root / old.parent.parent / "01").mkdir()
+    git(root, "mv", str(old), f"{old.parent.parent}/01/{old.name}")
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "-m", "moved by hand")
+    sign_head(root)
+    git(root, "tag", "inside")
+    m.vault.forget_paths()
+    m.update(gone.id, "Frank's passport number is now K-77-BRAVO-112.")
+    temporary = m.add_verbatim("Temporary note about the weather in Oslo.", conversation="c")
+    m.erase(ids=[temporary.id])  # its record's parent is the update, which the next erase prunes
+    m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
+    remote = root.parent / "remote.git"
+    git(root.parent, "clone", "-q", "--bare", str(root), str(remote))
+    git(root, "remote", "add", "origin", str(remote))
+    git(root, "fetch", "-q", "origin")
+    return gone
+
+
+def history(root) -> list[tuple[bytes, bytes]]:
+    """Every commit of every ref but the new erasure record (dated by the erase itself), oldest first:
+    its bytes (tree, parents, author, committer, message) and its tree's listing."""
+    refs = [ref for ref in git(root, "for-each-ref", "--format=%(refname)").decode().split()
+            if ref != "refs/heads/main"]
+    commits = git(root, "rev-list", "--topo-order", "--reverse", "HEAD^", *refs).decode().split()
+    return [(git(root, "cat-file", "commit", sha), git(root, "ls-tree", "-r", sha)) for sha in commits]
+
+
+def test_the_rewrite_in_process_makes_what_filter_repo_makes(tmp_path, rewrites):
+    root = tmp_path / "a" / "vault"
+    m = open_vault(root)
+    gone = planted_history(root, m)
+    m.close()
+    assert rewrites == ["in process"]  # the earlier erase's
+    other = tmp_path / "b"
+    shutil.copytree(root.parent, other, symlinks=True)
+    results = []
+    for where, forced in ((root, False), (other / "vault", True)):
+        if forced:
+            rewrites.append("force")
+        m = open_vault(where)
+        results.append(m.erase(ids=[gone.id]))
+        m.close()
+    assert rewrites == ["in process", "in process", "force", "filter-repo"]
+    ours, theirs = history(root), history(other / "vault")
+    assert len(ours) == len(theirs)
+    for (commit, listing), (expected, expected_listing) in zip(ours, theirs, strict=True):
+        assert (commit.decode(), listing.decode()) == (expected.decode(), expected_listing.decode())
+    assert results[0].rewritten == results[1].rewritten > 0
+    for name in ("commit-map", "remote-heads.json"):  # the old ids mapped (pruned ones to none), the remote's kept
+        assert (root / ".memvault" / name).read_bytes() == (other / "vault" / ".memvault" / name).read_bytes()
+    assert git(root, "for-each-ref", "refs/remotes") == b""
+    for text in ("K-55-ALPHA-991", "K-77-BRAVO-112", gone.id):
+        assert leftovers(root, text) == [], text
+    assert git(root, "status", "--porcelain") == b""
+    assert (root / "notes" / "diary.md").read_bytes() == (other / "vault" / "notes" / "diary.md").read_bytes()
+    assert b"Erased-" in git(root, "log", "--format=%B", "--grep", "Temporary", "--grep", "erase:", "HEAD^")
+
+
+@pytest.mark.parametrize("oddity", ["a merge", "an annotated tag on a rewritten commit"])
+def test_history_it_does_not_handle_is_left_to_filter_repo(tmp_path, rewrites, oddity):
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    m.add_verbatim("Older note about the harbour.", conversation="c")
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    if oddity == "a merge":
+        git(root, "checkout", "-q", "-b", "side", "HEAD^")
+        hand_commit(root, "notes/side.md", "A note on a side branch.\n", "side note")
+        git(root, "checkout", "-q", "main")
+        git(root, "-c", "user.name=me", "-c", "user.email=me@x", "merge", "-q", "--no-ff", "-m", "merged", "side")
+    else:
+        git(root, "-c", "user.name=me", "-c", "user.email=me@x", "tag", "-a", "-m", "a release", "release")
+    m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
+    m.erase(ids=[gone.id])
+    m.close()
+    assert rewrites == ["filter-repo"]
+    assert leftovers(root, "K-55-ALPHA-991") == []
+    if oddity == "a merge":
+        merges = git(root, "rev-list", "--merges", "HEAD").split()
+        assert len(merges) == 1 and (root / "notes" / "side.md").exists()
+    else:
+        assert git(root, "cat-file", "-t", "release").strip() == b"tag"
+
+
+def test_what_it_refuses_it_refuses_before_moving_any_ref(tmp_path):
+    """A merge in the range, met midway: no ref has moved, the history is as it was."""
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    git(root, "checkout", "-q", "-b", "side")
+    hand_commit(root, "notes/side.md", "A note on a side branch.\n", "side note")
+    git(root, "checkout", "-q", "main")
+    hand_commit(root, "notes/main.md", "A note on main.\n", "main note")
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "merge", "-q", "--no-ff", "-m", "merged", "side")
+    selection = erase.select(root, erase.Criteria(ids=(gone.id,)))
+    refs = git(root, "for-each-ref")
+    edits = tree_rewrite.Edits(paths=selection.paths, drop=selection.removed, replace={},
+                               touched=selection.removed_at, scrubber=selection.scrubber())
+    with pytest.raises(tree_rewrite.NotForUs, match="a merge commit"):
+        tree_rewrite.rewrite(root, edits, [])
+    assert git(root, "for-each-ref") == refs
+    m.close()
