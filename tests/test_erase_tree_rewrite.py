@@ -41,14 +41,16 @@ def sign_head(root) -> None:
 
 def planted_history(root, m):
     """A vault whose history has all an erase meets: memvault's adds and an update, hand commits (one
-    quoting the memory, a move, a signed one), an earlier erasure record whose parent the next erase
-    prunes, tags before and inside the rewritten range, and a remote-tracking ref. Returns the memory."""
+    quoting the memory, a move, a signed one, an empty one on the memory's add), an earlier erasure
+    record whose parent the next erase prunes, tags before and inside the rewritten range, and a
+    remote-tracking ref. Returns the memory."""
     m.add_verbatim("Older note about the harbour.", conversation="c")
     moved = m.add_verbatim("Gina keeps bees on the roof.", conversation="c")
     hand_commit(root, "notes/diary.md", "Dear diary, nothing happened today.\n", "diary")
     git(root, "tag", "before")
     git(root, "-c", "user.name=me", "-c", "user.email=me@x", "tag", "-a", "-m", "an annotated tag", "annotated")
     gone = m.add_verbatim(PASSPORT, conversation="c")
+    git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "--allow-empty", "-m", "a note to self")
     hand_commit(root, "notes/diary.md", f"Dear diary, nothing happened today.\n\n{PASSPORT}\n",
                 f"diary: {PASSPORT}\n\nwritten on the train")
     old = m.get(moved.id)[0]
