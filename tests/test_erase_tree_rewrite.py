@@ -18,16 +18,23 @@ SIGNATURE = b"gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEEexample\
 
 @pytest.fixture
 def rewrites(monkeypatch):
-    """Which rewrite each erase used: 'in process', or 'filter-repo' (forced when `force_filter_repo`)."""
+    """Each history rewrite, in order: 'in process' or 'filter-repo' (the fallback, the guard's rewrite of
+    every commit, or forced: append 'force' and the next erase's rewrite is filter-repo's)."""
     used: list[str] = []
-    real = erase.rewrite_in_process
+    in_process, filter_repo = erase.rewrite_in_process, erase.filter_repo
 
-    def recorded(*args):
-        mapping = None if used.count("force") else real(*args)
-        used.append("in process" if mapping is not None else "filter-repo")
+    def first_in_process(*args):
+        mapping = None if used[-1:] == ["force"] else in_process(*args)
+        if mapping is not None:
+            used.append("in process")
         return mapping
 
-    monkeypatch.setattr(erase, "rewrite_in_process", recorded)
+    def then_filter_repo(*args):
+        used.append("filter-repo")
+        return filter_repo(*args)
+
+    monkeypatch.setattr(erase, "rewrite_in_process", first_in_process)
+    monkeypatch.setattr(erase, "filter_repo", then_filter_repo)
     return used
 
 
@@ -53,9 +60,10 @@ def planted_history(root, m):
     git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "--allow-empty", "-m", "a note to self")
     hand_commit(root, "notes/diary.md", f"Dear diary, nothing happened today.\n\n{PASSPORT}\n",
                 f"diary: {PASSPORT}\n\nwritten on the train")
-    old = m.get(moved.id)[0]
-    (root / old.parent.parent / "01").mkdir()
-    git(root, "mv", str(old), f"{old.parent.parent}/01/{old.name}")
+    for memory, folder in ((moved, "01"), (gone, "02")):  # the memory alone in its folder, at two paths
+        old = m.get(memory.id)[0]
+        (root / old.parent.parent / folder).mkdir()
+        git(root, "mv", str(old), f"{old.parent.parent}/{folder}/{old.name}")
     git(root, "-c", "user.name=me", "-c", "user.email=me@x", "commit", "-q", "-m", "moved by hand")
     sign_head(root)
     git(root, "tag", "inside")
