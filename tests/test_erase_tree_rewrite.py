@@ -76,6 +76,7 @@ def planted_history(root, m):
     git(root.parent, "clone", "-q", "--bare", str(root), str(remote))
     git(root, "remote", "add", "origin", str(remote))
     git(root, "fetch", "-q", "origin")
+    git(root, "remote", "set-head", "origin", "main")  # a symbolic ref, as a clone has
     return gone
 
 

@@ -276,12 +276,12 @@ def commit_bytes(old: Commit, tree: bytes, parent: str | None, message: bytes) -
 def move_refs(root: Path, moved_to: dict[str, str | None]) -> None:
     """Every ref on a commit that changed id moves to its new one (deleted: nothing of its history is
     left), in one transaction; an annotated tag on one is filter-repo's to rewrite."""
-    listed = run_git(root, "for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(refname)")
+    listed = run_git(root, "for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(symref) %(refname)")
     commands = []
     for line in listed.decode("utf-8", "surrogateescape").splitlines():
-        sha, kind, peeled, ref = line.split(" ", 3)  # `peeled` is empty but for an annotated tag
+        sha, kind, peeled, symref, ref = line.split(" ", 4)  # `peeled` is empty but for an annotated tag
         target = peeled if kind == "tag" else sha
-        if moved_to.get(target, target) == target:
+        if symref or moved_to.get(target, target) == target:  # a symbolic ref (origin/HEAD) follows its own
             continue
         if kind != "commit":
             raise NotForUs(f"{ref} is an annotated tag on a rewritten commit")
