@@ -72,17 +72,17 @@ class Commit:
 def rewrite(root: Path, edits: Edits, revisions: list[str]) -> dict[str, str]:
     """Rewrite the commits `revisions` name (rev-list's: refs, less '^<commit>' kept as they are) and
     move the refs; old -> new id of each commit whose id changed (NO_SHA: pruned), as filter-repo's map."""
-    check_history(root)
     git = VaultGit.open(root)
     try:
+        check_history(git)
         rewriter = Rewriter(git, edits)
-        for sha, parents in commits_oldest_first(root, revisions):
+        for sha, parents in commits_oldest_first(git, revisions):
             rewriter.commit(sha, parents)
         head = git.head_sha()
         new_head = rewriter.moved_to.get(head, head) if head else None
         if head and new_head is None:
             raise NotForUs("nothing is left of HEAD's history")
-        move_refs(root, rewriter.moved_to)
+        move_refs(git, rewriter.moved_to)
         if head != new_head:
             follow_head(git, rewriter, head, new_head)
         return rewriter.commit_map
@@ -90,9 +90,9 @@ def rewrite(root: Path, edits: Edits, revisions: list[str]) -> dict[str, str]:
         git.close()
 
 
-def check_history(root: Path) -> None:
+def check_history(git: VaultGit) -> None:
     """NotForUs for what changes which history git shows or where HEAD is, beside the refs themselves."""
-    git_dir = root / ".git"
+    git_dir = git.root / ".git"
     if not git_dir.is_dir():
         raise NotForUs("the repository's git folder is elsewhere")
     for odd in ("info/grafts", "shallow"):
@@ -100,13 +100,13 @@ def check_history(root: Path) -> None:
             raise NotForUs(f"the repository has .git/{odd}")
     if not (git_dir / "HEAD").read_bytes().startswith(b"ref:"):
         raise NotForUs("HEAD is detached")
-    if run_git(root, "for-each-ref", "--count=1", "refs/replace/").strip():
+    if git.run("for-each-ref", "--count=1", "refs/replace/").strip():
         raise NotForUs("the repository has replace refs")
 
 
-def commits_oldest_first(root: Path, revisions: list[str]) -> list[tuple[str, list[str]]]:
-    listed = run_git(root, "rev-list", "--topo-order", "--reverse", "--parents", *(revisions or ["--all"]))
-    rows = [line.split() for line in listed.decode().splitlines() if line]
+def commits_oldest_first(git: VaultGit, revisions: list[str]) -> list[tuple[str, list[str]]]:
+    listed = git.run("rev-list", "--topo-order", "--reverse", "--parents", *(revisions or ["--all"]))
+    rows = [line.split() for line in listed.splitlines() if line]
     return [(row[0], row[1:]) for row in rows]
 
 
@@ -273,12 +273,14 @@ def commit_bytes(old: Commit, tree: bytes, parent: str | None, message: bytes) -
     return b"\n".join(headers) + b"\n" + (b"\n" + message if old.has_message else b"")
 
 
-def move_refs(root: Path, moved_to: dict[str, str | None]) -> None:
+def move_refs(git: VaultGit, moved_to: dict[str, str | None]) -> None:
     """Every ref on a commit that changed id moves to its new one (deleted: nothing of its history is
     left), in one transaction; an annotated tag on one is filter-repo's to rewrite."""
-    listed = run_git(root, "for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(symref) %(refname)")
+    listed = git.run("for-each-ref", "--format=%(objectname) %(objecttype) %(*objectname) %(symref) %(refname)")
+    if "\ufffd" in listed:
+        raise NotForUs("a ref's name is not UTF-8")
     commands = []
-    for line in listed.decode("utf-8", "surrogateescape").splitlines():
+    for line in listed.splitlines():
         sha, kind, peeled, symref, ref = line.split(" ", 4)  # `peeled` is empty but for an annotated tag
         target = peeled if kind == "tag" else sha
         if symref or moved_to.get(target, target) == target:  # a symbolic ref (origin/HEAD) follows its own
@@ -288,7 +290,7 @@ def move_refs(root: Path, moved_to: dict[str, str | None]) -> None:
         new = moved_to[target]
         commands.append(f"update {ref} {new} {sha}\n" if new else f"delete {ref} {sha}\n")
     if commands:
-        run_git(root, "update-ref", "--stdin", data="".join(commands).encode("utf-8", "surrogateescape"))
+        git.run("update-ref", "--stdin", input="".join(commands))  # all or none
 
 
 def follow_head(git: VaultGit, rewriter: Rewriter, old: str, new: str) -> None:
@@ -300,7 +302,7 @@ def follow_head(git: VaultGit, rewriter: Rewriter, old: str, new: str) -> None:
     changed = {"/".join(part.decode("utf-8", "surrogateescape") for part in parts): after.get(parts)
                for parts in before.keys() | after.keys() if before.get(parts) != after.get(parts)}
     if any(value is not None and value[0] != FILE for value in changed.values()):
-        run_git(git.work_dir, "reset", "-q", "--hard")  # an executable file or a link: git's to write
+        git.run("reset", "-q", "--hard")  # an executable file or a link: git's to write
         return
     update_index(git, {path: value[1] if value else None for path, value in changed.items()})
     for path, value in changed.items():
@@ -315,8 +317,3 @@ def follow_head(git: VaultGit, rewriter: Rewriter, old: str, new: str) -> None:
             file.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(file, git.read_object(value[1]))
 
-
-def run_git(root: Path, *args: str, data: bytes | None = None) -> bytes:
-    from memvault.vault.forget.erase import git_bytes
-
-    return git_bytes(root, *args, data=data)
