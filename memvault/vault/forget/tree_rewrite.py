@@ -63,7 +63,6 @@ class Edits:
 @dataclass
 class Commit:
     tree: bytes  # binary sha
-    parents: list[str]
     headers: list[bytes]  # every header line but tree and parent (a signature's continuation lines in it)
     message: bytes
     has_message: bool
@@ -250,7 +249,7 @@ def edited_tree(git, tree: bytes | None, changes: dict[Parts, Value | None]) -> 
 def parse_commit(raw: bytes) -> Commit:
     head, separator, message = raw.partition(b"\n\n")
     lines = head.split(b"\n")
-    tree, parents, headers = b"", [], []
+    tree, headers = b"", []
     for line in lines:
         if line.startswith(b" ") and headers:  # a continuation of the header before (a signature's)
             headers[-1] += b"\n" + line
@@ -259,12 +258,12 @@ def parse_commit(raw: bytes) -> Commit:
         if name == b"tree":
             tree = bytes.fromhex(value.decode())
         elif name == b"parent":
-            parents.append(value.decode())
+            continue  # rev-list's parents are the ones rewritten (no graft or replace ref: check_history)
         elif name in COPIED_HEADERS or name in SIGNATURES:
             headers.append(line)
         else:
             raise NotForUs(f"a commit header this does not copy ({name.decode(errors='replace')})")
-    return Commit(tree, parents, headers, message, bool(separator))
+    return Commit(tree, headers, message, bool(separator))
 
 
 def commit_bytes(old: Commit, tree: bytes, parent: str | None, message: bytes) -> bytes:
