@@ -31,7 +31,7 @@ from memvault.vault.forget.history_filter import RECORD_MARK, cleaned_message
 from memvault.vault.forget.scrub import Scrubber
 from memvault.vault.format.atomic import atomic_write
 from memvault.vault.git.fastcommit import update_index
-from memvault.vault.git.objects import FILE, TREE, read_tree, store, write_tree
+from memvault.vault.git.objects import FILE, TREE, TreeConflict, read_tree, rewrite_tree, store, write_tree
 from memvault.vault.git.repository import VaultGit
 
 NO_SHA = "0" * 40  # filter-repo's commit map names a pruned commit's new id so
@@ -181,7 +181,10 @@ class Rewriter:
                 changes[parts] = new
         if not changes:
             return tree
-        new_tree = edited_tree(self.git, tree, changes) or write_tree(self.git, {})
+        try:
+            new_tree = rewrite_tree(self.git, tree, changes) or write_tree(self.git, {})
+        except TreeConflict as exc:  # a file where a folder was, or the other way round
+            raise NotForUs(str(exc)) from None
         values = {**here, **changes}
         self.found[(new_tree, id(self.trie))] = {parts: value for parts, value in values.items() if value is not None}
         return new_tree
@@ -218,32 +221,6 @@ def trie(paths: Iterable[str]) -> dict:
 
 def split(path: str) -> Parts:
     return tuple(part.encode("utf-8", "surrogateescape") for part in path.split("/"))
-
-
-def edited_tree(git, tree: bytes | None, changes: dict[Parts, Value | None]) -> bytes | None:
-    """`tree` with `changes` (path parts -> (mode, sha), None: removed); only the trees on their
-    paths are read and written. None when it ends up empty (git keeps no empty folders)."""
-    entries = read_tree(git, tree) if tree is not None else {}
-    below: dict[bytes, dict[Parts, Value | None]] = {}
-    for parts, value in changes.items():
-        if len(parts) > 1:
-            below.setdefault(parts[0], {})[parts[1:]] = value
-        elif entries.get(parts[0], (b"", b""))[0] == TREE:
-            raise NotForUs(f"a file's place is a folder ({parts[0].decode(errors='replace')})")
-        elif value is None:
-            entries.pop(parts[0], None)
-        else:
-            entries[parts[0]] = value
-    for name, inner in below.items():
-        mode, sha = entries.get(name, (TREE, None))
-        if mode != TREE:
-            raise NotForUs(f"a folder's place is a file ({name.decode(errors='replace')})")
-        new = edited_tree(git, sha, inner)
-        if new is None:
-            entries.pop(name, None)
-        else:
-            entries[name] = (TREE, new)
-    return write_tree(git, entries) if entries else None
 
 
 def parse_commit(raw: bytes) -> Commit:
