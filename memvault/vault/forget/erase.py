@@ -4,9 +4,10 @@ commit and every pack, and from memvault's own state files, ending in one erasur
 - `select` reads every version of every entry file in history, at every path it had (one `log --raw`,
   one `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
   files must stop quoting (`vault/forget/scrub.py` takes those sentences out).
-- `rewrite` runs git-filter-repo (`vault/forget/history_filter.py`) over all refs, `clean_git` then drops
-  what still holds the old objects (stashes, ORIG_HEAD, reflogs, filter-repo's own notes) and repacks
-  and prunes, so no object of the old history is left.
+- `rewrite` rewrites every ref's history from the oldest commit the erase changes: in this process where
+  it is linear (`vault/forget/tree_rewrite.py`), by git-filter-repo otherwise
+  (`vault/forget/history_filter.py`); `clean_git` then drops what still holds the old objects (stashes,
+  ORIG_HEAD, reflogs, filter-repo's own notes) and repacks and prunes, so no object of the old history is left.
 - The old commit ids map to the new ones (`vault/git/rewrites.py`); the state files are purged by
   `vault/forget/state_purge.py`; the erasure record is written by `core/erasing.py` and read by
   `vault/forget/record.py`.
