@@ -169,3 +169,35 @@ def test_what_it_refuses_it_refuses_before_moving_any_ref(tmp_path):
         tree_rewrite.rewrite(root, edits, [])
     assert git(root, "for-each-ref") == refs
     m.close()
+
+
+class Killed(BaseException):
+    """A kill, as far as the erase can tell: nothing after it runs."""
+
+
+def test_a_kill_before_git_s_index_follows_head_is_finished_by_doctor_fix(tmp_path, monkeypatch):
+    """The refs moved, git's index and the work tree not yet: `doctor --fix` puts the erased file out of
+    both (the index first: had the work tree gone first, the index would keep the erased blob alive)."""
+    from tests.support.cli import run_memvault
+
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    m.add_verbatim("Older note about the harbour.", conversation="c")
+    gone = m.add_verbatim(PASSPORT, conversation="c")
+    kept = m.add_verbatim("Frank likes sailing on Sundays.", conversation="c")
+
+    def killed(*_args):
+        raise Killed
+
+    monkeypatch.setattr(tree_rewrite, "update_index", killed)
+    with pytest.raises(Killed):
+        m.erase(ids=[gone.id])
+    m.close()
+    assert leftovers(root, "K-55-ALPHA-991")
+    fixed = run_memvault("doctor", "--vault", str(root), "--fix", timeout=300)
+    assert b"finished the erase a crash cut short" in fixed.stdout + fixed.stderr, fixed.stdout + fixed.stderr
+    assert leftovers(root, "K-55-ALPHA-991") == []
+    assert git(root, "status", "--porcelain") == b""
+    m = open_vault(root)
+    assert m.get(kept.id)[1].text == "Frank likes sailing on Sundays."
+    m.close()
