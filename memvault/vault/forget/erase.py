@@ -4,9 +4,10 @@ commit and every pack, and from memvault's own state files, ending in one erasur
 - `select` reads every version of every entry file in history, at every path it had (one `log --raw`,
   one `cat-file --batch`) and says which memories go (their paths in every commit) and which texts other
   files must stop quoting (`vault/forget/scrub.py` takes those sentences out).
-- `rewrite` runs git-filter-repo (`vault/forget/history_filter.py`) over all refs, `clean_git` then drops
-  what still holds the old objects (stashes, ORIG_HEAD, reflogs, filter-repo's own notes) and repacks
-  and prunes, so no object of the old history is left.
+- `rewrite` rewrites every ref's history from the oldest commit the erase changes: in this process where
+  it is linear (`vault/forget/tree_rewrite.py`), by git-filter-repo otherwise
+  (`vault/forget/history_filter.py`); `clean_git` then drops what still holds the old objects (stashes,
+  ORIG_HEAD, reflogs, filter-repo's own notes) and repacks and prunes, so no object of the old history is left.
 - The old commit ids map to the new ones (`vault/git/rewrites.py`); the state files are purged by
   `vault/forget/state_purge.py`; the erasure record is written by `core/erasing.py` and read by
   `vault/forget/record.py`.
@@ -75,6 +76,7 @@ class Selection:
     blobs: set[str] = field(default_factory=set)  # ids of the blobs removed or scrubbed (the record lists them)
     quoting: dict[str, bytes] = field(default_factory=dict)  # blob id -> bytes of each blob to scrub
     removed: set[str] = field(default_factory=set)  # ids of the blobs at the removed paths
+    removed_at: set[str] = field(default_factory=set)  # every path those blobs had (a copy elsewhere too)
     commits: int = 0  # commits that touch a removed or scrubbed path
     commit_ids: list[str] = field(default_factory=list)
 
@@ -240,8 +242,10 @@ def select(root: Path, criteria: Criteria, conversation_folders: Iterable[str] =
     quoting = quoting_files(versions, selection.paths, selection)
     selection.scrubbed = {path for _sha, path, _data in quoting}
     selection.quoting = {sha: data for sha, _path, data in quoting}
-    selection.removed = {sha for sha, paths in zip(versions.shas, versions.paths, strict=True)
-                         if not selection.paths.isdisjoint(paths)}
+    held = [(sha, paths) for sha, paths in zip(versions.shas, versions.paths, strict=True)
+            if not selection.paths.isdisjoint(paths)]
+    selection.removed = {sha for sha, _paths in held}
+    selection.removed_at = {path for _sha, paths in held for path in paths}
     selection.blobs = selection.removed | set(selection.quoting)
     selection.commit_ids = commits_touching(root, selection.paths | selection.scrubbed)
     selection.commits = len(selection.commit_ids)
@@ -365,7 +369,10 @@ def entry_text(entry: Entry) -> str:
 # -- the rewrite ------------------------------------------------------------------------------------
 def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = (), whole: bool = False) -> dict[str, str]:
     """Rewrite every ref without the selection (or the blobs `drop_blobs`); returns old -> new commit ids.
-    Only the commits from the oldest one the selection touches on are rewritten, unless `whole`."""
+    Only the commits from the oldest one the selection touches on are rewritten, unless `whole`. The
+    selection's own rewrite of part of history is done in this process (`vault/forget/tree_rewrite.py`:
+    only the trees along its paths are written) where the history is one it handles surely; the rest
+    (a merge, an annotated tag, blobs named by id alone, the whole history) is git-filter-repo's."""
     plan = {"paths": sorted(selection.paths), "drop_blobs": sorted({*drop_blobs, *selection.removed}),
             "ids": sorted(selection.ids),
             "texts": sorted(selection.texts), "patterns": selection.patterns,
@@ -375,6 +382,32 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = (), wh
         plan["refs"] = rewritten_refs(root, selection)
     remote_heads = dict(line.split(" ", 1)[::-1] for line in git_bytes(
         root, "for-each-ref", "--format=%(objectname) %(refname)", "refs/remotes").decode().splitlines())
+    mapping = rewrite_in_process(root, selection, plan) if "refs" in plan else None
+    if mapping is None:
+        mapping = filter_repo(root, plan)
+    # The remote-tracking refs would now name rewritten commits the remote never had, and keep nothing
+    # erased reachable if set back: dropped, their old ids kept (no content) for push --force-with-lease.
+    for ref in remote_heads:
+        git_bytes(root, "update-ref", "-d", ref)
+    rewrites.keep_remote_heads(root / layout.STATE_DIR, remote_heads)
+    return mapping
+
+
+def rewrite_in_process(root: Path, selection: Selection, plan: dict) -> dict[str, str] | None:
+    """The plan's rewrite by `tree_rewrite` (old -> new commit ids); None where it is filter-repo's."""
+    from memvault.vault.forget import tree_rewrite
+
+    edits = tree_rewrite.Edits(paths=set(plan["paths"]), drop=set(plan["drop_blobs"]), replace=plan["replace_blobs"],
+                               touched=selection.paths | selection.removed_at | selection.scrubbed,
+                               scrubber=selection.scrubber(), ids=[i.encode() for i in plan["ids"]])
+    try:
+        return tree_rewrite.rewrite(root, edits, plan["refs"])
+    except tree_rewrite.NotForUs:
+        return None
+
+
+def filter_repo(root: Path, plan: dict) -> dict[str, str]:
+    """The plan's rewrite by git-filter-repo in a child process (`vault/forget/history_filter.py`)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).parents[2]),
                                                                      os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-m", "memvault.vault.forget.history_filter"], cwd=root, env=env,
@@ -382,11 +415,6 @@ def rewrite(root: Path, selection: Selection, drop_blobs: Iterable[str] = (), wh
     if done.returncode != 0:
         raise VaultError("the history rewrite failed (the vault is as it was): "
                          + done.stderr.decode(errors="replace").strip()[-400:])
-    # The remote-tracking refs would now name rewritten commits the remote never had, and keep nothing
-    # erased reachable if set back: dropped, their old ids kept (no content) for push --force-with-lease.
-    for ref in remote_heads:
-        git_bytes(root, "update-ref", "-d", ref)
-    rewrites.keep_remote_heads(root / layout.STATE_DIR, remote_heads)
     return rewrites.read_commit_map(root / ".git" / "filter-repo" / "commit-map")
 
 

@@ -20,18 +20,19 @@ from __future__ import annotations
 import json
 import sys
 
+from memvault.vault.git.log import TRAILER_PREFIX
+
+RECORD_MARK = f"\n{TRAILER_PREFIX}Erased-".encode()  # as erasure_record.erased() finds the records
+
 
 def main() -> int:
     import git_filter_repo as fr
 
     from memvault.vault.forget.scrub import Scrubber
-    from memvault.vault.git.log import TRAILER_PREFIX
-
-    record_mark = f"\n{TRAILER_PREFIX}Erased-".encode()  # as erasure_record.erased() finds the records
 
     class KeepingRecords(fr.RepoFilter):
         def _prunable(self, commit, *args) -> bool:  # filter-repo's own test, but never for a record
-            return record_mark not in commit.message and super()._prunable(commit, *args)
+            return RECORD_MARK not in commit.message and super()._prunable(commit, *args)
 
     plan = json.loads(sys.stdin.read())
     paths = {p.encode() for p in plan["paths"]}

@@ -67,12 +67,14 @@ def write_tree(git: Any, entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
     return store(git, b"tree", data)
 
 
-def rewrite_tree(git: Any, tree: bytes | None, changes: dict[tuple[bytes, ...], bytes | None]) -> bytes | None:
-    """`tree` (None: empty) with `changes` applied (path parts -> a blob's sha, None: removed); only
-    the trees along the changed paths are read and written. None when the tree ends up empty (git
-    keeps no empty folders)."""
+Change = bytes | tuple[bytes, bytes] | None  # a blob's sha (the file keeps its mode), (mode, sha), None: removed
+
+
+def rewrite_tree(git: Any, tree: bytes | None, changes: dict[tuple[bytes, ...], Change]) -> bytes | None:
+    """`tree` (None: empty) with `changes` applied (path parts -> Change); only the trees along the
+    changed paths are read and written. None when the tree ends up empty (git keeps no empty folders)."""
     entries = read_tree(git, tree) if tree is not None else {}
-    below: dict[bytes, dict[tuple[bytes, ...], bytes | None]] = defaultdict(dict)
+    below: dict[bytes, dict[tuple[bytes, ...], Change]] = defaultdict(dict)
     for parts, blob in changes.items():
         name = parts[0]
         if len(parts) > 1:
@@ -84,7 +86,7 @@ def rewrite_tree(git: Any, tree: bytes | None, changes: dict[tuple[bytes, ...], 
         if blob is None:
             entries.pop(name, None)
         else:
-            entries[name] = (mode if mode in FILE_MODES else FILE, blob)
+            entries[name] = blob if isinstance(blob, tuple) else (mode if mode in FILE_MODES else FILE, blob)
     for name, inner in below.items():
         mode, sha = entries.get(name, (TREE, None))
         if mode != TREE:
