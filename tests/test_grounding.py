@@ -745,3 +745,10 @@ def test_casual_speech_is_read_by_its_meaning(said, fact, kept, embedder):
 def test_what_the_user_congratulated_the_other_on_is_not_the_users(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
+
+
+def test_a_verb_ending_in_ee_is_one_word_in_every_form():
+    """"agrees" and "agree" are one verb: the user's "not" of it is seen ("agrees" stemmed to "agr" hid it)."""
+    said = "As a City fan, I can't agree with you, John."
+    assert "drops a negation" in (fact_problem("The user agrees with John.", Source(said)) or "")
+    assert fact_problem("The user agreed with John.", Source("I totally agree with you, John.")) is None

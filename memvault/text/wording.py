@@ -110,6 +110,8 @@ def stem(word: str) -> str:
             word = word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
             if suffix in DOUBLING and len(word) > 3 and word[-1] == word[-2] and word[-1] in DOUBLED:
                 word = word[:-1]  # the consonant an ending doubled ("stopped", "planning"), not "added", "falling"
+            if suffix in ("es", "ed") and word.endswith("e"):
+                return word  # "agrees", "agreed": the verb's own "e" went with the ending, as "agree" -> "agre"
             break
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
