@@ -217,3 +217,13 @@ def test_a_text_refused_for_what_it_says_is_refused_whole(memvault):
     result = memvault.add("I work nights as a nurse.", llm=ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]"))
     assert live_texts(memvault) == []
     assert [e.new_memory for e in result.events if e.event == "DROP"] == written
+
+
+@pytest.mark.parametrize(("written", "kept"), [
+    ("The user is here for you, Sam.", False),  # said to Sam
+    ("The user will always be there for you, Jo. Progress takes time.", False),
+    ("The user went hiking with their friend, Sam.", True),  # no "you": the friend is Sam
+    ("The user told Sam you can't rush sourdough.", True),  # a generic "you", no name after a comma
+])
+def test_a_name_after_a_comma_in_a_text_that_says_you_is_the_one_addressed(written, kept):
+    assert (user_fact(written)[1] is None) == kept, user_fact(written)

@@ -36,6 +36,9 @@ SECOND_PERSON = re.compile(r"(?<![\w'’-])(?:you|your|yours|yourself|you're|you
 # Someone called by name with an exclamation ("Sounds great, Mel!", "Maria! I'm so excited"): a remark to
 # them. Only with "!": "The user lives in Lisbon, Portugal." names a place, not a listener.
 VOCATIVE = re.compile(r"(?:,\s*|^|[.!?]\s+)([A-Z][a-z'’-]+)!")
+# A name after a comma that ends a sentence, in a text that says "you": "I'm here for you, Sam." ("my friend, Sam."
+# with no "you" is the friend's name).
+ADDRESSED = re.compile(r",\s*([A-Z][a-z'’-]+)\s*(?:[.?]+\s*$|[.?]\s)")
 # The user in the third person, as the prompt asks ("The user", "the user's", "User").
 THIRD_PERSON = re.compile(r"(?<![\w-])user(?:['’]s)?(?![\w-])", re.IGNORECASE)
 # The first person singular, outside hyphenated words ("me-time" is no "me").
@@ -128,7 +131,7 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     rest, _ = strip_greetings(text)
     plain = outside_quotes(rest)
     third = THIRD_PERSON.search(plain) is not None or named(plain, names)
-    vocative = VOCATIVE.search(plain)
+    vocative = VOCATIVE.search(plain) or (SECOND_PERSON.search(plain) and ADDRESSED.search(plain))
     if (SECOND_PERSON.search(plain) and not third) or (vocative and vocative.group(1) not in names):
         return text, "said to the other speaker, not a fact about the user"
     fact = in_third_person(text)
