@@ -153,3 +153,23 @@ def test_a_file_a_killed_rewrite_left_in_the_work_tree_is_put_back_by_doctor_fix
     assert mine.exists()  # not an erased blob: the person's file is left alone
     mine.unlink()
     assert leftovers(root, SECRET) == []
+
+
+def test_the_same_erase_run_again_after_a_kill_finishes_it(tmp_path):
+    """Run again with the id a killed erase had already taken from the work tree: not "no memory with id",
+    but the cut-short erase finished, and said so."""
+    root = tmp_path / "vault"
+    m = open_vault(root)
+    secret = m.add_verbatim(f"My locker code is {SECRET}.", conversation="c")
+    m.add_verbatim("Ivy grows tomatoes on the balcony.", conversation="c")
+    m.close()
+    killed = run_memvault("erase", "--vault", str(root), secret.id[:8], "-y", timeout=300,
+                          env={erase_intent.TEST_KILL: "rewritten"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert leftovers(root, SECRET)  # the index and git's objects still hold it
+    again = run_memvault("erase", "--vault", str(root), secret.id[:8], "-y", timeout=300)
+    assert again.returncode == 0, again.stderr
+    said = again.stdout + again.stderr
+    assert b"Finished first: the erase a crash cut short (1 memory)" in said, said
+    assert leftovers(root, SECRET) == []
+    assert not (root / ".memvault" / erase_intent.FILE_NAME).exists()

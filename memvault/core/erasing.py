@@ -211,7 +211,8 @@ class Erasing:
 
     def resolve_ids(self, ids) -> list[str]:
         """Full ids for ids or prefixes, as `rm` resolves them (the same errors: no such memory, an
-        ambiguous prefix), before anything is touched; a memory only history holds still counts."""
+        ambiguous prefix), before anything is touched; a memory only history holds still counts, and so
+        does one an erase a kill cut short was erasing (this erase finishes that one first)."""
         from memvault.errors import NotFoundError
 
         found, past = [], None
@@ -219,7 +220,9 @@ class Erasing:
             try:
                 found.append(self.indexed_id(prefix) or self.vault.resolve(prefix)[1].id)
             except NotFoundError:
-                past = erase.history_ids(self.vault.root) if past is None else past
+                if past is None:
+                    cut_short = erase_intent.pending(self.vault.state_dir) or {}
+                    past = erase.history_ids(self.vault.root) | set(cut_short.get("ids", []))
                 found.append(erase.resolve_in(past, layout.check_id_text(prefix)))
         return found
 

@@ -52,6 +52,8 @@ def erase(
               + [["scrub", p] for p in result.scrubbed] + [["rewrite", c[:12]] for c in result.commit_ids]
               + [["state", f".memvault/{p}"] for p in result.state_files],
               title="would touch" if dry_run else None)
+    if result.finished:
+        say(f"Finished first: the erase a crash cut short ({memories(result.finished)}).")
     counts = ", ".join(f"{role}: {n}" for role, n in sorted(result.roles.items())) or "none"
     say(("Dry run: " if dry_run else "Erased: ") + f"{memories(len(result.ids))} ({counts}) in {result.commits} "
         f"commit(s); {len(result.scrubbed)} files scrubbed; index rows {result.index_rows}; past indexes "
