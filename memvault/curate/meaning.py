@@ -343,12 +343,16 @@ def parse_clause(raw: str, question: bool = False, denied: frozenset[str] = froz
     owner, path, size = subject_of(words, raw)
     negated = negates(text)
     modal = "question" if question else "condition" if CONDITION.search(text) else \
-        "wish or plan" if MODAL_SOURCE.search(REMEMBERING.sub(" ", text)) else ""
+        "wish or plan" if wishes(text) else ""
     future = bool(PROGRESSIVE.search(text) and FUTURE_TIME.search(text))
     relative = RELATIVE_WISH.search(text) if modal == "wish or plan" else None
-    wish_from = len(text[: relative.start()].split()) \
-        if relative and not MODAL_SOURCE.search(REMEMBERING.sub(" ", text[: relative.start()])) else 0
+    wish_from = len(text[: relative.start()].split()) if relative and not wishes(text[: relative.start()]) else 0
     return Clause(text, words, owner, path, size, negated, modal, future, denied, wish_from)
+
+
+def wishes(text: str) -> bool:
+    """Whether a normalised text wishes or plans (MODAL_SOURCE), not only remembers ("I'll never forget")."""
+    return bool(MODAL_SOURCE.search(REMEMBERING.sub(" ", text)))
 
 
 def negates(text: str) -> bool:
@@ -532,7 +536,8 @@ def best_clauses(mine: Clause, names: frozenset[str], parts: list[Clause]) -> li
 
 
 NEGATION_ROOTS = frozenset(root(w) for w in NEGATION_WORDS)
-BARE_NEGATIONS = frozenset("not never no nothing none nobody neither nor without".split())  # no content of their own
+# Negations with no content of their own; the others ("quit", "hate", "lack") say what is negated too.
+BARE_NEGATION_ROOTS = frozenset(root(w) for w in "not never no nothing none nobody neither nor without".split())
 OPENER_ROOTS = frozenset(root(w) for w in ADVERB_OPENERS)  # "apparently" in a fact is not its act
 
 
@@ -704,7 +709,7 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     if clause.negated:
         return f"drops a negation: the user said {clip(clause.text)}"
     # "won't quit" says the "not" of "does not quit": a negating verb the fact shares counts as its content
-    negating = {root(w) for w in mine.words if w in NEGATION_WORDS} - {root(w) for w in BARE_NEGATIONS}
+    negating = {root(w) for w in mine.words if w in NEGATION_WORDS} - BARE_NEGATION_ROOTS
     if any(part.negated or core & negated_by_state(part) for part in parts
            if any(known(word_root, part.roots) for word_root in core | negating)):
         return None

@@ -130,17 +130,18 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
         text = text[0].upper() + text[1:]
     rest, _ = strip_greetings(text)
     plain = outside_quotes(rest)
-    third = THIRD_PERSON.search(plain) is not None or named(plain, names)
-    vocative = VOCATIVE.search(plain) or (SECOND_PERSON.search(plain) and ADDRESSED.search(plain))
-    if (SECOND_PERSON.search(plain) and not third) or (vocative and vocative.group(1) not in names):
+    third = names_user(rest, names)
+    addressed = SECOND_PERSON.search(plain) is not None
+    vocative = VOCATIVE.search(plain) or (addressed and ADDRESSED.search(plain))
+    if (addressed and not third) or (vocative and vocative.group(1) not in names):
         return text, "said to the other speaker, not a fact about the user"
     fact = in_third_person(text)
     plain = outside_quotes(fact).strip()
     dangling = DANGLING.match(plain)
     if dangling:
         return fact, f"not self-contained: it opens with {dangling.group(0)!r} and does not say who or what that is"
-    if FRAGMENT.match(plain):
-        return fact, f"not self-contained: it opens with {FRAGMENT.match(plain).group(0)!r}, a clause's continuation"
+    if fragment := FRAGMENT.match(plain):
+        return fact, f"not self-contained: it opens with {fragment.group(0)!r}, a clause's continuation"
     pronoun = PRONOUN_END.search(fact.strip())  # not in `plain`: "told them \"you have talent\"" ends in a quote
     if pronoun and len(content_roots(THIRD_PERSON.sub(" ", plain))) < MIN_PRONOUN_FACT:
         return fact, f"not self-contained: it ends with {pronoun.group(1)!r} and says too little else of it"
@@ -150,7 +151,7 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
         return fact, "small talk: thanks or good wishes with nothing else to remember"
     if ASKED.match(plain):
         return fact, "the user's question, not a fact: what they asked is not known to be so"
-    if THIRD_PERSON.search(plain) or named(plain, names) or subjectless(plain) or INSTRUCTION.match(plain):
+    if names_user(fact, names) or subjectless(plain) or INSTRUCTION.match(plain):
         return fact, None
     return fact, "not about the user: it does not say the user"
 
