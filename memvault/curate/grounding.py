@@ -9,6 +9,8 @@ meaning, not by words:
 - it must not change what the source means: another person's attribute given to the user, a
   negation dropped or added, a wish, plan, question or condition stated as done, a plan as past, two
   clauses mixed (curate.meaning.meaning_problem);
+- an act or state of the user's needs words in which the user speaks of themselves
+  (curate.self_talk: "working on cars must be rewarding" grounds no car of theirs);
 - it must be close in meaning to what the user said: `support` blends the embedder's similarity of
   the fact (in the first person) to the closest sentence of the source with the share of its content
   words the source or its context holds (a light stem, a few one-polarity synonyms); without an
@@ -38,6 +40,7 @@ from memvault.curate.meaning import (
     stance_on_answered,
 )
 from memvault.curate.prompts import MAX_FACT_CHARS
+from memvault.curate.self_talk import selfless_problem
 from memvault.curate.voice import greeting_only
 from memvault.text.wording import (
     FREE_WORDS,
@@ -198,7 +201,9 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
     if not content_roots(text):
         return "ungrounded: it says nothing about what the user said"
     return (detail_problem(text, f"{source.said}\n{source.context}")
-            or meaning_problem(text, source.said, superseding=negating) or others_words_problem(text, source)
+            or meaning_problem(text, source.said, superseding=negating)
+            or selfless_problem(text, source.said, source.context if source.replied is None else source.replied)
+            or others_words_problem(text, source)
             or support_problem(text, source) or sentence_problem(text, source))
 
 
