@@ -303,6 +303,15 @@ def test_the_turn_answered_lends_its_words_the_older_turns_their_names(said, fac
     ("What did you think of the new bakery on Elm Street?",
      "Honestly the croissants were too dry for me.", "The user found the croissants at the new bakery too dry.",
      True),
+    # a near copy of the answered turn, though the user shares some of its words ("keep going", "train hard")
+    ("Off-season is over. I'm going to keep training hard and see how the season goes.",
+     "Thanks Leo! Let's both keep going and train hard.",
+     "The user is going to keep training hard and see how the season goes.", False),
+    # one sentence of several is the answered turn's
+    ("Restoring that old boat made me feel proud, like I really built something with my own hands.",
+     "Wow, Leo! I spent the whole weekend sanding my grandmother's kitchen table in the garage and it finally "
+     "looks new again.", "The user spent the whole weekend sanding their grandmother's kitchen table in the garage "
+     "and it finally looks new again. Restoring the old boat made the user feel proud.", False),
 ])
 def test_the_answered_turns_own_statement_is_not_the_users(answered, said, fact, kept, embedder):
     from memvault.curate.extract import grounding_source

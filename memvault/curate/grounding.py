@@ -69,10 +69,13 @@ OWN_SIMILARITY = 0.5  # ... unless it is this close in meaning to what the user 
 # with this share of its content words that turn's and not the user's, is that turn's statement: SmolLM2 gave
 # the user the other speaker's charity race, camping trip and beach photo (5 of 6 such texts in two runs);
 # of 400 LoCoMo facts for their own turn none is so ("Haven't tried it before" -> "The user hasn't tried
-# skiing" is closer to "Have you tried skiing?", but "tried" is the user's word too).
+# skiing" is closer to "Have you tried skiing?", but "tried" is the user's word too). A near copy of that turn is
+# its statement whatever words the user shares with it ("I'm going to keep working hard on it and see what
+# happens", given to a user who said "Let's keep going ... and work hard"), and so is one sentence of several.
 REPLIED_MARGIN = 0.2
 MIN_REPLIED_SIMILARITY = 0.6
 MIN_REPLIED_SHARE = 0.5
+REPLIED_COPY = 0.9  # this close to the answered turn, a fact is its copy, whatever words the user shares
 # The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
 MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
 ADDRESSED = re.compile(r"^(?:you|your|you're|you've|you'll|yours)\b", re.IGNORECASE)  # "You got it!"
@@ -240,11 +243,11 @@ def replied_problem(text: str, source: Source) -> str | None:
     mine = content_roots(text)
     said, theirs_words = roots_of(source.said) | implied_roots(source.said), roots_of(source.replied)
     only_theirs = sum(1 for word_root in mine if known(word_root, theirs_words) and not known(word_root, said))
-    if only_theirs / max(1, len(mine)) < MIN_REPLIED_SHARE:
-        return None
     theirs, own = source.similarity(text, of_replied=True), source.similarity(text)
     if theirs is None or own is None or theirs < MIN_REPLIED_SIMILARITY or theirs - own <= REPLIED_MARGIN:
         return None
+    if only_theirs / max(1, len(mine)) < MIN_REPLIED_SHARE and theirs < REPLIED_COPY:
+        return None  # the user's words say most of it too, and it is no copy of the answered turn
     return f"another speaker's words: closer to the turn it answers than to the user's ({theirs:.2f} > {own:.2f})"
 
 
@@ -255,7 +258,7 @@ def sentence_problem(text: str, source: Source) -> str | None:
     if len(sentences) < 2:
         return None
     for sentence in sentences:
-        reason = support_problem(sentence, source)
+        reason = support_problem(sentence, source) or replied_problem(sentence, source)
         if reason:
             return f"{reason}, in {clip_quote(sentence)}"
     return None
