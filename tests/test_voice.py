@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from memvault.curate.voice import misnamed, names_of_user, sentences, user_fact
+from memvault.curate.voice import misnamed, mixed_voice, names_of_user, sentences, user_fact
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_curated_add import EXTRACT, RECONCILE, live_texts, memvault_at
 
@@ -227,3 +227,23 @@ def test_a_text_refused_for_what_it_says_is_refused_whole(memvault):
 ])
 def test_a_name_after_a_comma_in_a_text_that_says_you_is_the_one_addressed(written, kept):
     assert (user_fact(written)[1] is None) == kept, user_fact(written)
+
+
+def test_a_text_in_two_voices_is_refused_whole(memvault):
+    """Its "I" may be the model's or the other speaker's: none of its sentences is trusted."""
+    written = ["I'm so proud of my crew for the bake sale. The user is thrilled with the idea."]
+    said = "A bake sale for the shelter is such a lovely idea. Can't wait to hear how it goes!"
+    result = memvault.add(said, llm=ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]"))
+    assert live_texts(memvault) == []
+    drops = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+    assert drops[written[0]].startswith("mixes voices")
+
+
+@pytest.mark.parametrize(("written", "stored"), [
+    ("The user I'm off to the climbing gym tonight!", "The user is off to the climbing gym tonight!"),
+    ("The user said 'honestly, I'm allergic to cats, so I've never had one.'",  # a quote keeps its "I"
+     "The user said 'honestly, I'm allergic to cats, so I've never had one.'"),
+])
+def test_the_users_words_copied_after_the_user_or_in_single_quotes_are_one_voice(written, stored):
+    assert mixed_voice(written) is None
+    assert user_fact(written) == (stored, None)

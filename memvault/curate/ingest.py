@@ -26,7 +26,7 @@ from memvault.curate.judge import Judge, judged_problem
 from memvault.curate.llm import LLM
 from memvault.curate.reconcile import Plan, reconcile
 from memvault.curate.summary import update_summary
-from memvault.curate.voice import misnamed, names_of_user, names_user, sentences, user_fact
+from memvault.curate.voice import misnamed, mixed_voice, names_of_user, names_user, sentences, user_fact
 from memvault.errors import EmbeddingError, LLMError
 from memvault.text.wording import consistent_triple
 from memvault.vault.format.entry import TRIPLE_KEYS, Entry, now, text_hash
@@ -129,7 +129,7 @@ def grounded(records: list[Fact], source: Source, dropped: list[tuple[str, str]]
     def verdict(record: Fact) -> tuple[str, str | None, str | None]:
         """The fact's text as stored, why it is refused (or None), and the voice's part of that."""
         text, form = user_fact(record.text, names) if voiced else (record.text, None)
-        reason = form or (misnamed(text, source.said, names) if voiced else None)
+        reason = form or ((mixed_voice(record.text) or misnamed(text, source.said, names)) if voiced else None)
         return text, guard(record.text) or reason or judged_problem(text, source, judge, speakers,
                                                                     record.triple.get("evidence")), form
 

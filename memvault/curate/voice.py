@@ -90,6 +90,10 @@ INSTRUCTION = re.compile(r"^(?:always|never|please|don['’]t|do not|stop|avoid|
                          r"speak|talk|call me|address me|remember|be|make sure|give|include|format|explain)\b",
                          re.IGNORECASE)
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
+# Words quoted in single quotes, to the last closing one: "said 'I'm around animals, so I've stayed away.'"
+SINGLE_QUOTED = re.compile(r"(?:^|(?<=\s))['‘].*['’](?=$|[\s.,!?;:])")
+# "The user" put before the user's words copied whole: "The user I'm off to do some taekwondo!"
+PREFIXED = re.compile(r"^the user\s+(?=(?:I|I['’](?:m|ve|ll|d)|My)\b)", re.IGNORECASE)
 # Subjectless facts in mem0's own style ("Likes pizza", "Is a software engineer", "Name is John") are about
 # the user too: they open with a verb, or with one of the few nouns mem0's examples put first.
 SUBJECTLESS_NOUNS = frozenset("name age birthday favourite favorite favourites favorites hobbies hobby job occupation "
@@ -125,8 +129,8 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     """The text as a fact about the user in the third person (`in_third_person`), and why it is none
     (see the module), or None when it is one. `names`: what the user calls themselves (`names_of_user`):
     "Alice loves green tea" is about a user who said "I'm Alice"."""
-    if LEADING_CONJUNCTION.match(text):
-        text = LEADING_CONJUNCTION.sub("", text, count=1)
+    if LEADING_CONJUNCTION.match(text) or PREFIXED.match(text):
+        text = PREFIXED.sub("", LEADING_CONJUNCTION.sub("", text, count=1), count=1)
         text = text[0].upper() + text[1:]
     rest, _ = strip_greetings(text)
     plain = outside_quotes(rest)
@@ -200,6 +204,16 @@ def names_of_user(said: str, answered: str = "") -> frozenset[str]:
     own = {match.group(1) or match.group(2) for match in SELF_NAMED.finditer(said)}
     called = {match.group(1) or match.group(2) for match in CALLED.finditer(answered)}
     return frozenset(own | called)
+
+
+def mixed_voice(text: str) -> str | None:
+    """Why a text that says both "the user" and "I" (outside quotes) is no fact of the user's: its "I" is the
+    model's or the other speaker's as much as the user's ("I'm proud of my team ... The user is thrilled",
+    SmolLM2 from a user who praised a friend's charity work). Refused whole, not split into its sentences."""
+    plain = SINGLE_QUOTED.sub(" ", outside_quotes(strip_greetings(PREFIXED.sub("", text, count=1))[0]))
+    if THIRD_PERSON.search(plain) and FIRST_PERSON.search(plain):
+        return "mixes voices: it says both 'the user' and 'I', and whose 'I' is not known"
+    return None
 
 
 def misnamed(fact: str, said: str, names: frozenset[str]) -> str | None:
