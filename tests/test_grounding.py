@@ -121,6 +121,8 @@ def embedder():
     ("I ran ten laps after my coach asked me to", "The user ran ten laps."),  # the user's own act, irregular
     ("My coach made me run ten laps", "The user ran ten laps."),  # made to: done
     ("I have written two cookbooks", "The user wrote two cookbooks."),  # written -> wrote
+    ("I'm driving up to the lake on Saturday", "The user will drive up to the lake on Saturday."),  # a plan by its time
+    ("We'll probably drive up to the lake next month", "The user plans to drive up to the lake next month."),
 ])
 def test_faithful_paraphrases_are_kept(said, fact, embedder):
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
@@ -133,6 +135,9 @@ def test_faithful_paraphrases_are_kept(said, fact, embedder):
     ("I want to learn the banjo", "The user plays the banjo.", "wish or plan stated as fact"),
     ("Should I get a dog?", "The user has a dog.", "question stated as fact"),
     ("I'm going to climb Kilimanjaro next year", "The user climbed Kilimanjaro.", "plan stated as past"),
+    ("Last weekend we drove up to the lake and the kids swam all day", "The user will drive up to the lake this "
+     "weekend.", "a plan the user did not state"),  # a done act as a plan
+    ("I love baking sourdough", "The user is going to bake sourdough tomorrow.", "a plan the user did not state"),
     ("My uncle's wife is called Ilse", "The user's wife is called Ilse.", "another person's"),
     ("My son Theo plays rugby", "The user plays rugby.", "another person's"),
     ("Ann told me her cat Mo is ill", "The user's cat Mo is ill.", "another person's"),

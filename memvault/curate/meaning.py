@@ -180,6 +180,13 @@ MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|shoul
                         r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest|anticipat"
                         r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal|determin|desir"
                         r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
+# What makes a fact a plan by its form (a wish is MODAL_FACT's): "will be visiting the park this weekend".
+PLAN_FACT = re.compile(r"\b(?:will|gonna|going to (?!the\b|a\b|an\b|my\b|our\b|their\b|be\b)|plans? to|planning to"
+                       r"|about to|tomorrow|this weekend|soon|upcoming"
+                       r"|next (?:week|month|year|weekend|summer|spring|autumn|fall|winter))\b")
+# ... and a source that speaks of what is to come in other words: "can't wait to", "let's", "on my to-do list".
+TO_COME = re.compile(r"\b(?:(?:ca|can) not wait|can|let s|to do list|bucket list|wish list)\b")
+LEADING_PROGRESSIVE = re.compile(r"(?:^|[.!?]\s+)(?:still |definitely |just |now )?[a-z]+ing\b", re.IGNORECASE)
 # "I came back with news that I want to share": the wish is the relative clause's, not the coming back's.
 RELATIVE_WISH = re.compile(r"\b(?:that|which) (?:i|we) (?:want|wanna|wish|hope|plan|intend|would)\b")
 # "I'll never forget our trip": remembering, a future that speaks of the past, not a plan.
@@ -550,6 +557,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
     parts = clauses(source)
     if not parts:
         return None
+    if not (superseding or folding) and unstated_plan(fact, source):
+        return f"a plan the user did not state: they said {clip(source.strip())}"
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
     reason = None if superseding or folding else mixed_problem(claim, parts, capitalised(source))
@@ -575,6 +584,15 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
                   or congratulated_problem(subject, mine, tied)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
+
+
+def unstated_plan(fact: str, source: str) -> bool:
+    """Whether a fact states a plan ("The user will be visiting the national park this weekend") where the
+    source speaks of no wish, plan or time to come at all ("Last Friday we went to a national park")."""
+    said = normalised(source)
+    return bool(PLAN_FACT.search(REMEMBERING.sub(" ", normalised(as_first_person(fact))))) and not (
+        MODAL_SOURCE.search(said) or FUTURE_TIME.search(said) or PROGRESSIVE.search(said)
+        or TO_COME.search(said) or LEADING_PROGRESSIVE.search(source))
 
 
 def about_predicate(mine: Clause, clause: Clause) -> bool:
