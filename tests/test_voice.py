@@ -243,6 +243,7 @@ def test_a_text_in_two_voices_is_refused_whole(memvault):
     ("The user I'm off to the climbing gym tonight!", "The user is off to the climbing gym tonight!"),
     ("The user said 'honestly, I'm allergic to cats, so I've never had one.'",  # a quote keeps its "I"
      "The user said 'honestly, I'm allergic to cats, so I've never had one.'"),
+    ("The user said: I like tea", "The user said: I like tea"),  # so do words reported after a colon
 ])
 def test_the_users_words_copied_after_the_user_or_in_single_quotes_are_one_voice(written, stored):
     assert mixed_voice(written) is None

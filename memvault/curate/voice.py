@@ -92,6 +92,8 @@ INSTRUCTION = re.compile(r"^(?:always|never|please|don['’]t|do not|stop|avoid|
 QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”")
 # Words quoted in single quotes, to the last closing one: "said 'I'm around animals, so I've stayed away.'"
 SINGLE_QUOTED = re.compile(r"(?:^|(?<=\s))['‘].*['’](?=$|[\s.,!?;:])")
+# The user's words reported after a colon, their "I" kept: "The user said: I like tea".
+REPORTED_WORDS = re.compile(r"\b(?:said|says|say|wrote|writes|asked|asks|added|adds)\s*:.*$", re.IGNORECASE | re.DOTALL)
 # "The user" put before the user's words copied whole: "The user I'm off to do some taekwondo!"
 PREFIXED = re.compile(r"^the user\s+(?=(?:I|I['’](?:m|ve|ll|d)|My)\b)", re.IGNORECASE)
 # Subjectless facts in mem0's own style ("Likes pizza", "Is a software engineer", "Name is John") are about
@@ -211,6 +213,7 @@ def mixed_voice(text: str) -> str | None:
     model's or the other speaker's as much as the user's ("I'm proud of my team ... The user is thrilled",
     SmolLM2 from a user who praised a friend's charity work). Refused whole, not split into its sentences."""
     plain = SINGLE_QUOTED.sub(" ", outside_quotes(strip_greetings(PREFIXED.sub("", text, count=1))[0]))
+    plain = REPORTED_WORDS.sub(" ", plain)
     if THIRD_PERSON.search(plain) and FIRST_PERSON.search(plain):
         return "mixes voices: it says both 'the user' and 'I', and whose 'I' is not known"
     return None
