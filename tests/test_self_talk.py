@@ -10,7 +10,7 @@ import pytest
 
 from memvault.curate.extract import grounding_source
 from memvault.curate.grounding import fact_problem
-from memvault.curate.self_talk import speaks_of_self, subject_left_out
+from memvault.curate.self_talk import asks_the_user, speaks_of_self, subject_left_out
 from tests.support.scripted_llm import ScriptedLLM
 from tests.test_curated_add import EXTRACT, live_texts, memvault_at
 
@@ -59,6 +59,19 @@ def test_an_answer_to_a_question_speaks_of_the_user_without_saying_i(embedder):
     said, fact = "Twelve miles, and your hills were brutal.", "The user ran twelve miles."
     assert problem(said, fact, embedder, answered="How far did you run on Sunday?") is None
     assert SELFLESS in problem(said, fact, embedder, answered="I ran on Sunday, the hills were brutal.")
+
+
+def test_the_sentence_a_fact_comes_from_must_speak_of_the_user_too(embedder):
+    said = "Ha, I can't wait to see it! Must feel so freeing to sail alone."
+    assert SELFLESS in problem(said, "The user sails alone, which is so freeing.", embedder)
+    assert problem(said, "The user can't wait to see it.", embedder) is None
+
+
+def test_a_rhetorical_question_asks_the_user_nothing(embedder):
+    assert not asks_the_user("Hey Jo, guess what I did? Sailed to Skye on my own!")
+    assert asks_the_user("What's the name of it?") and asks_the_user("How are you doing on your goals, Sam?")
+    said, fact = "No way! Must feel so freeing to sail alone.", "The user sails alone, which is so freeing."
+    assert SELFLESS in problem(said, fact, embedder, answered="Guess what I did? Sailed to Skye on my own!")
 
 
 @pytest.mark.parametrize(("clause", "left_out"), [

@@ -28,15 +28,17 @@ from memvault.curate.meaning import (
     claim_of,
     is_past,
 )
-from memvault.text.wording import normalised
+from memvault.text.wording import content_roots, known, normalised, roots_of
 
 OWN_WORDS = frozenset("i me my mine myself we us our ours lets user".split())
 # A fact's verbs that report the user's words or view, besides REPORTING and STANCE: "The user values
 # safety" may come from "safety is top priority"; "showed interest in" from a question about it.
 VIEWS = re.compile(r"^(?:is |was )?(?:express|highlight|discuss|propos|provid|urg|valu|sees?\b|offer|remind|"
-                   r"wish|hope|share|told|ask|recogni[sz]|show|understand)")
+                   r"wish|hope|share|told|ask|recogni[sz]|show|understand|empathi[sz]|sympathi[sz]|consider(?:s|ed)\b)")
 # Words that react to what the other told: "Having pets must be a wonderful experience", "Sounds great!".
 REACTING = frozenset("you your yours must sounds sound looks seems".split())
+# A question that asks nothing of the one answering: "Guess what I did?", "Know what?".
+RHETORICAL = re.compile(r"\b(?:guess what|know what|wanna know|can you believe)\b", re.IGNORECASE)
 # Where a clause may begin with its subject left out: a sentence, a comma, a dash, "but".
 PIECE = re.compile(r"(?<=[.!?])\s+|\n+|\s*[,;:\u2014\u2013]\s*|\s+-\s+|\s+but\s+")
 # Opening words of a clause whose subject is the speaker, left out: "Been busy", "Gonna try", "Glad to".
@@ -99,8 +101,26 @@ def subject_left_out(clause: str) -> bool:
 
 
 def selfless_problem(fact: str, said: str, answered: str) -> str | None:
-    """Why a fact cannot come from what the user said (see the module), or None. `answered`: the turn the
-    user's words answer (a question there exempts them)."""
-    if "?" in answered or speaks_of_self(said) or not states_of_user(fact):
+    """Why a fact cannot come from what the user said (see the module), or None: the user's words, or the
+    sentences of them the fact's words come from ("Must feel so liberating!" -> "The user is so liberating!"),
+    only react to the other. `answered`: the turn the user's words answer (a question there exempts them)."""
+    if asks_the_user(answered) or not states_of_user(fact):
+        return None
+    if speaks_of_self(said) and any(speaks_of_self(sentence) for sentence in sentences_holding(fact, said)):
         return None
     return "ungrounded: the user said nothing of themselves here, they reacted to what someone else told"
+
+
+def sentences_holding(fact: str, said: str) -> list[str]:
+    """The sentences of `said` that hold any of the fact's content words (all of them when none does)."""
+    mine = content_roots(fact)
+    sentences = [sentence for sentence in SENTENCE.split(said) if sentence.strip()] or [said]
+    return [sentence for sentence in sentences if any(known(word_root, roots_of(sentence)) for word_root in mine)
+            ] or sentences
+
+
+def asks_the_user(turn: str) -> bool:
+    """Whether a turn asks the user something ("How's the tour going?", "What's the name of it?"), not only
+    asks a rhetorical question of its own ("Guess what I did?")."""
+    return any(sentence.rstrip().endswith("?") and not RHETORICAL.search(sentence)
+               for sentence in SENTENCE.split(turn))
