@@ -107,13 +107,17 @@ class Source:
         text = f"{self.said}\n{self.context}"
         return roots_of(text) | implied_roots(text)
 
+    @property
+    def answered(self) -> str:
+        """What the user's words answer: the turn just before them, or all of `context` when it is not known."""
+        return self.context if self.replied is None else self.replied
+
     def held_roots(self, fact: str) -> frozenset[str]:
         """The roots a fact's words may come from to count as close: what the user said, the turn it answers,
         and of the older turns only the names the fact takes from them ("there" -> Lisbon). Six turns'
         words hold much of what a fact for another turn says (LoCoMo: 9% of such facts kept, 5% so)."""
         named = {root(name) for name in names_in(fact)} & roots_of(self.context)
-        answered = self.context if self.replied is None else self.replied
-        return roots_of(self.said) | implied_roots(self.said) | named | roots_of(answered)
+        return roots_of(self.said) | implied_roots(self.said) | named | roots_of(self.answered)
 
     def similarity(self, text: str, of_replied: bool = False) -> float | None:
         """The cosine of `text` (in the first person) to the closest sentence of `said` (or all of it), or with
@@ -205,7 +209,7 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
         return "ungrounded: it says nothing about what the user said"
     return (detail_problem(text, f"{source.said}\n{source.context}")
             or meaning_problem(text, source.said, superseding=negating)
-            or selfless_problem(text, source.said, source.context if source.replied is None else source.replied)
+            or selfless_problem(text, source.said, source.answered)
             or others_words_problem(text, source)
             or support_problem(text, source) or sentence_problem(text, source))
 

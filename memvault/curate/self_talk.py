@@ -115,8 +115,12 @@ def sentences_holding(fact: str, said: str) -> list[str]:
     """The sentences of `said` that hold any of the fact's content words (all of them when none does)."""
     mine = content_roots(fact)
     sentences = [sentence for sentence in SENTENCE.split(said) if sentence.strip()] or [said]
-    return [sentence for sentence in sentences if any(known(word_root, roots_of(sentence)) for word_root in mine)
-            ] or sentences
+    holding = []
+    for sentence in sentences:
+        held = roots_of(sentence)  # once a sentence, not once a word
+        if any(known(word_root, held) for word_root in mine):
+            holding.append(sentence)
+    return holding or sentences
 
 
 def asks_the_user(turn: str) -> bool:
