@@ -744,6 +744,12 @@ def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept)
     ("Gonna keep training hard for the race. Nothing will stop me!",
      "The user is determined to keep training hard for the race.", True),
     ("Gonna keep training hard for the race.", "The user kept training hard for the race.", False),
+    # "can't" normalised is "ca not": the eagerness is a wish all the same
+    ("I can't wait to run my first marathon!", "The user ran their first marathon.", False),
+    ("Cannot wait to try the new climbing gym.", "The user tried the new climbing gym.", False),
+    # working on a thing is no claim it is done; being supportive is a stance, not the wish's act
+    ("Can't wait 'til my bakery opens its doors to the whole town!", "The user is working on opening a bakery.", True),
+    ("Can't wait to read it, Marta! I'm here to support you.", "The user is supportive of Marta.", True),
 ])
 def test_casual_speech_is_read_by_its_meaning(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))

@@ -44,8 +44,9 @@ THIRD_PERSON = frozenset("he she they him her them his hers their theirs you you
 POSSESSIVE_OTHERS = frozenset("his her their your".split())
 # A fact that reports the user's view of what a clause says ("The user agrees they play a role") does
 # not give the user the clause's act.
-REPORTING = re.compile(r"^(?:agree|believ|think|feel|find|found|say|said|mention|appreciat|admir|acknowledg|not|"
-                       r"emphasi|support|encourag|recommend|suggest|advis|prais|compliment|congratulat|hope)")
+REPORTING = re.compile(r"^(?:(?:is|are|was|were|am) )?(?:agree|believ|think|feel|find|found|say|said|mention"
+                       r"|appreciat|admir|acknowledg|not|emphasi|support|encourag|recommend|suggest|advis|prais"
+                       r"|compliment|congratulat|hope)")
 # A fact that reports the user's stance toward what they were told: a question, an interest, support, praise.
 STANCE = re.compile(r"^(?:(?:is|are|was|were|am) )?(?:inquir|ask|wonder|curious|interest|keen|support|encourag|agree"
                     r"|enthusias|eager|willing|appreciat|admir|prais|compliment|congratulat|recommend|suggest|advis)")
@@ -173,10 +174,11 @@ MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|h
                           r"|going to (?!the\b|a\b|an\b|my\b|our\b|be\b|[a-z]+ing\b)|about to|tomorrow"
                           r"|next (?:week|month|year|time|summer|spring|autumn|fall|winter|weekend)|soon|later"
                           r"|intend|intends|aim to|look forward|looking forward|excited to|eager to"
-                          r"|can not wait|would love|would like|hopefully)\b")
+                          r"|(?:can not|ca not|cannot) wait|would love|would like|hopefully)\b")
 MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|should|going to|gonna|about to"
-                        r"|thinking|thinks about|looking forward|looks forward|looking into|looks into|looking for"
-                        r"|next|upcoming|soon|future|someday|tomorrow|later|ready to|can not wait|likely|willing"
+                        r"|thinking|thinks about|working (?:on [a-z]+ing|towards?)|looking forward|looks forward"
+                        r"|looking into|looks into|looking for|next|upcoming|soon|future|someday|tomorrow|later"
+                        r"|ready to|(?:can not|ca not|cannot) wait|likely|willing"
                         r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest|anticipat"
                         r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal|determin|desir"
                         r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
