@@ -750,6 +750,14 @@ def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept)
     # working on a thing is no claim it is done; being supportive is a stance, not the wish's act
     ("Can't wait 'til my bakery opens its doors to the whole town!", "The user is working on opening a bakery.", True),
     ("Can't wait to read it, Marta! I'm here to support you.", "The user is supportive of Marta.", True),
+    # the user's own verb, and what "they" do only describes its object; not when the verb is another's
+    ("I picked them because they run free classes for beginners.",
+     "The user picked a climbing gym that runs free classes for beginners.", True),
+    ("I joined them since they organise beach cleanups every month.",
+     "The user joined a group that organises beach cleanups every month.", True),
+    ("I teach piano and my daughter plays the cello.", "The user plays the cello.", False),
+    ("I play the guitar and my son plays the violin.", "The user plays the violin.", False),
+    ("I love my neighbours. They grow tomatoes.", "The user grows tomatoes.", False),
 ])
 def test_casual_speech_is_read_by_its_meaning(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))

@@ -581,7 +581,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
                          if (problem := modality_problem(claim, mine, part, folding)) and about_predicate(mine, part)),
                         None)
         # of clauses that say it as much, one about the fact's subject may be the one it reports
-        owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:])
+        owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:]) or (
+            subject is mine and said_of_self(mine, clause, parts))
         reason = ((None if owned else person_problem(subject, mine, clause)) or negation or modality
                   or congratulated_problem(subject, mine, tied)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
@@ -675,6 +676,19 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
         given = "the user" if not subject.path else "the user's " + " ".join(subject.path)
         return f"another person's: the user said it of {whose!r}, not of {given}"
     return None
+
+
+def said_of_self(mine: Clause, clause: Clause, parts: list[Clause]) -> bool:
+    """Whether the user says the fact's verb of themselves in a clause of their own, where the clause it is
+    matched to only describes its object: "I chose them 'cause they help LGBTQ+ folks" -> "The user chose an
+    agency that helps LGBTQ+ folks" (not "I play guitar and my son plays violin" -> "plays the violin")."""
+    if mine.owner != "user" or mine.path:
+        return False
+    verbs = [w for w in mine.words[mine.subject_size:] if w not in FREE_WORDS and root(w) not in OPENER_ROOTS]
+    if not verbs or known(root(verbs[0]), clause.predicate_roots):
+        return False
+    return any(part.owner == "user" and not part.path and known(root(verbs[0]), part.predicate_roots)
+               for part in parts)
 
 
 def congratulated_problem(subject: Clause, mine: Clause, tied: list[Clause]) -> str | None:
