@@ -758,6 +758,17 @@ def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept)
     ("I teach piano and my daughter plays the cello.", "The user plays the cello.", False),
     ("I play the guitar and my son plays the violin.", "The user plays the violin.", False),
     ("I love my neighbours. They grow tomatoes.", "The user grows tomatoes.", False),
+    # an answer before a comma negates the question, not the clause after it; without the comma it negates
+    ("Not yet, been swamped with the move all week.", "The user has been swamped with the move all week.", True),
+    ("Nope, I take the train to work.", "The user takes the train to work.", True),
+    ("Not yet been to Iceland, sadly.", "The user has been to Iceland.", False),
+    # a preference says a "not" of what it passes over; the other way round it is turned around
+    ("I can't stand instant coffee.", "The user prefers fresh coffee over instant coffee.", True),
+    ("I really love instant coffee.", "The user prefers fresh coffee over instant coffee.", False),
+    ("I prefer the mountains to the beach.", "The user prefers the beach over the mountains.", False),
+    # "is starting" in the autumn is a plan the user stated
+    ("My daughter is starting university in September.", "The user's daughter will start university in September.",
+     True),
 ])
 def test_casual_speech_is_read_by_its_meaning(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))

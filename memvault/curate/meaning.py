@@ -90,6 +90,8 @@ BOUNDARY = re.compile("|".join((
     r"\s+and\s+(?=(?:doesn|don|didn|isn|aren|wasn|won|never|no longer|does not|do not|did not|will not)\b)",
     r"\s*[,;]\s*(?:but|whereas|while|although|though)\s+", r"\s+but\s+",
     r",?\s+(?:despite|even though|even if|although|though|whereas)\s+",
+    # an answer before a comma ("Not yet, been busy with exams"): its "not" is the question's, not the clause's
+    r"^\W*(?:not (?:yet|really|exactly|quite|much)|nope|nah)\s*[,;:!-]\s*",
     r"\b(?:told me|tells me|said|says|mentioned|thinks|thought)\s+(?:that\s+)?"
     r"(?=(?:he|she|they|his|her|their|it|the)\b)",
 )), re.IGNORECASE)
@@ -197,7 +199,10 @@ CONDITION = re.compile(r"(?<!even )(?<!as )(?<!what )\bif\b")
 # "Hey Nate," "Thanks Mel!": the person spoken to, not the clause's subject.
 VOCATIVE = re.compile(r"^\W*(?:(?:hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|sure thing|congrats|aw+)\W+)*"
                       r"[A-Z][\w'’]*\s*[,!]\s*", re.IGNORECASE)
-PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are)\s+(?!going to\b)[a-z]+ing\b")
+# A preference of one thing over another: "prefers light beer over dark beer".
+PREFERENCE = re.compile(r"\bprefer(?:s|red|ring)? (?P<preferred>.+?) (?:over|to|rather than|instead of|more than) "
+                        r"(?P<passed_over>.+)$")
+PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are|is)\s+(?!going to\b)[a-z]+ing\b")
 FUTURE_TIME = re.compile(r"\b(?:on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this "
                          r"(?:weekend|evening|afternoon)|tonight|next|tomorrow|soon)\b")
 PRESENT_BE = frozenset("am is are".split())
@@ -732,6 +737,15 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     the fact asserts, or the fact negates what no clause saying the same thing negates."""
     if NOMINAL_NEGATIVE.search(mine.text):
         return None  # "sad about the lack of resources": a want named, neither said nor denied of anyone
+    preferred, passed_over = preference(mine)
+    if passed_over and known_any(passed_over, clause.roots):
+        # "prefers light beer over dark beer" says a "not" of dark beer: "I don't like dark beer" says it too;
+        # "I love dark beer" and "I prefer dark beer to light" turn it around
+        said_preferred, _ = preference(clause)
+        if known_any(passed_over, said_preferred) or not (clause.negated or known_any(preferred, clause.roots)):
+            return f"turns a preference around: the user said {clip(clause.text)}"
+        if clause.negated and not known_any(preferred, clause.roots):
+            return None
     core = core_roots(mine, names)
     if not mine.negated and core & (negated_by_state(clause) | clause.denied):
         # "I'm vegetarian" -> "eats meat"; "I never miss the bus" -> "misses the bus"
@@ -748,6 +762,21 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
            if any(known(word_root, part.roots) for word_root in core | negating)):
         return None
     return f"adds a negation: the user said {clip(clause.text)}"
+
+
+def preference(mine: Clause) -> tuple[frozenset[str], frozenset[str]]:
+    """The roots only a clause's preferred thing has, and those only the thing passed over has ("prefers
+    cats over dogs": cat, dog); empty when the clause states no preference of one over another."""
+    found = PREFERENCE.search(mine.text)
+    if not found:
+        return frozenset(), frozenset()
+    preferred, passed_over = (frozenset(root(w) for w in found[part].split() if w not in FREE_WORDS)
+                              for part in ("preferred", "passed_over"))
+    return preferred - passed_over, passed_over - preferred
+
+
+def known_any(word_roots: frozenset[str], roots: frozenset[str]) -> bool:
+    return any(known(word_root, roots) for word_root in word_roots)
 
 
 def said_in_past(clause: Clause) -> bool:
