@@ -766,6 +766,15 @@ def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept)
     ("I can't stand instant coffee.", "The user prefers fresh coffee over instant coffee.", True),
     ("I really love instant coffee.", "The user prefers fresh coffee over instant coffee.", False),
     ("I prefer the mountains to the beach.", "The user prefers the beach over the mountains.", False),
+    # a wish the user never stated is no fact; one stated in words of eagerness is
+    ("My street has a lovely little park - great for the dog's walks.",
+     "The user would love to visit a park but is not sure where it is.", False),
+    ("Haven't been climbing yet, but I'm keen to give it a go.", "The user is keen to give climbing a go.", True),
+    # what helped the user do a thing is what the user said helped, not something else they spoke of
+    ("The crowd was wild! Baking bread helps me unwind and clear my head.",
+     "The crowd helped the user unwind and clear their head.", False),
+    ("Baking bread helps me unwind and clear my head.", "Baking bread helps the user unwind.", True),
+    ("Yoga is great. It really helps me sleep better.", "Yoga helps the user sleep better.", True),
     # "is starting" in the autumn is a plan the user stated
     ("My daughter is starting university in September.", "The user's daughter will start university in September.",
      True),

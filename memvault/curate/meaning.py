@@ -175,7 +175,7 @@ MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|h
                           r"|considering|consider|might|maybe|perhaps|someday|one day|should|will|gonna"
                           r"|going to (?!the\b|a\b|an\b|my\b|our\b|be\b|[a-z]+ing\b)|about to|tomorrow"
                           r"|next (?:week|month|year|time|summer|spring|autumn|fall|winter|weekend)|soon|later"
-                          r"|intend|intends|aim to|look forward|looking forward|excited to|eager to"
+                          r"|intend|intends|aim to|look forward|looking forward|excited to|eager to|keen to|dying to"
                           r"|(?:can not|ca not|cannot) wait|would love|would like|hopefully)\b")
 MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|should|going to|gonna|about to"
                         r"|thinking|thinks about|working (?:on [a-z]+ing|towards?)|looking forward|looks forward"
@@ -187,7 +187,10 @@ MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|shoul
 # What makes a fact a plan by its form (a wish is MODAL_FACT's): "will be visiting the park this weekend".
 PLAN_FACT = re.compile(r"\b(?:will|gonna|going to (?!the\b|a\b|an\b|my\b|our\b|their\b|be\b)|plans? to|planning to"
                        r"|about to|tomorrow|this weekend|soon|upcoming"
-                       r"|next (?:week|month|year|weekend|summer|spring|autumn|fall|winter))\b")
+                       r"|next (?:week|month|year|weekend|summer|spring|autumn|fall|winter)"
+                       # a wish by its form: "would love to visit the park" from a user who wished nothing
+                       r"|would (?:love|like) to|wants? to|wish(?:es)? to|hopes? to|hoping to|dreams? (?:of|about)"
+                       r"|longs? to|eager to|keen to)\b")
 # ... and a source that speaks of what is to come in other words: "can't wait to", "let's", "on my to-do list".
 TO_COME = re.compile(r"\b(?:(?:ca|can) not wait|can|let s|to do list|bucket list|wish list)\b")
 LEADING_PROGRESSIVE = re.compile(r"(?:^|[.!?]\s+)(?:still |definitely |just |now )?[a-z]+ing\b", re.IGNORECASE)
@@ -568,7 +571,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         return f"a plan the user did not state: they said {clip(source.strip())}"
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
-    reason = None if superseding or folding else mixed_problem(claim, parts, capitalised(source))
+    reason = None if superseding or folding else (mixed_problem(claim, parts, capitalised(source))
+                                                 or causer_problem(claim, parts))
     for mine in claim.parts:
         if reason:
             return reason
@@ -867,6 +871,26 @@ def mixed_problem(claim: Claim, parts: list[Clause], names: frozenset[str] = fro
         if conflicts and not supported:
             phrase = " ".join([word, *link])
             return f"mixes two clauses: the user said {phrase} {conflicts[0]!r}, not {phrase} {words[j]!r}"
+    return None
+
+
+def causer_problem(claim: Claim, parts: list[Clause]) -> str | None:
+    """Whether the fact gives what helped or made the user do a thing to something else the user spoke of:
+    "The fans helped the user clear their head" where the user said "the fans were crazy" and "working on
+    cars helps me clear my head". The clauses that say the user's act must name its cause or point at one."""
+    for mine in claim.parts:
+        words = mine.words
+        at = next((i for i in range(1, len(words) - 2)
+                   if words[i] in IMPLICATIVE and words[i + 1] in ("i", "me")), None)
+        if at is None:
+            continue
+        act = next((root(w) for w in words[at + 2:] if w not in FREE_WORDS), None)
+        causes = frozenset(root(w) for w in words[:at] if w not in FREE_WORDS and w not in OPENERS)
+        saying = [part for part in parts if act and known(act, part.roots)]
+        # a clause that points at its cause ("it really helps me relax") may mean the fact's
+        if act and causes and saying and not any(known_any(causes, part.roots) or set(part.words) & REFERENCES
+                                                 for part in saying):
+            return f"mixes two clauses: the user said {clip(saying[0].text)}, not it of {' '.join(words[:at])!r}"
     return None
 
 
