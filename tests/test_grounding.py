@@ -317,6 +317,11 @@ def test_the_turn_answered_lends_its_words_the_older_turns_their_names(said, fac
      "Wow, Leo! I spent the whole weekend sanding my grandmother's kitchen table in the garage and it finally "
      "looks new again.", "The user spent the whole weekend sanding their grandmother's kitchen table in the garage "
      "and it finally looks new again. Restoring the old boat made the user feel proud.", False),
+    # its copy, though the user's answer speaks of the same thing ("your script"): closer to the turn still
+    ("Yeah, that'd be great. I'm trying to make this new parser work better, but I'm stuck. Do you have any ideas?",
+     "Not sure about your parser, but breaking it down into smaller steps might help. Asking other programmers "
+     "for advice could be good too.", "The user is trying to make this new parser work better, but the user is stuck.",
+     False),
 ])
 def test_the_answered_turns_own_statement_is_not_the_users(answered, said, fact, kept, embedder):
     from memvault.curate.extract import grounding_source
@@ -424,6 +429,22 @@ def test_garbage_and_loops_store_nothing(memvault):
     assert set(drops(result)) == set(garbage)
     nonsense = ScriptedLLM([(EXTRACT, "asdf <html> {{{ not json")], default="[]")
     assert memvault.add("I keep bees in Coimbra", llm=nonsense).events == []
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("The user adores", "cut off"),
+    ("The user went to the lake with their", "cut off"),
+    ("The user got a kitten. What a sweet moment. what a sweet moment!", "a sentence repeated"),
+])
+def test_an_answer_cut_short_or_repeating_a_sentence_is_no_fact(text, why):
+    reason = fact_problem(text, Source("I got a kitten and went to the lake with my friends. I adore her!"))
+    assert reason and why in reason, reason
+
+
+@pytest.mark.parametrize("text", ["The user adores the kitten.", "The user went to the lake with friends.",
+                                  "The user got a kitten that the user adores."])
+def test_a_whole_fact_is_not_taken_for_one_cut_short(text):
+    assert fact_problem(text, Source("I got a kitten and went to the lake with my friends. I adore her!")) is None
 
 
 def test_a_model_that_contradicts_itself_or_the_user_keeps_only_what_was_said(memvault):

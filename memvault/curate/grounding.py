@@ -76,6 +76,14 @@ REPLIED_MARGIN = 0.2
 MIN_REPLIED_SIMILARITY = 0.6
 MIN_REPLIED_SHARE = 0.5
 REPLIED_COPY = 0.9  # this close to the answered turn, a fact is its copy, whatever words the user shares
+# ... and is that turn's when it is this much closer to it than to the user's words: a user who answers
+# "Not sure about your algorithm, but ..." is close to "I'm trying to make this algorithm work, but I'm stuck"
+# (0.81), its copy closer still (0.99)
+COPY_MARGIN = 0.1
+# Words a statement does not end on: an answer cut short ("... with their"); and a verb of liking with
+# nothing liked ("The user loves"; a longer text may end on one: "a book series the user loves").
+CUT_OFF = frozenset("the a an and or but nor my your their our its".split())
+LIKING = frozenset("loves likes enjoys wants prefers hates adores".split())
 # The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
 MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
 ADDRESSED = re.compile(r"^(?:you|your|you're|you've|you'll|yours)\b", re.IGNORECASE)  # "You got it!"
@@ -167,6 +175,12 @@ def degenerate(text: str) -> str | None:
             return "degenerate: a word repeated over and over"
     if not any(ch.isalnum() for ch in text):
         return "degenerate: no words"
+    said = [normalised(sentence) for sentence in SENTENCE.split(text) if sentence.strip()]
+    if len(set(said)) < len(said):
+        return "degenerate: a sentence repeated"  # SmolLM2: "... Such a special moment. such a special moment."
+    last = said[-1].split() if said else []
+    if last and (last[-1] in CUT_OFF or (len(last) <= 3 and last[-1] in LIKING)):
+        return "degenerate: cut off mid-sentence"  # SmolLM2: "The user loves"
     if len(text.split()) < 2:
         return "degenerate: a single word is not a fact"
     if "?" in text:
@@ -248,7 +262,8 @@ def replied_problem(text: str, source: Source) -> str | None:
     said, theirs_words = roots_of(source.said) | implied_roots(source.said), roots_of(source.replied)
     only_theirs = sum(1 for word_root in mine if known(word_root, theirs_words) and not known(word_root, said))
     theirs, own = source.similarity(text, of_replied=True), source.similarity(text)
-    if theirs is None or own is None or theirs < MIN_REPLIED_SIMILARITY or theirs - own <= REPLIED_MARGIN:
+    if theirs is None or own is None or theirs < MIN_REPLIED_SIMILARITY \
+            or theirs - own <= (COPY_MARGIN if theirs >= REPLIED_COPY else REPLIED_MARGIN):
         return None
     if only_theirs / max(1, len(mine)) < MIN_REPLIED_SHARE and theirs < REPLIED_COPY:
         return None  # the user's words say most of it too, and it is no copy of the answered turn
