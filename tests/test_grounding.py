@@ -447,6 +447,18 @@ def test_a_whole_fact_is_not_taken_for_one_cut_short(text):
     assert fact_problem(text, Source("I got a kitten and went to the lake with my friends. I adore her!")) is None
 
 
+@pytest.mark.parametrize(("fact", "kept"), [
+    # a clause made up beside a supported one: none of its words is the user's, nor its meaning
+    ("The user is a retired pilot, and the user loves their two parrots!", False),
+    ("The user loves their two parrots, and they wake the user up every morning.", True),
+    ("The user loves their two parrots, and they are a joy every morning.", True),
+])
+def test_a_clause_made_up_beside_a_supported_one_is_refused(fact, kept, embedder):
+    reason = fact_problem(fact, Source("My two parrots are so loud! I love them to bits. They wake me at six.",
+                                       embedder=embedder))
+    assert (reason is None) == kept, reason
+
+
 def test_a_model_that_contradicts_itself_or_the_user_keeps_only_what_was_said(memvault):
     answer = ["The user is vegetarian.", "The user eats meat every day.", "The user is not allergic to nuts."]
     result = memvault.add("I'm vegetarian and allergic to nuts", llm=llm_for(answer))

@@ -84,6 +84,8 @@ COPY_MARGIN = 0.1
 # nothing liked ("The user loves"; a longer text may end on one: "a book series the user loves").
 CUT_OFF = frozenset("the a an and or but nor my your their our its".split())
 LIKING = frozenset("loves likes enjoys wants prefers hates adores".split())
+# A clause of a fact that holds none of the user's words must be this close in meaning to them.
+MIN_CLAUSE_SIMILARITY = 0.3
 # The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
 MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
 ADDRESSED = re.compile(r"^(?:you|your|you're|you've|you'll|yours)\b", re.IGNORECASE)  # "You got it!"
@@ -225,7 +227,7 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
             or meaning_problem(text, source.said, superseding=negating)
             or selfless_problem(text, source.said, source.answered)
             or others_words_problem(text, source)
-            or support_problem(text, source) or sentence_problem(text, source))
+            or support_problem(text, source) or sentence_problem(text, source) or clause_problem(text, source))
 
 
 def closeness_only(reason: str | None) -> bool:
@@ -280,6 +282,22 @@ def sentence_problem(text: str, source: Source) -> str | None:
         reason = support_problem(sentence, source) or replied_problem(sentence, source)
         if reason:
             return f"{reason}, in {clip_quote(sentence)}"
+    return None
+
+
+def clause_problem(text: str, source: Source) -> str | None:
+    """Why one clause of a fact is invented though the whole is close to what the user said ("The user is
+    a petite lady, and the user has a lot of love for turtles!" from "I love your turtles so much!"): none of
+    its content words is the user's or the answered turn's, and it is not close in meaning to them."""
+    held = source.held_roots(text)
+    for sentence in SENTENCE.split(text):
+        for part in BOUNDARY.split(as_first_person(sentence)):
+            mine = content_roots(part or "")
+            if len(mine) < MIN_SENTENCE_ROOTS or any(known(word_root, held) for word_root in mine):
+                continue
+            similarity = source.similarity(part)
+            if similarity is None or similarity < MIN_CLAUSE_SIMILARITY:
+                return f"{CLOSENESS[0]} to what the user said, in {clip_quote(part)}"
     return None
 
 
