@@ -291,7 +291,7 @@ def clause_problem(text: str, source: Source) -> str | None:
     its content words is the user's or the answered turn's, and it is not close in meaning to them."""
     held = source.held_roots(text)
     for sentence in SENTENCE.split(text):
-        for part in BOUNDARY.split(as_first_person(sentence)):
+        for part in BOUNDARY.split(sentence):
             mine = content_roots(part or "")
             if len(mine) < MIN_SENTENCE_ROOTS or any(known(word_root, held) for word_root in mine):
                 continue
