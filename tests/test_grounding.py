@@ -322,6 +322,9 @@ def test_the_turn_answered_lends_its_words_the_older_turns_their_names(said, fac
      "Not sure about your parser, but breaking it down into smaller steps might help. Asking other programmers "
      "for advice could be good too.", "The user is trying to make this new parser work better, but the user is stuck.",
      False),
+    # ... but a user who speaks of themselves may be said what the other said of themselves
+    ("Maybe! I do like hiking, so that might be fun.", "Yeah, hiking's awesome! I'm a huge fan of it, that's why I go!",
+     "The user does like hiking!", True),
 ])
 def test_the_answered_turns_own_statement_is_not_the_users(answered, said, fact, kept, embedder):
     from memvault.curate.extract import grounding_source

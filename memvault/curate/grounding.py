@@ -40,7 +40,7 @@ from memvault.curate.meaning import (
     stance_on_answered,
 )
 from memvault.curate.prompts import MAX_FACT_CHARS
-from memvault.curate.self_talk import selfless_problem
+from memvault.curate.self_talk import selfless_problem, speaks_of_self
 from memvault.curate.voice import greeting_only
 from memvault.text.wording import (
     FREE_WORDS,
@@ -76,9 +76,10 @@ REPLIED_MARGIN = 0.2
 MIN_REPLIED_SIMILARITY = 0.6
 MIN_REPLIED_SHARE = 0.5
 REPLIED_COPY = 0.9  # this close to the answered turn, a fact is its copy, whatever words the user shares
-# ... and is that turn's when it is this much closer to it than to the user's words: a user who answers
-# "Not sure about your algorithm, but ..." is close to "I'm trying to make this algorithm work, but I'm stuck"
-# (0.81), its copy closer still (0.99)
+# ... and is that turn's when it is this much closer to it than to the user's words that say nothing of the
+# user: one who answers "Not sure about your algorithm, but ..." is close to "I'm trying to make this
+# algorithm work, but I'm stuck" (0.81), its copy closer still (0.99); one who says "I'm a huge fan of it"
+# may be said to "do like nature" as the other did (0.95 against 0.80)
 COPY_MARGIN = 0.1
 # Words a statement does not end on: an answer cut short ("... with their"); and a verb of liking with
 # nothing liked ("The user loves"; a longer text may end on one: "a book series the user loves").
@@ -264,8 +265,9 @@ def replied_problem(text: str, source: Source) -> str | None:
     said, theirs_words = roots_of(source.said) | implied_roots(source.said), roots_of(source.replied)
     only_theirs = sum(1 for word_root in mine if known(word_root, theirs_words) and not known(word_root, said))
     theirs, own = source.similarity(text, of_replied=True), source.similarity(text)
+    copied = theirs is not None and theirs >= REPLIED_COPY and not speaks_of_self(source.said)
     if theirs is None or own is None or theirs < MIN_REPLIED_SIMILARITY \
-            or theirs - own <= (COPY_MARGIN if theirs >= REPLIED_COPY else REPLIED_MARGIN):
+            or theirs - own <= (COPY_MARGIN if copied else REPLIED_MARGIN):
         return None
     if only_theirs / max(1, len(mine)) < MIN_REPLIED_SHARE and theirs < REPLIED_COPY:
         return None  # the user's words say most of it too, and it is no copy of the answered turn
