@@ -6,6 +6,7 @@
         --threads 2                                                      # Qwen2.5-Coder-1.5B, the capable stand-in
     python scripts/bench_curation_quality.py --model local --sample 10   # 10 of the 200, seeded (--seed)
     python scripts/bench_curation_quality.py --model local --limit 0 --full 20   # every message; 20 full adds
+    python scripts/bench_curation_quality.py --rejudge run.jsonl       # a saved run's texts, today's guards
 
 The model is served as a user's would be: `llm.local_model` set to the GGUF file, memvault starting its
 own llama.cpp server (memvault.curate.local_llm). The 200 messages, the same at every run: the first 19
@@ -256,6 +257,26 @@ def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
             "degenerate": degenerate(text) is not None}
 
 
+def rejudge(saved: Path) -> None:
+    """Each text a saved run proposed (stored or dropped), judged again by the guards as they are now: what a
+    change of the guards keeps and refuses of a model's real answers, with no model run."""
+    from memvault.curate.extract import Fact, grounding_source
+    from memvault.curate.ingest import grounded
+    from memvault.models.embedders import load_embedder
+
+    rows = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()][1:]
+    kept_count = 0
+    for number, row in enumerate(rows):
+        message = row["message"]
+        source = grounding_source(chat_of(message), embedder=load_embedder("minilm"))
+        for text in [text for text, _ in row["stored"]] + [text for text, _ in row["dropped"] if text]:
+            for fact in grounded([Fact(text)], source, []):
+                kept_count += 1
+                print(f"kept [{number} {message['kind']}] {fact.text!r}\n    said: {message['text']!r}\n"
+                      f"    answering: {message['context'][:300]!r}")
+    print(f"{kept_count} texts kept of the run's {len(rows)} messages")
+
+
 def full_adds(llm, messages: list[dict]) -> list[tuple[str, dict, dict]]:
     """The whole add (reconcile, summary, files, git) for each message in one scratch vault; returns
     (text, triple, message) of every live fact the files hold at the end."""
@@ -297,7 +318,12 @@ def main() -> None:
     parser.add_argument("--json", help="write every message's result to this file (JSON lines, as they come)")
     parser.add_argument("--report", metavar="JSON", help="print the table of a run's --json file (a run cut "
                         "short too) and stop")
+    parser.add_argument("--rejudge", metavar="JSON", help="judge every text a run's --json file proposed again "
+                        "with today's guards, print those kept with their message (to read) and stop")
     args = parser.parse_args()
+    if args.rejudge:
+        rejudge(Path(args.rejudge))
+        return
     if args.report:
         saved = [json.loads(line) for line in Path(args.report).read_text(encoding="utf-8").splitlines()]
         header, rows = saved[0], saved[1:]
