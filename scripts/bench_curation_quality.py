@@ -257,18 +257,25 @@ def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
             "degenerate": degenerate(text) is not None}
 
 
-def rejudge(saved: Path) -> None:
+def saved_run(path: str) -> tuple[dict, list[dict]]:
+    """A run's --json file: its header and its rows (one a message)."""
+    saved = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    return saved[0], saved[1:]
+
+
+def rejudge(path: str) -> None:
     """Each text a saved run proposed (stored or dropped), judged again by the guards as they are now: what a
     change of the guards keeps and refuses of a model's real answers, with no model run."""
     from memvault.curate.extract import Fact, grounding_source
     from memvault.curate.ingest import grounded
     from memvault.models.embedders import load_embedder
 
-    rows = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()][1:]
+    _, rows = saved_run(path)
+    embedder = load_embedder("minilm")
     kept_count = 0
     for number, row in enumerate(rows):
         message = row["message"]
-        source = grounding_source(chat_of(message), embedder=load_embedder("minilm"))
+        source = grounding_source(chat_of(message), embedder=embedder)
         for text in [text for text, _ in row["stored"]] + [text for text, _ in row["dropped"] if text]:
             for fact in grounded([Fact(text)], source, []):
                 kept_count += 1
@@ -322,11 +329,10 @@ def main() -> None:
                         "with today's guards, print those kept with their message (to read) and stop")
     args = parser.parse_args()
     if args.rejudge:
-        rejudge(Path(args.rejudge))
+        rejudge(args.rejudge)
         return
     if args.report:
-        saved = [json.loads(line) for line in Path(args.report).read_text(encoding="utf-8").splitlines()]
-        header, rows = saved[0], saved[1:]
+        header, rows = saved_run(args.report)
         args.model, args.full = header["model"], 0
         report(rows, [], header | {"load_end": rows[-1]["load"] if rows else "n/a"}, args)
         return

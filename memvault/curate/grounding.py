@@ -47,6 +47,7 @@ from memvault.text.wording import (
     PLACEHOLDER,
     content_roots,
     known,
+    known_any,
     normalised,
     root,
     roots_of,
@@ -178,10 +179,10 @@ def degenerate(text: str) -> str | None:
             return "degenerate: a word repeated over and over"
     if not any(ch.isalnum() for ch in text):
         return "degenerate: no words"
-    said = [normalised(sentence) for sentence in SENTENCE.split(text) if sentence.strip()]
-    if len(set(said)) < len(said):
+    sentences = [normalised(sentence) for sentence in SENTENCE.split(text) if sentence.strip()]
+    if len(set(sentences)) < len(sentences):
         return "degenerate: a sentence repeated"  # SmolLM2: "... Such a special moment. such a special moment."
-    last = said[-1].split() if said else []
+    last = sentences[-1].split() if sentences else []
     if last and (last[-1] in CUT_OFF or (len(last) <= 3 and last[-1] in LIKING)):
         return "degenerate: cut off mid-sentence"  # SmolLM2: "The user loves"
     if len(text.split()) < 2:
@@ -265,9 +266,10 @@ def replied_problem(text: str, source: Source) -> str | None:
     said, theirs_words = roots_of(source.said) | implied_roots(source.said), roots_of(source.replied)
     only_theirs = sum(1 for word_root in mine if known(word_root, theirs_words) and not known(word_root, said))
     theirs, own = source.similarity(text, of_replied=True), source.similarity(text)
-    copied = theirs is not None and theirs >= REPLIED_COPY and not speaks_of_self(source.said)
-    if theirs is None or own is None or theirs < MIN_REPLIED_SIMILARITY \
-            or theirs - own <= (COPY_MARGIN if copied else REPLIED_MARGIN):
+    if theirs is None or own is None or theirs < MIN_REPLIED_SIMILARITY:
+        return None
+    copied = theirs >= REPLIED_COPY and not speaks_of_self(source.said)
+    if theirs - own <= (COPY_MARGIN if copied else REPLIED_MARGIN):
         return None
     if only_theirs / max(1, len(mine)) < MIN_REPLIED_SHARE and theirs < REPLIED_COPY:
         return None  # the user's words say most of it too, and it is no copy of the answered turn
@@ -294,8 +296,8 @@ def clause_problem(text: str, source: Source) -> str | None:
     held = source.held_roots(text)
     for sentence in SENTENCE.split(text):
         for part in BOUNDARY.split(sentence):
-            mine = content_roots(part or "")
-            if len(mine) < MIN_SENTENCE_ROOTS or any(known(word_root, held) for word_root in mine):
+            mine = content_roots(part)
+            if len(mine) < MIN_SENTENCE_ROOTS or known_any(mine, held):
                 continue
             similarity = source.similarity(part)
             if similarity is None or similarity < MIN_CLAUSE_SIMILARITY:

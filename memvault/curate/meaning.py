@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from memvault.text.wording import FREE_WORDS, known, normalised, root, roots_of
+from memvault.text.wording import FREE_WORDS, known, known_any, normalised, root, roots_of
 
 # People (and pets) a clause can be about besides the user: "my son", "my colleague's husband".
 PEOPLE = frozenset("""
@@ -611,7 +611,7 @@ def about_predicate(mine: Clause, clause: Clause) -> bool:
     """Whether a fact's clause speaks of what the source clause says of its subject, not of the subject
     alone ("my sister Ana is visiting next week" plans the visit, not the sister); "The user said thanks"
     reports what the user said, not a plan."""
-    return any(known(word_root, clause.predicate_roots) for word_root in mine.predicate_roots) and not reports(mine)
+    return known_any(mine.predicate_roots, clause.predicate_roots) and not reports(mine)
 
 
 def merge_problem(mine: Clause, names: frozenset[str], parts: list[Clause]) -> str | None:
@@ -693,11 +693,11 @@ def said_of_self(mine: Clause, clause: Clause, parts: list[Clause]) -> bool:
     agency that helps LGBTQ+ folks" (not "I play guitar and my son plays violin" -> "plays the violin")."""
     if mine.owner != "user" or mine.path:
         return False
-    verbs = [w for w in mine.words[mine.subject_size:] if w not in FREE_WORDS and root(w) not in OPENER_ROOTS]
-    if not verbs or known(root(verbs[0]), clause.predicate_roots):
+    verbs = (root(w) for w in mine.words[mine.subject_size:] if w not in FREE_WORDS)
+    verb = next((word_root for word_root in verbs if word_root not in OPENER_ROOTS), None)
+    if verb is None or known(verb, clause.predicate_roots):
         return False
-    return any(part.owner == "user" and not part.path and known(root(verbs[0]), part.predicate_roots)
-               for part in parts)
+    return any(part.owner == "user" and not part.path and known(verb, part.predicate_roots) for part in parts)
 
 
 def congratulated_problem(subject: Clause, mine: Clause, tied: list[Clause]) -> str | None:
@@ -754,7 +754,7 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     if not mine.negated and core & (negated_by_state(clause) | clause.denied):
         # "I'm vegetarian" -> "eats meat"; "I never miss the bus" -> "misses the bus"
         return f"drops a negation: the user said {clip(clause.text)}"
-    if mine.negated == clause.negated or not any(known(word_root, clause.roots) for word_root in core):
+    if mine.negated == clause.negated or not known_any(core, clause.roots):
         return None
     if (mine.former and said_in_past(clause)) or (clause.former and said_in_past(mine)):
         return None  # "I had a film camera as a kid" is "used to have one"
@@ -763,7 +763,7 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     # "won't quit" says the "not" of "does not quit": a negating verb the fact shares counts as its content
     negating = {root(w) for w in mine.words if w in NEGATION_WORDS} - BARE_NEGATION_ROOTS
     if any(part.negated or core & negated_by_state(part) for part in parts
-           if any(known(word_root, part.roots) for word_root in core | negating)):
+           if known_any(core | negating, part.roots)):
         return None
     return f"adds a negation: the user said {clip(clause.text)}"
 
@@ -777,10 +777,6 @@ def preference(mine: Clause) -> tuple[frozenset[str], frozenset[str]]:
     preferred, passed_over = (frozenset(root(w) for w in found[part].split() if w not in FREE_WORDS)
                               for part in ("preferred", "passed_over"))
     return preferred - passed_over, passed_over - preferred
-
-
-def known_any(word_roots: frozenset[str], roots: frozenset[str]) -> bool:
-    return any(known(word_root, roots) for word_root in word_roots)
 
 
 def said_in_past(clause: Clause) -> bool:
@@ -886,10 +882,11 @@ def causer_problem(claim: Claim, parts: list[Clause]) -> str | None:
             continue
         act = next((root(w) for w in words[at + 2:] if w not in FREE_WORDS), None)
         causes = frozenset(root(w) for w in words[:at] if w not in FREE_WORDS and w not in OPENERS)
-        saying = [part for part in parts if act and known(act, part.roots)]
+        if act is None or not causes:
+            continue
+        saying = [part for part in parts if known(act, part.roots)]
         # a clause that points at its cause ("it really helps me relax") may mean the fact's
-        if act and causes and saying and not any(known_any(causes, part.roots) or set(part.words) & REFERENCES
-                                                 for part in saying):
+        if saying and not any(known_any(causes, part.roots) or set(part.words) & REFERENCES for part in saying):
             return f"mixes two clauses: the user said {clip(saying[0].text)}, not it of {' '.join(words[:at])!r}"
     return None
 

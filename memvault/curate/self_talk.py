@@ -28,7 +28,7 @@ from memvault.curate.meaning import (
     claim_of,
     is_past,
 )
-from memvault.text.wording import content_roots, known, normalised, roots_of
+from memvault.text.wording import content_roots, known_any, normalised, roots_of
 
 OWN_WORDS = frozenset("i me my mine myself we us our ours lets user".split())
 # A fact's verbs that report the user's words or view, besides REPORTING and STANCE: "The user values
@@ -115,11 +115,8 @@ def sentences_holding(fact: str, said: str) -> list[str]:
     """The sentences of `said` that hold any of the fact's content words (all of them when none does)."""
     mine = content_roots(fact)
     sentences = [sentence for sentence in SENTENCE.split(said) if sentence.strip()] or [said]
-    holding = []
-    for sentence in sentences:
-        held = roots_of(sentence)  # once a sentence, not once a word
-        if any(known(word_root, held) for word_root in mine):
-            holding.append(sentence)
+    # a sentence's roots taken once, not once for each word of the fact
+    holding = [sentence for sentence in sentences if known_any(mine, roots_of(sentence))]
     return holding or sentences
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # "I'd fixed it", "she'd been there": a 'd before a past participle is "had" (a "would" would be a wish).
@@ -144,6 +145,11 @@ def known(word_root: str, source_roots: frozenset[str]) -> bool:
         if shared >= PREFIX_MATCH and shared >= 0.75 * min(len(word_root), len(other)):
             return True
     return False
+
+
+def known_any(word_roots: Iterable[str], source_roots: frozenset[str]) -> bool:
+    """Whether any of the roots is among the source's (`known`)."""
+    return any(known(word_root, source_roots) for word_root in word_roots)
 
 
 def _common_prefix(left: str, right: str) -> str:
