@@ -837,3 +837,63 @@ def test_a_verb_ending_in_ee_is_one_word_in_every_form():
     said = "As a City fan, I can't agree with you, John."
     assert "drops a negation" in (fact_problem("The user agrees with John.", Source(said)) or "")
     assert fact_problem("The user agreed with John.", Source("I totally agree with you, John.")) is None
+
+
+# A "not" in a clause of a fact that shares no word with the user's is the model's, unless the user's words
+# negate something ("No, I didn't."): the clause may then say what was denied.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I signed up for a pottery class in March and I finally went to my first lesson yesterday.",
+     "The user signed up for a pottery class, but never found the time.", False),
+    ("I signed up for a pottery class in March and I finally went to my first lesson yesterday.",
+     "The user signed up for a pottery class in March and went to the first lesson yesterday.", True),
+    ("No, I didn't. But I signed up for a pottery class in March.",
+     "The user did not go, but signed up for a pottery class in March.", True),
+    ("Haven't had the chance yet! I signed up for a pottery class in March though.",
+     "The user has not had the chance yet, but signed up for a pottery class in March.", True),
+])
+def test_a_negation_in_a_clause_the_user_said_nothing_like_is_refused(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith("adds a negation: the user said nothing like")
+
+
+TELLER = [{"role": "assistant", "name": "Rui",
+           "content": "I ran the Lisbon half marathon on Sunday and I'm still sore! Do you ever run races?"}]
+
+
+# What the answered turn's speaker tells of their own doing is not the user's when the user's words say
+# nothing of the user, though the turn asks the user something.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("Wow, that sounds brutal! Races are always a blast when friends cheer you on.",
+     "The user has been running a lot of races lately.", False),
+    ("Wow, that sounds brutal! Races are always a blast when friends cheer you on.",
+     "The user thinks races are a blast when friends cheer them on.", True),
+    ("Yeah, I ran my first one in May! I love the crowds.", "The user ran their first race in May.", True),
+    ("Yeah, I ran my first one in May! I love the crowds.", "The user loves the crowds at races.", True),
+])
+def test_the_answered_turns_own_act_is_not_given_to_a_user_who_said_nothing_of_themselves(said, fact, kept,
+                                                                                          embedder):
+    from memvault.curate.extract import grounding_source
+
+    reason = fact_problem(fact, grounding_source([*TELLER, {"role": "user", "content": said}], embedder=embedder))
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith("another speaker's: the turn it answers says it of its speaker")
+
+
+# What the user bids someone else do ("I'd like you to ...", "I told my brother to ...") is that person's act.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I'd love for you to come to my recital on Friday.", "The user would love to come to the recital on Friday.",
+     False),
+    ("I'd love for you to come to my recital on Friday.",
+     "The user would love the other speaker to come to their recital on Friday.", True),
+    ("I want you to try the new ramen place by the station.", "The user wants to try the new ramen place.", False),
+    ("I told my brother to sell his old car.", "The user sold their old car.", False),
+    ("I sold my old car last month and told my brother to sell his too.", "The user sold their old car last month.",
+     True),
+    ("I helped my sister to move house last week.", "The user helped their sister move house last week.", True),
+    ("I want to learn to swim this summer.", "The user wants to learn to swim this summer.", True),
+])
+def test_what_the_user_bade_someone_else_do_is_not_the_users_act(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith("another person's: the user bade someone else do it")

@@ -38,6 +38,7 @@ from memvault.curate.meaning import (
     meaning_problem,
     names_in,
     stance_on_answered,
+    told_of_teller,
 )
 from memvault.curate.prompts import MAX_FACT_CHARS
 from memvault.curate.self_talk import selfless_problem, speaks_of_self
@@ -228,7 +229,7 @@ def fact_problem(text: str, source: Source, evidence: str | None = None,
     return (detail_problem(text, f"{source.said}\n{source.context}")
             or meaning_problem(text, source.said, superseding=negating)
             or selfless_problem(text, source.said, source.answered)
-            or others_words_problem(text, source)
+            or others_words_problem(text, source) or teller_problem(text, source)
             or support_problem(text, source) or sentence_problem(text, source) or clause_problem(text, source))
 
 
@@ -274,6 +275,15 @@ def replied_problem(text: str, source: Source) -> str | None:
     if only_theirs / max(1, len(mine)) < MIN_REPLIED_SHARE and theirs < REPLIED_COPY:
         return None  # the user's words say most of it too, and it is no copy of the answered turn
     return f"another speaker's words: closer to the turn it answers than to the user's ({theirs:.2f} > {own:.2f})"
+
+
+def teller_problem(text: str, source: Source) -> str | None:
+    """Why a fact gives the user an act the turn they answer tells of its own speaker, by a verb the user's
+    words never use (curate.meaning.told_of_teller), when those words say nothing of the user, or None."""
+    if not (source.replied or "").strip() or speaks_of_self(source.said):
+        return None  # a user who speaks of themselves may share the act ("Yeah, plenty of times" of camping)
+    told = told_of_teller(text, source.said, source.replied)
+    return f"another speaker's: the turn it answers says it of its speaker, {clip_quote(told)}" if told else None
 
 
 def sentence_problem(text: str, source: Source) -> str | None:

@@ -252,6 +252,14 @@ MAX_LINK = 4  # a verb and its object are at most this many words apart ("works 
 # Verbs whose object does what follows: "helped me pass" says the user passed ("wants me to" does not).
 IMPLICATIVE = frozenset("help helps helped helping let lets letting make makes made making".split())
 RELATIVES = frozenset("who whose whom which".split())
+# Verbs that bid someone else do a thing ("I'd like you to join me", "I told him to rest", "I'd love for you to
+# come"): the thing is that person's act, not the user's.
+BIDDING = frozenset("""
+want wants wanted like love need needs needed ask asks asked tell tells told invite invites invited encourage
+encourages encouraged urge urged remind reminds reminded teach teaches taught help helps helped expect expected
+wait
+""".split())
+BIDDEN = frozenset("you him her them everyone everybody someone".split())  # whom a verb bids, as a pronoun
 REFERENCES = frozenset("there here it its that this them those one".split())
 
 
@@ -579,6 +587,11 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         subject = mine if mine.owner else claim.parts[0]
         tied = best_clauses(mine, claim.names, parts)
         if not tied:
+            # a clause that shares nothing with what the user said may still be close in meaning; a "not" in
+            # it, where the user's words negate nothing, is one the user never said ("wanted to try yoga, but
+            # never had the chance" of a user who "finally took the plunge"; "No, I didn't" may say it)
+            if mine.negated and not superseding and not negates(normalised(source)):
+                reason = f"adds a negation: the user said nothing like {clip(mine.text)}"
             continue
         clause = tied[0]
         negation = None if superseding else negation_problem(mine, clause, parts, claim.names)
@@ -593,7 +606,7 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         owned = any(part.owner == subject.owner and same_people(part.path, subject.path) for part in tied[1:]) or (
             subject is mine and said_of_self(mine, clause, parts))
         reason = ((None if owned else person_problem(subject, mine, clause)) or negation or modality
-                  or congratulated_problem(subject, mine, tied)
+                  or congratulated_problem(subject, mine, tied) or bidden_problem(mine, parts)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
 
@@ -693,11 +706,85 @@ def said_of_self(mine: Clause, clause: Clause, parts: list[Clause]) -> bool:
     agency that helps LGBTQ+ folks" (not "I play guitar and my son plays violin" -> "plays the violin")."""
     if mine.owner != "user" or mine.path:
         return False
-    verbs = (root(w) for w in mine.words[mine.subject_size:] if w not in FREE_WORDS)
-    verb = next((word_root for word_root in verbs if word_root not in OPENER_ROOTS), None)
+    verb = first_verb(mine)
     if verb is None or known(verb, clause.predicate_roots):
         return False
     return any(part.owner == "user" and not part.path and known(verb, part.predicate_roots) for part in parts)
+
+
+def first_verb(mine: Clause) -> str | None:
+    """The root of a clause's first content word after its subject (its verb, as far as words tell), or None."""
+    verbs = (root(w) for w in mine.words[mine.subject_size:] if w not in FREE_WORDS)
+    return next((word_root for word_root in verbs if word_root not in OPENER_ROOTS), None)
+
+
+def told_of_teller(fact: str, said: str, answered: str) -> str | None:
+    """The clause of `answered` (the turn the user's words answer) in which its speaker tells of their own act
+    that a fact gives the user, by a verb the user's words never use, or None: "I played one with friends two
+    days ago" -> "The user has been playing a lot of strategy games" for a user who said "Board games are
+    always a blast" (SmolLM2 wrote it)."""
+    tellers = [part for part in clauses(answered)
+               if part.owner == "user" and not part.path and part.modal != "question"]
+    if not tellers:
+        return None
+    own = roots_of(said) | implied_roots(said)
+    for mine in claim_of(fact).parts:
+        if mine.owner != "user" or mine.path or reports(mine) or STANCE.match(" ".join(mine.words[mine.subject_size:])):
+            continue
+        verb = first_verb(mine)
+        if verb is None or known(verb, own):
+            continue
+        told = next((part for part in tellers if known(verb, part.predicate_roots)), None)
+        if told:
+            return told.text
+    return None
+
+
+def bidden_acts(clause: Clause) -> dict[int, str]:
+    """The acts a clause bids someone else do, by their place in its words and their root: "i would like you
+    to join me" -> join; "told my son to rest" -> rest; not "asked me to" (the user's act) or "want to" (the
+    user's own wish)."""
+    words, acts = clause.words, {}
+    for i, word in enumerate(words[:-2]):
+        if word not in BIDDING:
+            continue
+        start = i + 1 + (words[i + 1] == "for")  # "would love for you to come"
+        end = next((k for k in range(start, min(start + 4, len(words))) if words[k] == "to"), None)
+        bidden = set(words[start:end]) if end else set()
+        if bidden & (BIDDEN | PEOPLE) and bidden <= BIDDEN | PEOPLE | DETERMINERS | {"my", "our"}:
+            at = next((k for k in range(end + 1, min(end + 3, len(words))) if words[k] not in FREE_WORDS), None)
+            if at is not None:
+                acts[at] = root(words[at])
+    return acts
+
+
+def bids(clause: Clause) -> bool:
+    """Whether a clause has a bidding verb with whom it bids ("would like the other speaker to", "helped their
+    sister move")."""
+    words = clause.words
+    return any(word in BIDDING and words[i + 1] in BIDDEN | PEOPLE | POSSESSIVE_OTHERS | DETERMINERS
+               for i, word in enumerate(words[:-1]))
+
+
+def own_acts(clause: Clause) -> frozenset[str]:
+    """The roots of a clause's predicate but the acts it bids someone else do ("I sold my car and told my
+    brother to sell his": sell is the user's too)."""
+    bidden = bidden_acts(clause)
+    return frozenset(root(w) for k, w in enumerate(clause.words) if k >= clause.subject_size and k not in bidden)
+
+
+def bidden_problem(mine: Clause, parts: list[Clause]) -> str | None:
+    """Whether a fact gives the user an act the user bade someone else do ("I'd like you to join me" -> "The
+    user would love to join in"; "I want you to try the ramen place" -> "The user wants to try it"), and
+    said of no one else: unless a clause of the user's says it of the user too."""
+    if mine.owner != "user" or mine.path or reports(mine) or bids(mine):
+        return None  # "The user told their son to rest" says the bidding
+    told = frozenset(root(w) for w in mine.words[mine.subject_size:])  # "called" too, a free word elsewhere
+    for part in parts:
+        acts = [act for act in bidden_acts(part).values() if known(act, told)]
+        if acts and not any(known(acts[0], own_acts(other)) for other in parts if other.owner == "user"):
+            return f"another person's: the user bade someone else do it ({clip(part.text)})"
+    return None
 
 
 def congratulated_problem(subject: Clause, mine: Clause, tied: list[Clause]) -> str | None:
