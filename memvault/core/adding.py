@@ -263,16 +263,26 @@ class Adding:
         from memvault.curate.ingest import plan_curation
 
         return plan_curation(llm, chat, conversation, stored, previous_summary, prompt, select, whole=whole,
-                             embedder=self.storage.embedder(), judge=self.judge(llm))
+                             embedder=self.storage.embedder(), judge=self.judge(llm), literal=self.literal(llm))
 
     def judge(self, llm):
-        """The second judge the settings allow for `llm` (curate.judge), described by its own settings
-        when it has them, else by the configured ones; None when none may judge."""
+        """The second judge the settings allow for `llm` (curate.judge); None when none may judge."""
         from memvault.curate.judge import judge_for
+
+        return judge_for(self.settings.curation, self.llm_settings(llm), llm)
+
+    def literal(self, llm) -> bool:
+        """Whether `llm`'s facts must keep to the user's words (curation.literal_models)."""
+        from memvault.settings import model_marked
+
+        return llm is not None and model_marked(self.settings.curation.literal_models, self.llm_settings(llm))
+
+    def llm_settings(self, llm):
+        """What describes `llm`: its own settings when it has them, else the configured ones."""
         from memvault.settings import LLMSettings
 
         own = getattr(llm, "settings", None)
-        return judge_for(self.settings.curation, own if isinstance(own, LLMSettings) else self.settings.llm, llm)
+        return own if isinstance(own, LLMSettings) else self.settings.llm
 
     def model_name(self, llm) -> str:
         """The model an LLM client calls (its own settings' llm.model, else the configured one), for

@@ -235,14 +235,16 @@ class Sessions:
         chosen = []
         judge = self.adding.judge(llm) if llm is not None else None
         for item in (item for item, yes in zip(held, keep, strict=True) if yes):
-            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder(), judge)
+            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder(), judge,
+                                    self.adding.literal(llm))
             if reason:  # a held candidate is re-checked against what the session's user said
                 result.events.append(MemoryEvent("DROP", None, None, str(item["text"]), reason=reason))
             else:
                 chosen.append(item)
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
         if summary and llm is not None and (problem := summary_problem(summary, "\n".join(user_turns),
-                                                                         self.storage.embedder())):
+                                                                         self.storage.embedder(),
+                                                                         self.adding.literal(llm))):
             result.notes.append(f"the session summary the LLM wrote was refused ({problem}): the turns' openings "
                                 "are kept instead")
             summary = session_summary(None, user_turns)
@@ -317,13 +319,14 @@ class Sessions:
         return None
 
 
-def unsupported_by(text: str, user_turns: list[str], embedder=None, judge=None) -> str | None:
+def unsupported_by(text: str, user_turns: list[str], embedder=None, judge=None, literal: bool = False) -> str | None:
     """Why a held candidate is not what the session's user turns say (curate.grounding), or None; a
-    refusal for closeness alone is put to the second judge, as when the candidate was extracted."""
+    refusal for closeness alone is put to the second judge, as when the candidate was extracted (`literal`:
+    the model's facts must keep to the user's words, as then)."""
     from memvault.curate.grounding import Source
     from memvault.curate.judge import judged_problem
 
-    return judged_problem(text, Source("\n".join(user_turns), embedder=embedder), judge)
+    return judged_problem(text, Source("\n".join(user_turns), embedder=embedder, literal=literal), judge)
 
 
 def learned_events(record: SessionRecord, events: list) -> list:

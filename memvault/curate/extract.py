@@ -79,9 +79,10 @@ def said_by_several(messages: list[dict]) -> bool:
     return sum(1 for m in messages if m.get("role") == "user" and text_of(m).strip()) > 1
 
 
-def grounding_source(messages: list[dict], whole: bool = False, embedder=None):
+def grounding_source(messages: list[dict], whole: bool = False, embedder=None, literal: bool = False):
     """What the grounding guard checks the extracted facts against (curate.grounding.Source): the
-    same words and context the LLM was shown (`embedder`: what judges closeness of meaning)."""
+    same words and context the LLM was shown (`embedder`: what judges closeness of meaning; `literal`:
+    the facts must keep to the user's words)."""
     from memvault.curate.grounding import Source
 
     said, context = split_source(messages, whole)
@@ -89,7 +90,7 @@ def grounding_source(messages: list[dict], whole: bool = False, embedder=None):
     shown = [clip(text_of(turn), CONTEXT_CHARS) for turn in context]
     # the turn the latest message answers; with `whole`, every user message answers one of the assistant's
     replied = "\n".join(shown) if whole else (shown[-1] if shown else "")
-    return Source(said, "\n".join([*names, *shown]), embedder, replied=replied)
+    return Source(said, "\n".join([*names, *shown]), embedder, replied=replied, literal=literal)
 
 
 def load_prompt(path: str) -> str | None:

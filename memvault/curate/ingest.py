@@ -76,21 +76,22 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
                   previous_summary: str | None, prompt: str | None = None,
                   select: Callable[[list[str]], list[str]] | None = None,
                   facts: list[str] | None = None, whole: bool = False, embedder=None,
-                  judge: Judge | None = None) -> CurationPlan:
+                  judge: Judge | None = None, literal: bool = False) -> CurationPlan:
     """Ask the LLM what the latest user message (with `whole`, every user message) teaches, and how
     it changes what is stored. Only facts the user's words support are kept (curate.grounding):
     the rest are `dropped`, with the reason.
     `select(facts)`: the extracted facts to store now (the write policy, memvault.curate.policy);
     `facts`: candidates already chosen (held ones promoted at session end): nothing is extracted.
     `embedder`: what the grounding guard judges closeness of meaning with (None: words alone);
-    `judge`: the model asked about a fact refused only for closeness (curate.judge; None: nobody)."""
+    `judge`: the model asked about a fact refused only for closeness (curate.judge; None: nobody);
+    `literal`: the model's facts must keep to the user's words (curate.grounding.literal_problem)."""
     notes: list[str] = []
     triples: dict[str, dict[str, str]] = {}
     dropped: list[tuple[str, str]] = []
     if facts is None:
         try:
             records = extract_fact_records(llm, messages, prompt, whole)
-            source = grounding_source(messages, whole, embedder)
+            source = grounding_source(messages, whole, embedder, literal)
             speakers = tuple(m["name"] for m in messages if isinstance(m.get("name"), str) and m["role"] != "user")
             records = grounded(records, source, dropped, judge, speakers, voiced=prompt is None)
             facts = [record.text for record in records]
@@ -107,7 +108,8 @@ def plan_curation(llm: LLM, messages: list[dict], conversation: str, stored: Sto
     plan = reconcile(llm, facts, neighbours, stored.hashes, embedder=embedder)
     notes += plan.notes
     learned = [d.new_text for d in plan.changes if d.event in ("ADD", "UPDATE") and d.new_text]
-    summary = update_summary(llm, previous_summary, learned, conversation, notes, embedder) if learned else None
+    summary = (update_summary(llm, previous_summary, learned, conversation, notes, embedder, literal)
+               if learned else None)
     return CurationPlan(facts, plan, summary if summary and summary != (previous_summary or "") else None, notes,
                         triples, dropped + plan.dropped)
 

@@ -26,7 +26,7 @@ from memvault.curate.grounding import Source, closeness_only, fact_problem
 from memvault.curate.jsonish import strip_thinking
 from memvault.curate.llm import LLM
 from memvault.errors import LLMError
-from memvault.settings import CurationSettings, LLMSettings
+from memvault.settings import CurationSettings, LLMSettings, model_marked
 
 YES, NO, UNCLEAR = "yes", "no", "unclear"
 
@@ -95,7 +95,7 @@ def judge_for(curation: CurationSettings, llm_settings: LLMSettings, llm: LLM) -
         return None
     if curation.judge == "on":
         return Judge(llm)
-    named = f"{llm_settings.local_model} {llm_settings.model}".lower()
-    if not named.strip() or any(word.lower() in named for word in curation.weak_models if word):
+    named = f"{llm_settings.local_model}{llm_settings.model}".strip()
+    if not named or model_marked(curation.weak_models, llm_settings):
         return None
     return Judge(llm)

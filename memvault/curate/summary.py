@@ -41,15 +41,15 @@ ABOUT_ITSELF = re.compile(r"\b(?:summary|summari[sz]e|incomplete|no (?:new )?(?:
 
 
 def update_summary(llm: LLM | None, previous: str | None, new_facts: list[str], conversation: str,
-                   notes: list[str] | None = None, embedder=None) -> str:
+                   notes: list[str] | None = None, embedder=None, literal: bool = False) -> str:
     """The new summary of `conversation` (its name, shown to the LLM for context). Without new facts
     the previous summary is returned unasked. Never raises LLMError (see the module docstring); a
-    refused answer is said in `notes`."""
+    refused answer is said in `notes`. `literal`: the model's words must be its input's (summary_problem)."""
     if not any(f.strip() for f in new_facts) or llm is None:
         return fallback(previous, new_facts)
     try:
         answer = clean_summary(llm.complete(summary_messages(previous, new_facts, conversation)))
-        problem = summary_problem(answer, "\n".join([previous or "", *new_facts]), embedder)
+        problem = summary_problem(answer, "\n".join([previous or "", *new_facts]), embedder, literal)
     except LLMError as exc:
         answer, problem = "", f"the LLM failed: {exc}"
     if problem is None:
@@ -60,15 +60,17 @@ def update_summary(llm: LLM | None, previous: str | None, new_facts: list[str], 
     return fallback(previous, new_facts)
 
 
-def summary_problem(text: str, source: str, embedder=None) -> str | None:
+def summary_problem(text: str, source: str, embedder=None, literal: bool = False) -> str | None:
     """Why `text` is not a summary of `source` (the previous summary and the new facts; a session's user
     turns; the facts or turns an erase left), or None. It must not be a wreck (empty, runaway, a
     placeholder, a loop, a text about the summary, the prompt's instructions; each sentence not
     degenerate as a fact would be: curate.grounding.degenerate), and each sentence must say what `source`
     says: its names, numbers and dates from it, nobody else's act given to the user, no negation dropped
     or added (curate.meaning), and close in meaning to it (`embedder`, memvault.models.embedders) or, with
-    no embedder or most of its words its input's, most of its content words from it."""
-    from memvault.curate.grounding import PLACEHOLDER, degenerate
+    no embedder or most of its words its input's, most of its content words from it. With `literal` (a model
+    that rewords by inventing, curation.literal_models) its words must be its input's, as that model's facts'
+    (curate.grounding.literal_problem)."""
+    from memvault.curate.grounding import PLACEHOLDER, Source, degenerate, literal_problem
     from memvault.text.wording import content_roots
 
     if not text.strip() or not any(ch.isalnum() for ch in text):
@@ -98,7 +100,8 @@ def summary_problem(text: str, source: str, embedder=None) -> str | None:
         said.add(sentence.casefold())
         sentences.append(sentence)
     return next(filter(None, (sentence_problem(s, source) for s in sentences)), None) \
-        or added_phrase(sentences, source, embedder) or closeness_problem(text, sentences, source, embedder)
+        or added_phrase(sentences, source, embedder) or closeness_problem(text, sentences, source, embedder) \
+        or literal_problem(text, Source(source, literal=literal))
 
 
 def sentence_problem(sentence: str, source: str) -> str | None:
