@@ -14,6 +14,10 @@ from tests.test_curated_add import EXTRACT, RECONCILE, live_texts, memvault_at
 
 PUT_IN_THE_THIRD_PERSON = [
     ("I've adopted two cats", "The user has adopted two cats"),
+    ("I'd been meaning to learn the cello for years", "The user had been meaning to learn the cello for years"),
+    ("I'd gone to Lyon twice before", "The user had gone to Lyon twice before"),
+    ("I'd love to see Lyon again", "The user would love to see Lyon again"),
+    ("I'd rather stay in on Fridays", "The user would rather stay in on Fridays"),
     ("Yay! I passed my driving test on Monday.", "The user passed their driving test on Monday."),
     ("I teach maths at a high school", "The user teaches maths at a high school"),
     ("I usually fly to Oslo in June", "The user usually flies to Oslo in June"),

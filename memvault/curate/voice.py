@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from memvault.curate.meaning import IRREGULAR_PAST
+from memvault.curate.meaning import IRREGULAR_PAST, is_past
 from memvault.text.wording import content_roots
 
 # A greeting, thanks or interjection opening a text ("Hey Gina!", "Thanks, Maria!", "Wow!"), with the name
@@ -291,7 +291,7 @@ def third_person_words(text: str) -> str:
         subject = PRONOUN_I.match(word.group(0))
         if subject is not None:
             plural = PAIR_BEFORE.search("".join(tokens[:place])) is not None  # "my husband and I are"
-            verb = f" {OWN_FORMS[chr(39) + subject.group(1)]}" if subject.group(1) else ""  # I'm -> the user is
+            verb = f" {own_form(subject.group(1), tokens[place + 2:place + 3])}" if subject.group(1) else ""
             tokens[place] = "the user" + verb + tokens[place][word.end():]
             if not subject.group(1) and not plural and not CLAUSE_END.search(tokens[place]):
                 _conjugate_next(tokens, place + 2)
@@ -301,6 +301,21 @@ def third_person_words(text: str) -> str:
     text = re.sub(r"(?<![\w'’-])[Mm]e(?![\w'’-])", "the user", text)
     text = _possessives(text)
     return re.sub(r"(^|[.!?]\s+)the user", lambda m: m.group(1) + "The user", text)
+
+
+PARTICIPLES = frozenset("""
+been gone done seen known taken given eaten written driven flown grown thrown fallen forgotten gotten ridden
+spoken broken chosen stolen woken worn torn shown begun swum sung drunk
+""".split())  # not "come", "run": their base forms too ("I'd come back tomorrow")
+
+
+def own_form(contracted: str, after: list[str]) -> str:
+    """The verb a contraction of "I" stands for, in the third person ("I'm" -> is); "I'd" before "been" or a
+    participle is "had" ("I'd been wanting to try it"), else "would" ("I'd love to")."""
+    following = WORD.match(after[0]).group(0) if after and WORD.match(after[0]) else ""
+    if contracted == "d" and (following.casefold() in PARTICIPLES or is_past(following)):
+        return "had"
+    return OWN_FORMS["'" + contracted]
 
 
 def _conjugate_next(tokens: list[str], place: int) -> None:
