@@ -775,14 +775,14 @@ def own_acts(clause: Clause) -> frozenset[str]:
 
 def bidden_problem(mine: Clause, parts: list[Clause]) -> str | None:
     """Whether a fact gives the user an act the user bade someone else do ("I'd like you to join me" -> "The
-    user would love to join in"; "I want you to try the ramen place" -> "The user wants to try it"), and
-    said of no one else: unless a clause of the user's says it of the user too."""
+    user would love to join in"; "I want you to try the ramen place" -> "The user wants to try it"), where no
+    clause of the user's says it of the user too."""
     if mine.owner != "user" or mine.path or reports(mine) or bids(mine):
         return None  # "The user told their son to rest" says the bidding
     told = frozenset(root(w) for w in mine.words[mine.subject_size:])  # "called" too, a free word elsewhere
+    users = [own_acts(part) for part in parts if part.owner == "user"]
     for part in parts:
-        acts = [act for act in bidden_acts(part).values() if known(act, told)]
-        if acts and not any(known(acts[0], own_acts(other)) for other in parts if other.owner == "user"):
+        if any(known(act, told) and not any(known(act, acts) for acts in users) for act in bidden_acts(part).values()):
             return f"another person's: the user bade someone else do it ({clip(part.text)})"
     return None
 
