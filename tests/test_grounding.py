@@ -897,3 +897,23 @@ def test_what_the_user_bade_someone_else_do_is_not_the_users_act(said, fact, kep
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
     assert kept or reason.startswith("another person's: the user bade someone else do it")
+
+
+# "thinking about" plans when what follows is to be done, not what the user recalls; a stance ("fascinated by",
+# "enthusiastic about") agrees with a wish.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I can't stop thinking about the short story I wrote last winter, so I started a second one.",
+     "The user wrote a short story last winter.", True),
+    ("That got me thinking of my old camping trips with my dad, I loved them.",
+     "The user loved their old camping trips with their father.", True),
+    ("I'm thinking of getting a second dog.", "The user has a second dog.", False),
+    ("I'm thinking about moving to Porto next year.", "The user moved to Porto.", False),
+    ("Fascinated by old castles and can't wait to visit one in Wales.", "The user is fascinated by old castles.", True),
+    ("Fascinated by old castles and can't wait to visit one in Wales.", "The user visited a castle in Wales.", False),
+    ("Can't wait for our beach day with the kids!", "The user is enthusiastic about a beach day with their kids.",
+     True),
+    ("Can't wait for our beach day with the kids!", "The user had a beach day with their kids.", False),
+])
+def test_a_thought_recalled_or_a_stance_is_no_plan_stated_as_done(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason

@@ -171,7 +171,10 @@ HABITUAL = re.compile(rf"\b(i|we|he|she|they)(?: would|{APOSTROPHE}d) (?!(?:like
                       re.IGNORECASE)
 # What makes a clause a wish, plan, condition, guess or the future rather than a fact.
 MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|hoping|dream of|dream about"
-                          r"|dreaming|plan to|plans to|planning|planned to|thinking (?:about|of)|think about"
+                          # "thinking about moving" plans; "can't stop thinking about the screenplay", "got me
+                          # thinking of my old hiking pics" remember
+                          r"|dreaming|plan to|plans to|planning|planned to|think about"
+                          r"|(?<!stop )(?<!me )thinking (?:about|of)(?! (?:my|the|our|his|her|their|you|those|these)\b)"
                           r"|considering|consider|might|maybe|perhaps|someday|one day|should|will|gonna"
                           r"|going to (?!the\b|a\b|an\b|my\b|our\b|be\b|[a-z]+ing\b)|about to|tomorrow"
                           r"|next (?:week|month|year|time|summer|spring|autumn|fall|winter|weekend)|soon|later"
@@ -182,6 +185,7 @@ MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|shoul
                         r"|looking into|looks into|looking for|next|upcoming|soon|future|someday|tomorrow|later"
                         r"|ready to|(?:can not|ca not|cannot) wait|likely|willing"
                         r"|(?:want|wish|hope|hoping|dream|plan|consider|intend|aim|aspir|excite|eager|keen|interest|anticipat"
+                        r"|enthusias|fascinat"
                         r"|curious|ask|wonder|question|seek|need|advice|advis|request|suggest|recommend|goal|determin|desir"
                         r"|encourag|invit|offer|possibl|believ|emphasi|agree|idea)\w*|open to|perhaps|maybe)\b")
 # What makes a fact a plan by its form (a wish is MODAL_FACT's): "will be visiting the park this weekend".
