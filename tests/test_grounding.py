@@ -917,3 +917,21 @@ def test_what_the_user_bade_someone_else_do_is_not_the_users_act(said, fact, kep
 def test_a_thought_recalled_or_a_stance_is_no_plan_stated_as_done(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
+
+
+# What the user needs or has to do is not done; news the user is excited to tell is; "Remember X?" asks nothing
+# of X; "last Fri" is a time, not who did it.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I need to call my gran this week.", "The user called their grandmother this week.", False),
+    ("I really have to start stretching after runs.", "The user stretches after runs.", False),
+    ("I need to call my gran this week.", "The user needs to call their grandmother this week.", True),
+    ("I'm so excited to tell you I adopted a kitten!", "The user adopted a kitten.", True),
+    ("I'm so excited to adopt a kitten next week!", "The user adopted a kitten.", False),
+    ("Remember the tough chess puzzle? I finally cracked it last week.",
+     "The user recently solved the tough chess puzzle.", True),
+    ("Last Fri I finally took my niece to the aquarium.", "The user took their niece to the aquarium last Friday.",
+     True),
+])
+def test_a_need_is_not_done_and_told_news_is(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason

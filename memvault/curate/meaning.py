@@ -80,6 +80,7 @@ OPENERS = ADVERB_OPENERS | frozenset("""
 yeah yes yep oh ok okay well so also and but then now just finally hey hi
 thanks thank wow lol anyway btw plus last yesterday today tonight recently lately this week weekend month
 year friday monday tuesday wednesday thursday saturday sunday morning night still sometimes
+tue tues thu thur thurs fri
 """.split())
 # Clause boundaries inside a sentence: a conjunction followed by a new subject, reported speech.
 BOUNDARY = re.compile("|".join((
@@ -178,8 +179,12 @@ MODAL_SOURCE = re.compile(r"\b(?:would|want|wants|wanna|wish|wishes|hope|hopes|h
                           r"|considering|consider|might|maybe|perhaps|someday|one day|should|will|gonna"
                           r"|going to (?!the\b|a\b|an\b|my\b|our\b|be\b|[a-z]+ing\b)|about to|tomorrow"
                           r"|next (?:week|month|year|time|summer|spring|autumn|fall|winter|weekend)|soon|later"
-                          r"|intend|intends|aim to|look forward|looking forward|excited to|eager to|keen to|dying to"
-                          r"|(?:can not|ca not|cannot) wait|would love|would like|hopefully)\b")
+                          r"|intend|intends|aim to|look forward|looking forward|eager to|keen to|dying to"
+                          # the news a user is excited to tell is done ("excited to tell you I adopted a kitten")
+                          r"|(?:excited to|(?:can not|ca not|cannot) wait)"
+                          r"(?! to (?:tell|share|show|let)\b| (?:tell|share|let)\b)"
+                          r"|would love|would like|hopefully"
+                          r"|need to|needs to|have to|gotta)\b")  # what must be done is not done yet
 MODAL_FACT = re.compile(r"\b(?:if|when|whenever|would|will|might|may|could|should|going to|gonna|about to"
                         r"|thinking|thinks about|working (?:on [a-z]+ing|towards?)|looking forward|looks forward"
                         r"|looking into|looks into|looking for|next|upcoming|soon|future|someday|tomorrow|later"
@@ -200,6 +205,8 @@ TO_COME = re.compile(r"\b(?:(?:ca|can) not wait|can|let s|to do list|bucket list
 LEADING_PROGRESSIVE = re.compile(r"(?:^|[.!?]\s+)(?:still |definitely |just |now )?[a-z]+ing\b", re.IGNORECASE)
 # "I came back with news that I want to share": the wish is the relative clause's, not the coming back's.
 RELATIVE_WISH = re.compile(r"\b(?:that|which) (?:i|we) (?:want|wanna|wish|hope|plan|intend|would)\b")
+# "Remember the engineering project? I finally wrapped it up": a question that asks nothing of what it names.
+RECALLING = re.compile(r"^\W*(?:do you |you )?remember\b", re.IGNORECASE)
 # "I'll never forget our trip": remembering, a future that speaks of the past, not a plan.
 REMEMBERING = re.compile(r"\b(?:will|would) (?:never forget|always remember)\b")
 CONDITION = re.compile(r"(?<!even )(?<!as )(?<!what )\bif\b")
@@ -327,7 +334,7 @@ def clauses(text: str) -> list[Clause]:
     found = []
     for sentence in (s for whole in SENTENCE.split(as_first_person(text)) for s in AS_ROLE.split(whole) if s):
         sentence = TAG_QUESTION.sub(".", sentence.rstrip())
-        question = sentence.endswith("?")
+        question = sentence.endswith("?") and not RECALLING.match(sentence)
         sentence, denied = plain(sentence)
         for part in (piece for split in BOUNDARY.split(sentence) if split for piece in spliced(split)):
             if part and part.strip():
