@@ -438,6 +438,7 @@ def test_garbage_and_loops_store_nothing(memvault):
     ("The user adores", "cut off"),
     ("The user went to the lake with their", "cut off"),
     ("The user got a kitten. What a sweet moment. what a sweet moment!", "a sentence repeated"),
+    ("The user got a kitten and went to the lake. }, {", "markup the model wrote ('}, {')"),  # a JSON list's rest
 ])
 def test_an_answer_cut_short_or_repeating_a_sentence_is_no_fact(text, why):
     reason = fact_problem(text, Source("I got a kitten and went to the lake with my friends. I adore her!"))

@@ -92,6 +92,8 @@ LIKING = frozenset("loves likes enjoys wants prefers hates adores".split())
 MIN_CLAUSE_SIMILARITY = 0.3
 # The start of a tag (`<div`, `</description_12`): markup a model wrote after a fact, never a fact.
 MARKUP = re.compile(r"</?[A-Za-z_][\w.:-]*")
+# The end of a JSON list a model left after its fact ("... staying determined and focused. }, {": SmolLM2).
+JSON_TAIL = re.compile(r"[\s,]*[{}][\s,{}\[\]\"]*$")
 ADDRESSED = re.compile(r"^(?:you|your|you're|you've|you'll|yours)\b", re.IGNORECASE)  # "You got it!"
 # A placeholder in brackets ("[insert name of ...]"; memvault's own "[redacted: ...]" is not one).
 BRACKET_PLACEHOLDER = re.compile(r"\[(?:insert|enter|add|your|name of)\b[^\[\]]{0,80}\]", re.IGNORECASE)
@@ -185,9 +187,9 @@ def degenerate(text: str) -> str | None:
         return "a greeting, not a fact"
     if ADDRESSED.match(text.strip()):
         return "said to the other speaker, not a fact"
-    markup = MARKUP.search(text)
+    markup = MARKUP.search(text) or JSON_TAIL.search(text)
     if markup:
-        return f"degenerate: markup the model wrote ({markup.group(0)!r})"
+        return f"degenerate: markup the model wrote ({markup.group(0).strip()!r})"
     counts: dict[str, int] = {}
     for word_root in content_roots(text):
         counts[word_root] = counts.get(word_root, 0) + 1
