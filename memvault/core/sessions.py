@@ -234,17 +234,16 @@ class Sessions:
                           for item, yes in zip(held, keep, strict=True) if not yes]
         chosen = []
         judge = self.adding.judge(llm) if llm is not None else None
+        literal = self.adding.literal(llm)
         for item in (item for item, yes in zip(held, keep, strict=True) if yes):
-            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder(), judge,
-                                    self.adding.literal(llm))
+            reason = unsupported_by(str(item["text"]), user_turns, self.storage.embedder(), judge, literal)
             if reason:  # a held candidate is re-checked against what the session's user said
                 result.events.append(MemoryEvent("DROP", None, None, str(item["text"]), reason=reason))
             else:
                 chosen.append(item)
         summary = session_summary(llm, user_turns) if record.user_turns >= MIN_SUMMARY_TURNS and user_turns else None
         if summary and llm is not None and (problem := summary_problem(summary, "\n".join(user_turns),
-                                                                         self.storage.embedder(),
-                                                                         self.adding.literal(llm))):
+                                                                         self.storage.embedder(), literal)):
             result.notes.append(f"the session summary the LLM wrote was refused ({problem}): the turns' openings "
                                 "are kept instead")
             summary = session_summary(None, user_turns)

@@ -322,15 +322,19 @@ def clause_problem(text: str, source: Source) -> str | None:
     a petite lady, and the user has a lot of love for turtles!" from "I love your turtles so much!"): none of
     its content words is the user's or the answered turn's, and it is not close in meaning to them."""
     held = source.held_roots(text)
-    for sentence in SENTENCE.split(text):
-        for part in BOUNDARY.split(sentence):
-            mine = content_roots(part)
-            if len(mine) < MIN_SENTENCE_ROOTS or known_any(mine, held):
-                continue
-            similarity = source.similarity(part)
-            if similarity is None or similarity < MIN_CLAUSE_SIMILARITY:
-                return f"{CLOSENESS[0]} to what the user said, in {clip_quote(part)}"
+    for part in clauses_saying(text):
+        if known_any(content_roots(part), held):
+            continue
+        similarity = source.similarity(part)
+        if similarity is None or similarity < MIN_CLAUSE_SIMILARITY:
+            return f"{CLOSENESS[0]} to what the user said, in {clip_quote(part)}"
     return None
+
+
+def clauses_saying(text: str) -> list[str]:
+    """The clauses of a text's sentences that say something: MIN_SENTENCE_ROOTS content words or more."""
+    return [part for sentence in SENTENCE.split(text) for part in BOUNDARY.split(sentence)
+            if part and len(content_roots(part)) >= MIN_SENTENCE_ROOTS]
 
 
 def literal_problem(text: str, source: Source) -> str | None:
@@ -343,8 +347,7 @@ def literal_problem(text: str, source: Source) -> str | None:
     own = roots_of(source.said) | implied_roots(source.said) | {root(name) for name in names_in(text)}
     # the whole, and each sentence or clause of several that says something ("This is what inspired the user
     # to write this story." after a sentence the user said; "..., but it also brings about a new perspective")
-    pieces = [clause for sentence in SENTENCE.split(text) for clause in BOUNDARY.split(sentence) if clause]
-    pieces = [part for part in pieces if len(content_roots(part)) >= MIN_SENTENCE_ROOTS]
+    pieces = clauses_saying(text)
     for part in [text, *pieces] if len(pieces) > 1 else [text]:
         new = {root(word): word for word in words(part) if word not in FREE_WORDS and not known(root(word), own)}
         if len(new) >= LITERAL_NEW_WORDS and len(new) >= LITERAL_NEW_SHARE * len(set(content_roots(part))):

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 
-from memvault.curate.meaning import IRREGULAR_PAST, is_past
-from memvault.text.wording import content_roots
+from memvault.curate.meaning import IRREGULAR_PAST
+from memvault.text.wording import PAST_PERFECT, content_roots
 
 # A greeting, thanks or interjection opening a text ("Hey Gina!", "Thanks, Maria!", "Wow!"), with the name
 # of the one greeted after it; the name may come first too ("Gina, cool!").
@@ -303,17 +303,12 @@ def third_person_words(text: str) -> str:
     return re.sub(r"(^|[.!?]\s+)the user", lambda m: m.group(1) + "The user", text)
 
 
-PARTICIPLES = frozenset("""
-been gone done seen known taken given eaten written driven flown grown thrown fallen forgotten gotten ridden
-spoken broken chosen stolen woken worn torn shown begun swum sung drunk
-""".split())  # not "come", "run": their base forms too ("I'd come back tomorrow")
-
-
 def own_form(contracted: str, after: list[str]) -> str:
-    """The verb a contraction of "I" stands for, in the third person ("I'm" -> is); "I'd" before "been" or a
-    participle is "had" ("I'd been wanting to try it"), else "would" ("I'd love to")."""
+    """The verb a contraction of "I" stands for, in the third person ("I'm" -> is); "I'd" before a past
+    participle is "had" ("I'd been wanting to try it"), else "would" ("I'd love to"), as the normalised
+    words read it (text.wording.PAST_PERFECT)."""
     following = WORD.match(after[0]).group(0) if after and WORD.match(after[0]) else ""
-    if contracted == "d" and (following.casefold() in PARTICIPLES or is_past(following)):
+    if contracted == "d" and re.match(PAST_PERFECT, f"'d {following.casefold()}"):
         return "had"
     return OWN_FORMS["'" + contracted]
 

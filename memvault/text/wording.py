@@ -16,6 +16,7 @@ WORD = re.compile(r"[^\W_]+", re.UNICODE)
 PAST_PERFECT = (r"['’]d(?= (?:been|done|gone|seen|had|made|taken|given|got|gotten|known|thought|told|found|left"
                 r"|lost|met|heard|written|forgotten|bought|brought|caught|taught|kept|slept|spent|sent|built|felt"
                 r"|eaten|fallen|driven|ridden|flown|grown|shown|drawn|begun|broken|chosen|spoken|stolen|worn"
+                r"|thrown|woken|torn|swum|sung|drunk"
                 r"|already|\w{2,}[^e\W]ed)\b)")
 CONTRACTIONS = tuple((re.compile(pattern), spelled) for pattern, spelled in (
     (r"n['’]t\b", " not"), (r"['’]m\b", " am"), (r"['’]re\b", " are"), (r"['’]ve\b", " have"),
