@@ -936,3 +936,61 @@ def test_a_thought_recalled_or_a_stance_is_no_plan_stated_as_done(said, fact, ke
 def test_a_need_is_not_done_and_told_news_is(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
+
+
+OFFICE = ("A lot has happened since we last spoke. Last week I decided to run for office again, even though I haven't "
+          "been successful before. I can't let go of my dream to make a difference in my town.")
+
+
+# A "not" the user said elsewhere does not say the fact's: the user's negated clause must speak of what the fact
+# negates, or say most of the fact's clause.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    (OFFICE, "The user has no idea how to make it happen yet.", False),
+    (OFFICE, "The user has not been successful in running for office before.", True),
+    (OFFICE, "The user can't let go of the dream to make a difference.", True),
+    ("I had a lot to do, and in order not to forget anything I started writing it all in a notebook.",
+     "The user writes everything in a notebook to avoid forgetting tasks.", True),
+])
+def test_a_negation_is_said_by_a_negated_clause_about_the_same_thing(said, fact, kept, embedder):
+    from memvault.curate.meaning import meaning_problem
+
+    reason = meaning_problem(fact, said)  # the check alone: the whole guard may refuse for closeness first
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith("adds a negation")
+    assert not kept or fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
+CHURCH = [{"role": "assistant", "name": "Maria",
+           "content": "Just yesterday I joined a nearby church. So far it's been really great!"}]
+
+
+# "I'm thrilled for you" cheers the other on and tells nothing of the user's own.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("That's great, Maria! Joining a church can be really encouraging. I'm thrilled for you.",
+     "The user has just joined a church.", False),
+    ("That's great, Maria! Joining a church can be really encouraging. I'm thrilled for you.",
+     "The user is thrilled for Maria.", True),
+    ("I'm so proud of you, Maria! I joined a church last spring myself.", "The user joined a church last spring.",
+     True),
+])
+def test_a_cheer_for_the_other_is_no_word_of_the_users_own(said, fact, kept, embedder):
+    from memvault.curate.extract import grounding_source
+
+    reason = fact_problem(fact, grounding_source([*CHURCH, {"role": "user", "content": said}], embedder=embedder))
+    assert (reason is None) == kept, reason
+
+
+# What the user says they have is not sought ("I got a temp job" -> "is looking for a job").
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I got a temp job to help cover expenses while I look for investors.",
+     "The user has been looking for a job to cover expenses.", False),
+    ("I got a temp job to help cover expenses while I look for investors.", "The user is looking for investors.",
+     True),
+    ("I found a new flat last week!", "The user is searching for a new flat.", False),
+    ("I have a flat in town but I'm hunting for a bigger flat by the sea.", "The user is looking for a bigger flat.",
+     True),
+])
+def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
+    reason = fact_problem(fact, Source(said, embedder=embedder))
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith("a search for what the user has")

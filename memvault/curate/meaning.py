@@ -20,6 +20,7 @@ Every check is local, cheap and needs no model.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, replace
 
@@ -217,6 +218,10 @@ VOCATIVE = re.compile(r"^\W*(?:(?:hey|hi|hello|thanks|thank you|yeah|yes|wow|oh|
 PREFERENCE = re.compile(r"\bprefer(?:s|red|ring)? (?P<preferred>.+?) (?:over|to|rather than|instead of|more than) "
                         r"(?P<passed_over>.+)$")
 PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are|is)\s+(?!going to\b)[a-z]+ing\b")
+# Seeking a thing and having it: "I got a temp job" is no "looking for a job" (normalised words).
+SEEKING = re.compile(r"\b(?:look(?:s|ed|ing)?(?: out)? for|search(?:es|ed|ing)?(?: for)?|seek(?:s|ing)?"
+                     r"|hunt(?:s|ed|ing)? for|on the hunt for|(?:trying|try|tries|tried) to find)\b")
+HAVING = re.compile(r"\b(?:got|found|bought|landed|received|have|has|own|owns)\b")
 FUTURE_TIME = re.compile(r"\b(?:on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this "
                          r"(?:weekend|evening|afternoon)|tonight|next|tomorrow|soon)\b")
 PRESENT_BE = frozenset("am is are".split())
@@ -588,6 +593,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         return None
     if not (superseding or folding) and unstated_plan(fact, source):
         return f"a plan the user did not state: they said {clip(source.strip())}"
+    if not (superseding or folding) and (had := sought_had(fact, source)):
+        return f"a search for what the user has: they said {clip(had)}"
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
     reason = None if superseding or folding else (mixed_problem(claim, parts, capitalised(source))
@@ -629,6 +636,35 @@ def unstated_plan(fact: str, source: str) -> bool:
     return bool(PLAN_FACT.search(REMEMBERING.sub(" ", normalised(as_first_person(fact))))) and not (
         MODAL_SOURCE.search(said) or FUTURE_TIME.search(said) or PROGRESSIVE.search(said)
         or TO_COME.search(said) or LEADING_PROGRESSIVE.search(source))
+
+
+def sought_had(fact: str, source: str) -> str | None:
+    """What the user says they have of what a fact says they seek ("I got a temp job to help" -> "has been
+    looking for a job"), when no search of theirs names it, or None."""
+    said = normalised(source)
+    sought_in_source = [run for _, run in objects(SEEKING, said)]
+    had = objects(HAVING, said)
+    for _, run in objects(SEEKING, normalised(as_first_person(fact))):
+        head = run[-1]  # "a new job": job
+        if not any(known(head, roots) for roots in sought_in_source):
+            phrase = next((phrase for phrase, roots in had if known(head, roots)), None)
+            if phrase:
+                return phrase
+    return None
+
+
+def objects(verb: re.Pattern[str], text: str, reach: int = 4) -> list[tuple[str, tuple[str, ...]]]:
+    """For each match of `verb` in a normalised text, the words up to its object and the roots of the object
+    (the first run of content words in the `reach` words after it: "got a temp job to": temp, job)."""
+    found = []
+    for match in verb.finditer(text):
+        after = text[match.end():].split()[:reach]
+        start = next((i for i, word in enumerate(after) if word not in FREE_WORDS), None)
+        if start is None:
+            continue
+        end = next((i for i in range(start, len(after)) if after[i] in FREE_WORDS), len(after))
+        found.append((" ".join([match[0], *after[:end]]), tuple(root(word) for word in after[start:end])))
+    return found
 
 
 def about_predicate(mine: Clause, clause: Clause) -> bool:
@@ -860,10 +896,23 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
         return f"drops a negation: the user said {clip(clause.text)}"
     # "won't quit" says the "not" of "does not quit": a negating verb the fact shares counts as its content
     negating = {root(w) for w in mine.words if w in NEGATION_WORDS} - BARE_NEGATION_ROOTS
+    # a negated clause of the user's says the fact's "not" when it speaks of what the fact negates ("has no
+    # idea how to make it happen" is not said by "can't let go of my dream to make a difference")
+    scope = negated_roots(mine) | negating
     if any(part.negated or core & negated_by_state(part) for part in parts
-           if known_any(core | negating, part.roots)):
+           if known_any(scope, part.roots) or 2 * sum(known(r, part.roots) for r in core) >= len(core)):
         return None
     return f"adds a negation: the user said {clip(clause.text)}"
+
+
+def negated_roots(mine: Clause) -> frozenset[str]:
+    """The content root a clause's first negation stands before ("has no idea how": idea; "does not like
+    coffee": like; "to avoid forgetting tasks": forget; "no longer lives in": live)."""
+    for i, word in enumerate(mine.words):
+        if word in NEGATION_WORDS:
+            after = (w for w in mine.words[i + 1:] if w not in FREE_WORDS | NEGATION_WORDS | {"longer", "up"})
+            return frozenset(root(w) for w in itertools.islice(after, 1))
+    return frozenset()
 
 
 def preference(mine: Clause) -> tuple[frozenset[str], frozenset[str]]:

@@ -32,13 +32,20 @@ from memvault.text.wording import content_roots, known_any, normalised, roots_of
 
 OWN_WORDS = frozenset("i me my mine myself we us our ours lets user".split())
 # A fact's verbs that report the user's words or view, besides REPORTING and STANCE: "The user values
-# safety" may come from "safety is top priority"; "showed interest in" from a question about it.
-VIEWS = re.compile(r"^(?:is |was )?(?:express|highlight|discuss|propos|provid|urg|valu|sees?\b|offer|remind|"
+# safety" may come from "safety is top priority"; "showed interest in" from a question about it; "is proud of
+# Joanna" from "I'm proud of you" (CHEERING).
+VIEWS = re.compile(r"^(?:is |was )?(?:(?:so |really |very )*(?:proud of|(?:happy|thrilled|glad|excited|pleased|sorry) "
+                   r"for)\b|express|highlight|discuss|propos|provid|urg|valu|sees?\b|offer|remind|"
                    r"wish|hope|share|told|ask|recogni[sz]|show|understand|empathi[sz]|sympathi[sz]|consider(?:s|ed)\b)")
 # Words that react to what the other told: "Having pets must be a wonderful experience", "Sounds great!".
 REACTING = frozenset("you your yours must sounds sound looks seems".split())
 # A question that asks nothing of the one answering: "Guess what I did?", "Know what?".
 RHETORICAL = re.compile(r"\b(?:guess what|know what|wanna know|can you believe)\b", re.IGNORECASE)
+# A cheer for the other in the first person says nothing of the speaker: "I'm thrilled for you", "I'm so
+# proud of you", "I'm glad to hear that" (who then tells nothing of their own reacts only).
+CHEERING = re.compile(r"\bI(?:['’]m| am) (?:so |really |very |super |just )*(?:thrilled|happy|glad|proud|excited|"
+                      r"pleased|stoked|impressed|sorry) (?:for|of|with) (?:you|y['’]all)\b"
+                      r"|\bI(?:['’]m| am) (?:so |really |very |just )*(?:glad|happy|sorry) to hear\b", re.IGNORECASE)
 # Where a clause may begin with its subject left out: a sentence, a comma, a dash, "but".
 PIECE = re.compile(r"(?<=[.!?])\s+|\n+|\s*[,;:\u2014\u2013]\s*|\s+-\s+|\s+but\s+")
 # Opening words of a clause whose subject is the speaker, left out: "Been busy", "Gonna try", "Glad to".
@@ -77,7 +84,8 @@ def speaks_of_self(said: str) -> bool:
     """Whether the user's words say anything of the user, as far as a reaction to the other can tell: a word
     of their own, a clause without its subject, or no reaction at all (see the module)."""
     # "..., don't you think?" asks for agreement, it reacts to no one
-    untagged = " ".join(TAG_QUESTION.sub(".", sentence.rstrip()) for sentence in SENTENCE.split(said))
+    cheered = CHEERING.sub(" you ", said)  # still a reaction, no longer a word of the speaker's own
+    untagged = " ".join(TAG_QUESTION.sub(".", sentence.rstrip()) for sentence in SENTENCE.split(cheered))
     words = set(normalised(untagged).replace("let s", "lets").split())
     if OWN_WORDS & words or not REACTING & words:
         return True
