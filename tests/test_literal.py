@@ -109,6 +109,17 @@ def test_a_clause_of_a_long_fact_is_held_to_the_users_words_too(embedder):
     assert reason is not None and "brought, new, perspective not in what the user said" in reason, reason
 
 
+@pytest.mark.parametrize(("fact", "kept"), [
+    ("Knitted in the colours of the heather. The user is so grateful for it.", False),
+    ("Knitted in the colours of the heather. The user wanted it so.", True),
+    ("The user knitted this scarf after a trip to the Highlands. It was wonderful.", False),
+])
+def test_a_short_sentence_of_words_the_user_never_said_is_refused(fact, kept, embedder):
+    # a sentence of one content word is too short to be judged alone by the share of new words
+    reason = fact_problem(fact, Source(SAID, embedder=embedder, literal=True))
+    assert (reason is None) == kept, reason
+
+
 INVENTED_SUMMARY = "The new fact about the user's scarf has been confirmed by the user's own family member."
 
 

@@ -331,10 +331,10 @@ def clause_problem(text: str, source: Source) -> str | None:
     return None
 
 
-def clauses_saying(text: str) -> list[str]:
-    """The clauses of a text's sentences that say something: MIN_SENTENCE_ROOTS content words or more."""
+def clauses_saying(text: str, least: int = MIN_SENTENCE_ROOTS) -> list[str]:
+    """The clauses of a text's sentences that say something: `least` content words or more."""
     return [part for sentence in SENTENCE.split(text) for part in BOUNDARY.split(sentence)
-            if part and len(content_roots(part)) >= MIN_SENTENCE_ROOTS]
+            if part and len(content_roots(part)) >= least]
 
 
 def literal_problem(text: str, source: Source) -> str | None:
@@ -346,11 +346,15 @@ def literal_problem(text: str, source: Source) -> str | None:
         return f"ungrounded: too short to say what the user said ({LITERAL_RULE})"
     own = roots_of(source.said) | implied_roots(source.said) | {root(name) for name in names_in(text)}
     # the whole, and each sentence or clause of several that says something ("This is what inspired the user
-    # to write this story." after a sentence the user said; "..., but it also brings about a new perspective")
-    pieces = clauses_saying(text)
+    # to write this story." after a sentence the user said; "..., but it also brings about a new perspective");
+    # a piece none of whose words the user said is invented however short ("Serene and calming. The user is
+    # so grateful for it." from "So serene and calming.")
+    pieces = clauses_saying(text, least=1)
     for part in [text, *pieces] if len(pieces) > 1 else [text]:
         new = {root(word): word for word in words(part) if word not in FREE_WORDS and not known(root(word), own)}
-        if len(new) >= LITERAL_NEW_WORDS and len(new) >= LITERAL_NEW_SHARE * len(set(content_roots(part))):
+        said_nothing = part is not text and len(new) == len(set(content_roots(part)))
+        if new and (said_nothing or len(new) >= LITERAL_NEW_WORDS
+                    and len(new) >= LITERAL_NEW_SHARE * len(set(content_roots(part)))):
             return f"ungrounded: {', '.join(new.values())} not in what the user said ({LITERAL_RULE})"
     return None
 
