@@ -980,7 +980,8 @@ def test_a_cheer_for_the_other_is_no_word_of_the_users_own(said, fact, kept, emb
     assert (reason is None) == kept, reason
 
 
-# What the user says they have is not sought ("I got a temp job" -> "is looking for a job").
+# What the user says they have is not sought ("I got a temp job" -> "is looking for a job"), nor what they speak
+# of with no search or want at all.
 @pytest.mark.parametrize(("said", "fact", "kept"), [
     ("I got a temp job to help cover expenses while I look for investors.",
      "The user has been looking for a job to cover expenses.", False),
@@ -989,8 +990,12 @@ def test_a_cheer_for_the_other_is_no_word_of_the_users_own(said, fact, kept, emb
     ("I found a new flat last week!", "The user is searching for a new flat.", False),
     ("I have a flat in town but I'm hunting for a bigger flat by the sea.", "The user is looking for a bigger flat.",
      True),
+    ("I think you'd love this fantasy novel by Patrick Rothfuss. Great for when you're traveling!",
+     "The user is looking for a fantasy novel by Patrick Rothfuss.", False),
+    ("I'm after Marley flooring for my dance studio, it's grippy and tough.",
+     "The user is looking for Marley flooring for their dance studio.", True),
 ])
 def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
-    assert kept or reason.startswith("a search for what the user has")
+    assert kept or reason.startswith("a search")

@@ -43,6 +43,7 @@ KEPT_AS_THEY_ARE = [
     "The user thinks you can't beat fresh bread.",  # a generic "you" in a fact about the user
     "The user moved to Austin, Texas.",  # a place after a comma is no one called by name
     "The user thanked Omar for lending them his car for the move to Leeds.",  # courtesy, and a fact in it
+    "Thanks to her tutor, the user passed the bar exam.",
     "The user congratulated Sofia on passing her bar exam.",
     "The user asked Omar for help with the move to Leeds.",  # a request, with what it is about
     'The user\'s teacher told them "you have talent".',
@@ -54,6 +55,7 @@ REFUSED = [
     ("Good luck with your exam, I'm rooting for you", "said to the other speaker"),
     ("Sounds lovely, Priya! The garden party was such fun.", "said to the other speaker"),  # called by name
     ("Tomas! I finally got the keys to the flat.", "said to the other speaker"),
+    ("Thanks for sharing it with the user!", "said to the other speaker"),  # SmolLM2's thanks, in its voice
     ("Jonas plays the drums in a band.", "not about the user"),
     ("The museum opens at nine on Sundays.", "not about the user"),
     ("Congrats on the new job!", "not about the user"),

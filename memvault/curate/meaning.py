@@ -222,6 +222,11 @@ PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are|is)\s+(?!going to\b)[a-z]+ing
 SEEKING = re.compile(r"\b(?:look(?:s|ed|ing)?(?: out)? for|search(?:es|ed|ing)?(?: for)?|seek(?:s|ing)?"
                      r"|hunt(?:s|ed|ing)? for|on the hunt for|(?:trying|try|tries|tried) to find)\b")
 HAVING = re.compile(r"\b(?:got|found|bought|landed|received|have|has|own|owns)\b")
+# Words by which a user speaks of a search of theirs, or of a want a search may come from; a fact's search the
+# user's words give none of is the model's ("you'd love this novel" -> "is looking for a novel", SmolLM2).
+SEEKING_SAID = re.compile(r"\b(?:look\w*|search\w*|seek\w*|hunt\w*|find\w*|lookout|after|brows\w*|shop\w*|want\w*"
+                          r"|wanna|need\w*|wish\w*|hop(?:e|es|ing)|try\w*|tried|interest\w*|plan\w*|consider\w*"
+                          r"|check\w*|explor\w*|options?|ideas?|recommendations?|suggestions?|advice|tips)\b")
 FUTURE_TIME = re.compile(r"\b(?:on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|this "
                          r"(?:weekend|evening|afternoon)|tonight|next|tomorrow|soon)\b")
 PRESENT_BE = frozenset("am is are".split())
@@ -593,8 +598,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
         return None
     if not (superseding or folding) and unstated_plan(fact, source):
         return f"a plan the user did not state: they said {clip(source.strip())}"
-    if not (superseding or folding) and (had := sought_had(fact, source)):
-        return f"a search for what the user has: they said {clip(had)}"
+    if not (superseding or folding) and (searching := search_problem(fact, source)):
+        return searching
     claim = claim_of(fact)
     # an update replaces the old memory's value ("lives in Berlin" for "lives in Paris"): not a mix
     reason = None if superseding or folding else (mixed_problem(claim, parts, capitalised(source))
@@ -638,18 +643,24 @@ def unstated_plan(fact: str, source: str) -> bool:
         or TO_COME.search(said) or LEADING_PROGRESSIVE.search(source))
 
 
-def sought_had(fact: str, source: str) -> str | None:
-    """What the user says they have of what a fact says they seek ("I got a temp job to help" -> "has been
-    looking for a job"), when no search of theirs names it, or None."""
+def search_problem(fact: str, source: str) -> str | None:
+    """Why a fact's search is not the user's, or None: they say they have what it says they seek ("I got a temp
+    job to help" -> "has been looking for a job") and no search of theirs names it, or they speak of no search
+    or want at all."""
     said = normalised(source)
+    sought = [run for _, run in objects(SEEKING, normalised(as_first_person(fact)))]
+    if not sought:
+        return None
+    if not SEEKING_SAID.search(said):
+        return f"a search the user did not speak of: they said {clip(source.strip())}"
     sought_in_source = [run for _, run in objects(SEEKING, said)]
     had = objects(HAVING, said)
-    for _, run in objects(SEEKING, normalised(as_first_person(fact))):
+    for run in sought:
         head = run[-1]  # "a new job": job
         if not any(known(head, roots) for roots in sought_in_source):
             phrase = next((phrase for phrase, roots in had if known(head, roots)), None)
             if phrase:
-                return phrase
+                return f"a search for what the user has: they said {clip(phrase)}"
     return None
 
 

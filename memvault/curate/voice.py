@@ -39,6 +39,9 @@ VOCATIVE = re.compile(r"(?:,\s*|^|[.!?]\s+)([A-Z][a-z'’-]+)!")
 # A name after a comma that ends a sentence, in a text that says "you": "I'm here for you, Sam." ("my friend, Sam."
 # with no "you" is the friend's name).
 ADDRESSED = re.compile(r",\s*([A-Z][a-z'’-]+)\s*(?:[.?]+\s*$|[.?]\s)")
+# Thanks said to someone ("Thanks for sharing it with the user!", SmolLM2): a remark, not a fact ("Thanks to her
+# tutor, the user passed" is one).
+THANKING = re.compile(r"^(?:thanks|thank you|thx|many thanks)\b(?!\s+to\b)", re.IGNORECASE)
 # The user in the third person, as the prompt asks ("The user", "the user's", "User").
 THIRD_PERSON = re.compile(r"(?<![\w-])user(?:['’]s)?(?![\w-])", re.IGNORECASE)
 # The first person singular, outside hyphenated words ("me-time" is no "me").
@@ -139,7 +142,7 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     third = names_user(rest, names)
     addressed = SECOND_PERSON.search(plain) is not None
     vocative = VOCATIVE.search(plain) or (addressed and ADDRESSED.search(plain))
-    if (addressed and not third) or (vocative and vocative.group(1) not in names):
+    if (addressed and not third) or (vocative and vocative.group(1) not in names) or THANKING.match(plain):
         return text, "said to the other speaker, not a fact about the user"
     fact = in_third_person(text)
     plain = outside_quotes(fact).strip()
