@@ -25,7 +25,9 @@ from memvault.text.wording import PAST_PERFECT, content_roots
 # A greeting, thanks or interjection opening a text ("Hey Gina!", "Thanks, Maria!", "Wow!"), with the name
 # of the one greeted after it; the name may come first too ("Gina, cool!").
 INTERJECTIONS = (r"hey|hi|hello|hiya|thanks|thank you|wow|woo+(?:hoo)?|cool|yeah|yay|yes|ok|okay|oh|aw+|sorry|"
-                 r"congrats|congratulations|nice|great|awesome|totally|absolutely|definitely|sure")
+                 r"congrats|congratulations|nice|great|awesome|totally|absolutely|definitely|sure|"
+                 # sign-offs ("Talk soon!", SmolLM2 from "Great catching up! Take care, talk soon.")
+                 r"take care|talk soon|talk to you soon|see you soon|see ya|bye|goodbye|catch you later")
 GREETING = re.compile(rf"^(?:[A-Z][\w'-]*,\s*)?(?i:{INTERJECTIONS})(?:,?\s+[A-Z][\w'-]*)?\s*[,!.]")
 MIN_GREETING_REST = 4  # content words after a greeting that make it more than one
 # A text said to someone: "you" outside quotes. A fact about the user may say "you" in the generic sense
