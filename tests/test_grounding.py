@@ -708,6 +708,7 @@ def test_a_question_or_view_names_what_the_answered_turn_said(said, fact, kept, 
     ("Hey Andrew! Good to see ya!", "a greeting"),
     ("Cool, Nate!", "a greeting"),
     ("Talk soon!", "a greeting"),
+    ("The user reminded the user that every problem has a solution.", "the user does it to the user"),
     ("Take care, Sam.", "a greeting"),
     ("You got it!", "said to the other speaker"),
     ("Your future family is gonna be so lucky to have you!", "said to the other speaker"),
@@ -727,6 +728,8 @@ def test_greetings_remarks_to_the_other_speaker_and_bracketed_placeholders_are_n
     "The user's password is [redacted: password].",  # memvault's own marker
     "Hey Jude is the user's favourite song.",
     "Young people inspire the user.",
+    "The user reminded the user's brother that every problem has a solution.",
+    "The user reminded themselves that every problem has a solution.",
 ])
 def test_a_fact_that_opens_like_a_greeting_or_holds_brackets_is_still_a_fact(text):
     from memvault.curate.grounding import degenerate
@@ -1001,3 +1004,23 @@ def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
     reason = fact_problem(fact, Source(said, embedder=embedder))
     assert (reason is None) == kept, reason
     assert kept or reason.startswith("a search")
+
+
+# A "not" of the user's drops out of a fact only when it negates what the fact says.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("The first year was hard, this shop is no cakewalk, and believing in yourself is key to making it work.",
+     "The user thinks believing in yourself is key to making a shop work.", True),
+    ("The first year was hard, this shop is no cakewalk, and believing in yourself is key to making it work.",
+     "The user thinks this shop is a cakewalk.", False),
+    ("I'm curious, any more tips for dairy-free baking?", "The user is curious about more tips for dairy-free baking.",
+     True),
+    ("I don't live in Leeds any more.", "The user lives in Leeds.", False),
+    ("I don't like dogs, that's why I have cats.", "The user prefers cats over dogs.", True),
+    ("I don't like cats, that's why I have dogs.", "The user prefers cats over dogs.", False),
+])
+def test_a_dropped_negation_is_one_of_what_the_fact_says(said, fact, kept, embedder):
+    from memvault.curate.meaning import meaning_problem
+
+    reason = meaning_problem(fact, said)
+    assert (reason is None) == kept, reason
+    assert not kept or fact_problem(fact, Source(said, embedder=embedder)) is None

@@ -138,6 +138,8 @@ NOT_NEGATING = re.compile(r"\bnot (?:wait|only|just|sure|believe|help|be happier
                           r"|\bno (?:\w+ ){0,2}(?:better|greater|finer|nicer|more \w+) (?:\w+ ){0,2}?than\b"
                           r"|\bnever forget\b|\b(?:not|never|instead of) giv(?:e|ing) up\b|\binstead of quitting\b"
                           r"|\bstopp?e?d? by\b"
+                          # "any more tips?" asks for more; "not any more" at a clause's end negates
+                          r"|\bany more (?=[a-z])"
                           # "No, I ..." answers; "no way I'm ..." negates (an exclamation "No way!" is an IDIOM)
                           r"|\bno (?:worries|problem|doubt)\b|^not at all\b"
                           r"|^no(?=$| (?:i|we|you|he|she|they|it|that|this|there|my|our|your|his|her|their|the|a|an"
@@ -893,8 +895,9 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
         said_preferred, _ = preference(clause)
         if known_any(passed_over, said_preferred) or not (clause.negated or known_any(preferred, clause.roots)):
             return f"turns a preference around: the user said {clip(clause.text)}"
-        if clause.negated and not known_any(preferred, clause.roots):
-            return None
+        if clause.negated and (not known_any(preferred, clause.roots)
+                               or known_any(passed_over, negated_roots(clause, reach=2))):
+            return None  # "I don't like dogs, that's why I have cats": prefers cats over dogs
     core = core_roots(mine, names)
     if not mine.negated and core & (negated_by_state(clause) | clause.denied):
         # "I'm vegetarian" -> "eats meat"; "I never miss the bus" -> "misses the bus"
@@ -904,6 +907,9 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     if (mine.former and said_in_past(clause)) or (clause.former and said_in_past(mine)):
         return None  # "I had a film camera as a kid" is "used to have one"
     if clause.negated:
+        scope = negated_roots(clause, reach=2)
+        if scope and not known_any(scope, core):
+            return None  # the "not" is of something else: "this biz is no cakewalk and confidence is important"
         return f"drops a negation: the user said {clip(clause.text)}"
     # "won't quit" says the "not" of "does not quit": a negating verb the fact shares counts as its content
     negating = {root(w) for w in mine.words if w in NEGATION_WORDS} - BARE_NEGATION_ROOTS
@@ -916,14 +922,19 @@ def negation_problem(mine: Clause, clause: Clause, parts: list[Clause], names: f
     return f"adds a negation: the user said {clip(clause.text)}"
 
 
-def negated_roots(mine: Clause) -> frozenset[str]:
-    """The content root a clause's first negation stands before ("has no idea how": idea; "does not like
-    coffee": like; "to avoid forgetting tasks": forget; "no longer lives in": live)."""
+def negated_roots(mine: Clause, reach: int = 1) -> frozenset[str]:
+    """The `reach` content roots a clause's first negation stands before ("has no idea how": idea; "does not
+    like coffee": like, coffee; "to avoid forgetting tasks": forget; "no longer lives in": live)."""
     for i, word in enumerate(mine.words):
         if word in NEGATION_WORDS:
-            after = (w for w in mine.words[i + 1:] if w not in FREE_WORDS | NEGATION_WORDS | {"longer", "up"})
-            return frozenset(root(w) for w in itertools.islice(after, 1))
+            # the negation's reach ends with its clause: "no cakewalk and believing in yourself is key"
+            scope = itertools.takewhile(lambda w: w not in SCOPE_ENDS, mine.words[i + 1:])
+            after = (w for w in scope if w not in FREE_WORDS | NEGATION_WORDS | {"longer", "up"})
+            return frozenset(root(w) for w in itertools.islice(after, reach))
     return frozenset()
+
+
+SCOPE_ENDS = frozenset("and but or because since that which who while".split())
 
 
 def preference(mine: Clause) -> tuple[frozenset[str], frozenset[str]]:
