@@ -97,6 +97,10 @@ JSON_TAIL = re.compile(r"[\s,]*[{}][\s,{}\[\]\"]*$")
 ADDRESSED = re.compile(r"^(?:you|your|you're|you've|you'll|yours)\b", re.IGNORECASE)  # "You got it!"
 # A placeholder in brackets ("[insert name of ...]"; memvault's own "[redacted: ...]" is not one).
 BRACKET_PLACEHOLDER = re.compile(r"\[(?:insert|enter|add|your|name of)\b[^\[\]]{0,80}\]", re.IGNORECASE)
+# The user as the one a verb of speaking or helping is done to by the user ("The user reminded the user that
+# every problem has a solution": Qwen2.5, the other speaker's place taken by the user); "themselves" is not one.
+SELF_OBJECT = re.compile(r"\bthe user (?:also |just )?(?:remind|tell|told|ask|thank|encourag|congratulat|assur|convinc"
+                         r"|teach|taught|invit|urg|advis)\w* the user\b(?!['’]s)", re.IGNORECASE)
 MIN_SENTENCE_ROOTS = 2  # a sentence of a fact with fewer content words is judged with the whole
 # A model too weak to reword (curation.literal_models) invents when it does: its facts keep to the user's own
 # words. Of SmolLM2's 119 texts the other checks kept in three 200-message runs (bench_curation_quality --skip
@@ -207,6 +211,8 @@ def degenerate(text: str) -> str | None:
         return "degenerate: a single word is not a fact"
     if "?" in text:
         return "a question, not a fact"
+    if SELF_OBJECT.search(text):
+        return "degenerate: the user does it to the user (a listener's place taken by the user)"
     return None
 
 
