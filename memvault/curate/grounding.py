@@ -113,6 +113,7 @@ MIN_SENTENCE_ROOTS = 2  # a sentence of a fact with fewer content words is judge
 # refused so): they are not judged by this.
 LITERAL_NEW_WORDS = 2
 LITERAL_NEW_SHARE = 0.25
+LITERAL_ONE_NEW_SHARE = 0.3  # one new word of three is a third of what a short fact says
 MIN_LITERAL_ROOTS = 2  # ... and say something: "The user thinks so.", "The user will be there soon too."
 # The reasons of the closeness checks, the last ones made: a fact refused with one of them passed every
 # other check (names, numbers, dates, meaning, wrecks, the prompt's examples), so a second judge may
@@ -359,8 +360,9 @@ def literal_problem(text: str, source: Source) -> str | None:
     for part in [text, *pieces] if len(pieces) > 1 else [text]:
         new = {root(word): word for word in words(part) if word not in FREE_WORDS and not known(root(word), own)}
         said_nothing = part is not text and len(new) == len(set(content_roots(part)))
-        if new and (said_nothing or len(new) >= LITERAL_NEW_WORDS
-                    and len(new) >= LITERAL_NEW_SHARE * len(set(content_roots(part)))):
+        share = len(new) / max(1, len(set(content_roots(part))))
+        if new and (said_nothing or share >= LITERAL_ONE_NEW_SHARE
+                    or len(new) >= LITERAL_NEW_WORDS and share >= LITERAL_NEW_SHARE):
             return f"ungrounded: {', '.join(new.values())} not in what the user said ({LITERAL_RULE})"
     return None
 
