@@ -23,6 +23,13 @@ PORTO = "I moved from Porto to Lisbon last month"
 OLD_EXAMPLE = ANA  # the example the extraction prompt carried until the guards came
 
 
+def judged(fact: str, source: Source, kept: bool, why: str = "") -> None:
+    """Assert the guard keeps `fact` from `source` or not; a refusal's reason starts with `why`."""
+    reason = fact_problem(fact, source)
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith(why), reason
+
+
 @pytest.fixture
 def memvault(tmp_path):
     m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
@@ -858,9 +865,7 @@ def test_a_verb_ending_in_ee_is_one_word_in_every_form():
      "The user has not had the chance yet, but signed up for a pottery class in March.", True),
 ])
 def test_a_negation_in_a_clause_the_user_said_nothing_like_is_refused(said, fact, kept, embedder):
-    reason = fact_problem(fact, Source(said, embedder=embedder))
-    assert (reason is None) == kept, reason
-    assert kept or reason.startswith("adds a negation: the user said nothing like")
+    judged(fact, Source(said, embedder=embedder), kept, "adds a negation: the user said nothing like")
 
 
 TELLER = [{"role": "assistant", "name": "Rui",
@@ -881,9 +886,8 @@ def test_the_answered_turns_own_act_is_not_given_to_a_user_who_said_nothing_of_t
                                                                                           embedder):
     from memvault.curate.extract import grounding_source
 
-    reason = fact_problem(fact, grounding_source([*TELLER, {"role": "user", "content": said}], embedder=embedder))
-    assert (reason is None) == kept, reason
-    assert kept or reason.startswith("another speaker's: the turn it answers says it of its speaker")
+    source = grounding_source([*TELLER, {"role": "user", "content": said}], embedder=embedder)
+    judged(fact, source, kept, "another speaker's: the turn it answers says it of its speaker")
 
 
 # What the user bids someone else do ("I'd like you to ...", "I told my brother to ...") is that person's act.
@@ -900,9 +904,7 @@ def test_the_answered_turns_own_act_is_not_given_to_a_user_who_said_nothing_of_t
     ("I want to learn to swim this summer.", "The user wants to learn to swim this summer.", True),
 ])
 def test_what_the_user_bade_someone_else_do_is_not_the_users_act(said, fact, kept, embedder):
-    reason = fact_problem(fact, Source(said, embedder=embedder))
-    assert (reason is None) == kept, reason
-    assert kept or reason.startswith("another person's: the user bade someone else do it")
+    judged(fact, Source(said, embedder=embedder), kept, "another person's: the user bade someone else do it")
 
 
 # "thinking about" plans when what follows is to be done, not what the user recalls; a stance ("fascinated by",
@@ -1001,9 +1003,7 @@ def test_a_cheer_for_the_other_is_no_word_of_the_users_own(said, fact, kept, emb
      "The user is looking for Marley flooring for their dance studio.", True),
 ])
 def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
-    reason = fact_problem(fact, Source(said, embedder=embedder))
-    assert (reason is None) == kept, reason
-    assert kept or reason.startswith("a search")
+    judged(fact, Source(said, embedder=embedder), kept, "a search")
 
 
 # A "not" of the user's drops out of a fact only when it negates what the fact says.
