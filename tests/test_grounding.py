@@ -1024,3 +1024,20 @@ def test_a_dropped_negation_is_one_of_what_the_fact_says(said, fact, kept, embed
     reason = meaning_problem(fact, said)
     assert (reason is None) == kept, reason
     assert not kept or fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
+RUNNER = [{"role": "assistant", "name": "Sam",
+           "content": "I've started to enjoy running in the mornings, it clears my head. What can you do, right?"}]
+
+
+# "What can you do, right?" asks the user nothing, so a reaction to it is not an answer that may share the act.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("Yeah, I get it. Like your morning runs, they're a step towards something good. Keep going, Sam!",
+     "The user loves running in the morning.", False),
+    ("Yeah, I get it. I run in the mornings too, before work.", "The user runs in the mornings before work.", True),
+])
+def test_a_rhetorical_question_is_not_answered_with_the_users_own_act(said, fact, kept, embedder):
+    from memvault.curate.extract import grounding_source
+
+    source = grounding_source([*RUNNER, {"role": "user", "content": said}], embedder=embedder)
+    judged(fact, source, kept, "ungrounded: the user said nothing of themselves")

@@ -39,8 +39,8 @@ VIEWS = re.compile(r"^(?:is |was )?(?:(?:so |really |very )*(?:proud of|(?:happy
                    r"wish|hope|share|told|ask|recogni[sz]|show|understand|empathi[sz]|sympathi[sz]|consider(?:s|ed)\b)")
 # Words that react to what the other told: "Having pets must be a wonderful experience", "Sounds great!".
 REACTING = frozenset("you your yours must sounds sound looks seems".split())
-# A question that asks nothing of the one answering: "Guess what I did?", "Know what?".
-RHETORICAL = re.compile(r"\b(?:guess what|know what|wanna know|can you believe)\b", re.IGNORECASE)
+# A question that asks nothing of the one answering: "Guess what I did?", "Know what?", "What can you do, right?".
+RHETORICAL = re.compile(r"\b(?:guess what|know what|wanna know|can you believe|what can you do)\b", re.IGNORECASE)
 # A cheer for the other in the first person says nothing of the speaker: "I'm thrilled for you", "I'm so
 # proud of you", "I'm glad to hear that" (who then tells nothing of their own reacts only).
 CHEERING = re.compile(r"\bI(?:['’]m| am) (?:so |really |very |super |just )*(?:thrilled|happy|glad|proud|excited|"
