@@ -30,6 +30,17 @@ def judged(fact: str, source: Source, kept: bool, why: str = "") -> None:
     assert kept or reason.startswith(why), reason
 
 
+def judged_by_meaning(fact: str, said: str, kept: bool, embedder, why: str = "") -> None:
+    """Assert the meaning checks alone keep `fact` or not (the whole guard may refuse a fact for closeness
+    first), and that the whole guard keeps what they keep."""
+    from memvault.curate.meaning import meaning_problem
+
+    reason = meaning_problem(fact, said)
+    assert (reason is None) == kept, reason
+    assert kept or reason.startswith(why), reason
+    assert not kept or fact_problem(fact, Source(said, embedder=embedder)) is None
+
+
 @pytest.fixture
 def memvault(tmp_path):
     m = Memvault.open(settings.load(None, {"vault.path": str(tmp_path / "vault")}), create=True)
@@ -959,12 +970,7 @@ OFFICE = ("A lot has happened since we last spoke. Last week I decided to run fo
      "The user writes everything in a notebook to avoid forgetting tasks.", True),
 ])
 def test_a_negation_is_said_by_a_negated_clause_about_the_same_thing(said, fact, kept, embedder):
-    from memvault.curate.meaning import meaning_problem
-
-    reason = meaning_problem(fact, said)  # the check alone: the whole guard may refuse for closeness first
-    assert (reason is None) == kept, reason
-    assert kept or reason.startswith("adds a negation")
-    assert not kept or fact_problem(fact, Source(said, embedder=embedder)) is None
+    judged_by_meaning(fact, said, kept, embedder, "adds a negation")
 
 
 CHURCH = [{"role": "assistant", "name": "Maria",
@@ -983,8 +989,8 @@ CHURCH = [{"role": "assistant", "name": "Maria",
 def test_a_cheer_for_the_other_is_no_word_of_the_users_own(said, fact, kept, embedder):
     from memvault.curate.extract import grounding_source
 
-    reason = fact_problem(fact, grounding_source([*CHURCH, {"role": "user", "content": said}], embedder=embedder))
-    assert (reason is None) == kept, reason
+    judged(fact, grounding_source([*CHURCH, {"role": "user", "content": said}], embedder=embedder), kept,
+           "ungrounded: the user said nothing of themselves")
 
 
 # What the user says they have is not sought ("I got a temp job" -> "is looking for a job"), nor what they speak
@@ -1019,11 +1025,7 @@ def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
     ("I don't like cats, that's why I have dogs.", "The user prefers cats over dogs.", False),
 ])
 def test_a_dropped_negation_is_one_of_what_the_fact_says(said, fact, kept, embedder):
-    from memvault.curate.meaning import meaning_problem
-
-    reason = meaning_problem(fact, said)
-    assert (reason is None) == kept, reason
-    assert not kept or fact_problem(fact, Source(said, embedder=embedder)) is None
+    judged_by_meaning(fact, said, kept, embedder, "drops a negation")
 
 
 RUNNER = [{"role": "assistant", "name": "Sam",
