@@ -1007,6 +1007,8 @@ def test_a_cheer_for_the_other_is_no_word_of_the_users_own(said, fact, kept, emb
      "The user is looking for a fantasy novel by Patrick Rothfuss.", False),
     ("I'm after Marley flooring for my dance studio, it's grippy and tough.",
      "The user is looking for Marley flooring for their dance studio.", True),
+    ("I have a job, but I'm looking for a new one.", "The user is looking for a new job.", True),
+    ("I have a job, but I've been job hunting since May.", "The user is looking for a new job.", True),
 ])
 def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
     judged(fact, Source(said, embedder=embedder), kept, "a search")

@@ -224,6 +224,7 @@ PROGRESSIVE = re.compile(r"\b(?:i am|we are|am|are|is)\s+(?!going to\b)[a-z]+ing
 SEEKING = re.compile(r"\b(?:look(?:s|ed|ing)?(?: out)? for|search(?:es|ed|ing)?(?: for)?|seek(?:s|ing)?"
                      r"|hunt(?:s|ed|ing)? for|on the hunt for|(?:trying|try|tries|tried) to find)\b")
 HAVING = re.compile(r"\b(?:got|found|bought|landed|received|have|has|own|owns)\b")
+STAND_INS = frozenset("one ones it something somewhere someone".split())  # a sought thing named elsewhere
 # Words by which a user speaks of a search of theirs, or of a want a search may come from; a fact's search the
 # user's words give none of is the model's ("you'd love this novel" -> "is looking for a novel", SmolLM2).
 SEEKING_SAID = re.compile(r"\b(?:look\w*|search\w*|seek\w*|hunt\w*|find\w*|lookout|after|brows\w*|shop\w*|want\w*"
@@ -655,11 +656,16 @@ def search_problem(fact: str, source: str) -> str | None:
         return None
     if not SEEKING_SAID.search(said):
         return f"a search the user did not speak of: they said {clip(source.strip())}"
-    sought_in_source = [run for _, run in objects(SEEKING, said)]
+    # "I have a job but I'm looking for a new one": what is sought is not named (within its own clause)
+    if any(set(piece[found.end():].split()[:4]) & STAND_INS
+           for piece in map(normalised, re.split(r"[.!?,;:]", source)) for found in SEEKING.finditer(piece)):
+        return None
+    searches = objects(SEEKING, said)
     had = objects(HAVING, said)
     for run in sought:
         head = run[-1]  # "a new job": job
-        if not any(known(head, roots) for roots in sought_in_source):
+        if not any(known(head, roots) for _, roots in searches) and not re.search(
+                rf"\b{re.escape(head)}\w* (?:hunt|search)", said):  # "job hunting" names it first
             phrase = next((phrase for phrase, roots in had if known(head, roots)), None)
             if phrase:
                 return f"a search for what the user has: they said {clip(phrase)}"
