@@ -306,9 +306,7 @@ def full_adds(llm, messages: list[dict], gguf: str = "") -> list[tuple[str, dict
         try:
             by_turn: dict[str, dict] = {}
             for message in messages:
-                chat = ([{"role": "assistant", "content": message["context"]}] if message["context"] else []) + [
-                    {"role": "user", "content": message["text"]}]
-                result = core.add(chat, conversation="bench", llm=llm)
+                result = core.add(chat_of(message), conversation="bench", llm=llm)
                 if result.turn is not None:
                     by_turn[result.turn.id] = message
             facts = [entry for _, entry in core.list(role="memory").entries]
@@ -368,9 +366,10 @@ def main() -> None:
     started = {"load": load_average()}
     saved = open(args.json, "w", encoding="utf-8") if args.json else None
     rows = []
+    literal = literal_for(args.model, args.gguf)
     for i, message in enumerate(messages, 1):
         cpu = server_cpu_seconds(llm) if args.model == "local" else 0.0
-        stored, dropped, seconds = curate_one(llm, message, literal_for(args.model, args.gguf))
+        stored, dropped, seconds = curate_one(llm, message, literal)
         cpu = server_cpu_seconds(llm) - cpu if args.model == "local" else 0.0
         rows.append({"message": message, "stored": stored, "dropped": dropped, "seconds": seconds, "cpu": cpu})
         if saved:

@@ -359,8 +359,9 @@ def literal_problem(text: str, source: Source) -> str | None:
     pieces = clauses_saying(text, least=1)
     for part in [text, *pieces] if len(pieces) > 1 else [text]:
         new = {root(word): word for word in words(part) if word not in FREE_WORDS and not known(root(word), own)}
-        said_nothing = part is not text and len(new) == len(set(content_roots(part)))
-        share = len(new) / max(1, len(set(content_roots(part))))
+        saying = len(set(content_roots(part)))
+        said_nothing = part is not text and len(new) == saying
+        share = len(new) / max(1, saying)
         if new and (said_nothing or share >= LITERAL_ONE_NEW_SHARE
                     or len(new) >= LITERAL_NEW_WORDS and share >= LITERAL_NEW_SHARE):
             return f"ungrounded: {', '.join(new.values())} not in what the user said ({LITERAL_RULE})"

@@ -935,12 +935,13 @@ def negated_roots(mine: Clause, reach: int = 1) -> frozenset[str]:
         if word in NEGATION_WORDS:
             # the negation's reach ends with its clause: "no cakewalk and believing in yourself is key"
             scope = itertools.takewhile(lambda w: w not in SCOPE_ENDS, mine.words[i + 1:])
-            after = (w for w in scope if w not in FREE_WORDS | NEGATION_WORDS | {"longer", "up"})
+            after = (w for w in scope if w not in NOT_NEGATED)
             return frozenset(root(w) for w in itertools.islice(after, reach))
     return frozenset()
 
 
 SCOPE_ENDS = frozenset("and but or because since that which who while".split())
+NOT_NEGATED = FREE_WORDS | NEGATION_WORDS | {"longer", "up"}  # passed over in its scope ("no longer", "give up")
 
 
 def preference(mine: Clause) -> tuple[frozenset[str], frozenset[str]]:
