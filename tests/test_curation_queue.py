@@ -84,3 +84,22 @@ def test_the_proxy_retries_a_failed_curation_and_strikes_it_off_only_once_done(t
 def facts(vault) -> set[str]:
     found = Cli(vault)("list", "--json", "--role", "memory")
     return {m["text"] for m in found.json()} if found.exit_code == 0 else set()
+
+
+def test_a_start_that_cannot_undo_a_cut_write_leaves_the_queued_turns_queued(tmp_path, monkeypatch):
+    """Were the half-written files of a cut curation still there, the index would read them and the
+    turn would be struck off as curated: the curation waits for a start that can undo them."""
+    from memvault.errors import VaultError
+
+    def stuck(self):
+        raise VaultError("git process 4242 is still working in the vault's repository")
+
+    vault = tmp_path / "vault"
+    Cli(vault).ok("init")
+    CurationQueue(vault / ".memvault").add("t1", "chat", {}, MESSAGES)
+    monkeypatch.setattr(Memvault, "finish_interrupted_write", stuck)
+    with serving(FactUpstream().app()) as upstream:
+        settings = server_settings(vault, api_base=upstream + "/v1", model="openai/fake", llm_key="k")
+        with running(settings):
+            time.sleep(1.0)  # what a resumed curation would have had time to do
+    assert [record["turn"] for record in CurationQueue(vault / ".memvault").pending()] == ["t1"]

@@ -193,6 +193,48 @@ def test_curation_interrupted_by_kill_9_resumes_after_the_restart(tmp_path):
     assert not git(vault, "status", "--porcelain")
 
 
+def test_a_curation_killed_before_its_commit_is_done_again_not_struck_off_for_its_half_written_fact(tmp_path):
+    """A second Ctrl-C (or kill -9) cut a queued turn's curation after its fact file was written, before the
+    commit. The next start must undo that file before it asks whether the turn's facts are stored: the
+    index, caught up from the files, would say yes, the turn would be struck off, and the next write's
+    recovery would then remove the only trace of its fact (a CI run of the torture test: curated 28/29)."""
+    vault = tmp_path / "vault"
+    said = "Alice keeps bees on the roof"
+    core = open_core(vault)
+    core.ensure_core()  # as a served vault has them: the start writes nothing before it resumes curation
+    turn = Entry(said, role="user", conversation_id="bees")
+    core.commit_turns(core.write_turns([turn]), "a turn")
+    core.close()
+    from memvault.curate.queue import CurationQueue
+
+    CurationQueue(vault / ".memvault").add(turn.id, "bees", {}, [{"role": "user", "content": said}])
+    killed = run_python(f"""
+        import os, signal
+        from memvault import settings
+        from memvault.core import Memvault
+        from memvault.vault.format.entry import Entry
+
+        core = Memvault.open(settings.load(None, {{"vault.path": {str(vault)!r}}}))
+        with core.vault.transaction("add", "a curation killed midway") as tx:
+            tx.write(Entry("The user keeps half a fact.", role="memory", source={turn.id!r}), event="ADD")
+            os.kill(os.getpid(), signal.SIGKILL)  # before the commit
+    """)
+    assert killed.returncode == -9
+
+    with serving(FactUpstream().app()) as root:
+        server = ServeProcess(vault, root + "/v1")
+        try:
+            deadline = time.monotonic() + 60
+            while CurationQueue(vault / ".memvault").pending() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            log = server.stop()
+    core = open_core(vault)
+    assert {e.text for _, e in core.list(role="memory").entries} == {f"The user said: {said}."}, log
+    core.close()
+    assert not git(vault, "status", "--porcelain")
+
+
 # -- item 4: large transactions, and a failed commit leaves git's index as it was --------------------------
 @pytest.mark.slow
 def test_thousands_of_paths_in_one_transaction_commit_and_gc_evicts_them(tmp_path):

@@ -51,6 +51,7 @@ class ServerState:
         from memvault.server.watching import start_watcher
 
         self.memory = Memory(settings=self.settings)
+        recovered = self.finish_interrupted_write()
         try:
             self.core.ensure_core()  # an older vault gets its core files (one commit) before the first prompt
         except MemvaultError as exc:
@@ -64,7 +65,7 @@ class ServerState:
         self.core.reindex()  # files edited while the server was down become searchable now
         self.turns = TurnCommitter(self.core)
         llm = curator(self.settings.llm, None)
-        resumed = resume_curation(self.core, self.turns.curations, llm, self.curate_turn)
+        resumed = resume_curation(self.core, self.turns.curations, llm if recovered else None, self.curate_turn)
         if resumed:
             log.warning("resuming the curation of %d turn(s) a stop interrupted", resumed)
         poison = self.turns.curations.poisoned()
@@ -78,6 +79,20 @@ class ServerState:
         if self.settings.llm.model or self.settings.llm.api_base:
             # litellm takes seconds to import: pay for it now, in the background, not in the first request.
             threading.Thread(target=warm_litellm, name="memvault-litellm-import", daemon=True).start()
+
+    def finish_interrupted_write(self) -> bool:
+        """Undo what a write a stop cut short left uncommitted, before anything reads the files: a curation
+        cut between its write and its commit left a fact file the index would take in, and
+        `resume_curation` would then strike its turn off as curated. False when that failed (the
+        queued turns then wait for a start that can)."""
+        from memvault.errors import MemvaultError
+
+        try:
+            self.core.finish_interrupted_write()
+        except MemvaultError as exc:
+            log.error("a write the last stop cut short could not be undone; queued curations wait: %s", exc)
+            return False
+        return True
 
     def stop(self) -> None:
         """Stop watching, commit the last turns, let queued curations finish (they hold what was
