@@ -47,6 +47,9 @@ KEPT_AS_THEY_ARE = [
     "The user congratulated Sofia on passing her bar exam.",
     "The user asked Omar for help with the move to Leeds.",  # a request, with what it is about
     'The user\'s teacher told them "you have talent".',
+    "The user bets on the horses every Saturday.",  # a pastime, not a guess
+    "The user keeps their budget in mind when shopping for furniture.",
+    "The user will keep that in mind when planning the trip to Lisbon.",  # what is kept in mind is said
 ]
 
 REFUSED = [
@@ -68,6 +71,9 @@ REFUSED = [
     ("The user wishes Lena good luck.", "small talk"),
     ("The user asked Ana whether the museum opens on Mondays.", "the user's question"),  # a question, reported
     ("The user wondered how long the flight to Lima takes.", "the user's question"),
+    ("The user bets they bring lots of joy.", "a guess"),  # SmolLM2, of the other's children
+    ("I guess it's just one of those things with new cars.", "a guess"),
+    ("The user reckons the match will be cancelled.", "a guess"),
 ]
 
 
@@ -172,6 +178,8 @@ def test_a_text_is_split_into_its_sentences_but_not_inside_quotes_or_after_a_tit
     ("So much that I got tattoos of them on my arm.", "opens with 'So much that'"),
     ("Which helped me a lot with the move.", "opens with 'Which'"),
     ("And so much that I cried.", "opens with 'So much that'"),
+    ("The user will definitely keep that in mind.", "'keep that in mind'"),  # advice taken, not said what
+    ("I'll keep it in mind, thanks!", "'keep it in mind'"),
 ])
 def test_a_fact_that_leans_on_what_the_chat_said_is_not_self_contained(written, why):
     reason = user_fact(written)[1]
@@ -192,6 +200,16 @@ def test_a_refused_text_keeps_the_facts_among_its_chatter(memvault):
     drops = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
     assert drops["Sounds great, Gina!"].startswith("said to the other speaker")
     assert drops["How are you doing?"]
+
+
+def test_advice_taken_without_saying_what_it_was_is_dropped_from_a_text_of_several(memvault):
+    said = "Sounds cool, man! I'm super busy with my music stuff at the moment. I'll keep it in mind. Great work, dude!"
+    written = ["The user is super busy with their music stuff at the moment. The user will keep it in mind. "
+               "Great work, dude!"]  # SmolLM2's, kept whole before
+    result = memvault.add(said, llm=ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]"))
+    assert live_texts(memvault) == ["The user is super busy with their music stuff at the moment."]
+    drops = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+    assert "'keep it in mind' does not say what" in drops["The user will keep it in mind."]
 
 
 def test_a_sentence_copied_with_its_conjunction_is_the_sentence():

@@ -89,6 +89,12 @@ MIN_COURTESY_REST = 2
 ASKED = re.compile(r"^the user (?:also |just )?(?:asked|asks|wondered|wonders|inquired|inquires|wanted to know|"
                    r"wants to know)(?: [A-Z][\w'’-]*| the assistant| them| her| him)? "
                    r"(?:how|what|whether|if|why|when|where|who|which)\b", re.IGNORECASE)
+# A guess ("I bet they bring lots of joy", "I guess it's one of those things"): what the user supposes is not
+# known to be so, and is mostly of the other's news. "The user bets on horses" is a pastime, and kept.
+GUESSING = re.compile(r"^the user (?:also |just )?(?:bets?|guess(?:es)?|supposes?|reckons?)\b(?! on\b)", re.IGNORECASE)
+# Advice taken without saying what it was: "The user will definitely keep that in mind".
+MINDING = re.compile(r"\b(?:keep|keeps|keeping|kept|bear|bears)\s+(?:it|that|this|them|those|these)\s+in\s+mind\b",
+                     re.IGNORECASE)
 # An instruction to the assistant ("Always answer in British English", "Never use emojis", "Call me Sam"):
 # no fact about the user, but the write policy's rule candidate (curate.policy), so no refusal here.
 INSTRUCTION = re.compile(r"^(?:always|never|please|don['’]t|do not|stop|avoid|keep|use|answer|reply|respond|write|"
@@ -156,6 +162,12 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     pronoun = PRONOUN_END.search(fact.strip())  # not in `plain`: "told them \"you have talent\"" ends in a quote
     if pronoun and len(content_roots(THIRD_PERSON.sub(" ", plain))) < MIN_PRONOUN_FACT:
         return fact, f"not self-contained: it ends with {pronoun.group(1)!r} and says too little else of it"
+    minding = next((found for part in sentences(plain) if (found := MINDING.search(part))
+                    and len(content_roots(THIRD_PERSON.sub(" ", MINDING.sub(" ", part)))) < MIN_PRONOUN_FACT), None)
+    if minding:  # in any sentence: a text of several is then judged a sentence at a time (curate.ingest)
+        return fact, f"not self-contained: {minding.group(0)!r} does not say what is kept in mind"
+    if GUESSING.match(plain):
+        return fact, "a guess, not a fact: what the user bets or supposes is not known to be so"
     if SHOWING.match(outside_quotes(rest).strip()):
         return fact, "small talk: it points the other speaker at something shown"
     if courtesy_only(plain):
