@@ -1045,3 +1045,21 @@ def test_a_rhetorical_question_is_not_answered_with_the_users_own_act(said, fact
 
     source = grounding_source([*RUNNER, {"role": "user", "content": said}], embedder=embedder)
     judged(fact, source, kept, "ungrounded: the user said nothing of themselves")
+
+
+# The user's past time in a sentence whose verb is present states the past as present (SmolLM2's); a memory of
+# it, a past verb, a habit or "since" keep it a past.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("I loved taking dance lessons with my friends when I was younger.",
+     "The user loves dancing with their friends when the user was younger.", False),
+    ("I played the piano when I was a kid.", "The user plays the piano when the user was a kid.", False),
+    ("I loved taking dance lessons with my friends when I was younger.",
+     "The user loved taking dance lessons with their friends when the user was younger.", True),
+    ("Max and I would take long walks in the neighborhood when I was a kid.",
+     "Max and the user would take long walks in the neighborhood when the user was a kid.", True),
+    ("Roller coasters remind me of when I was a kid.",
+     "Roller coasters remind the user of when the user was a kid.", True),
+    ("I still have the photos from when I was little.", "The user has photos from when the user was little.", True),
+])
+def test_a_past_of_the_users_is_not_stated_as_present(said, fact, kept, embedder):
+    judged_by_meaning(fact, said, kept, embedder, "a past stated as present")

@@ -171,6 +171,14 @@ PAST_TIME = re.compile(r"\b(?:when (?:i|we|he|she|they|my \w+) (?:was|were) (?:l
                        r"|a (?:kid|child|boy|girl|teen|teenager|student))"
                        r"|as (?:a|an) (?:kid|child|boy|girl|teen|teenager|student)"
                        r"|growing up|back then|back in the day|in those days)\b,?\s*", re.IGNORECASE)
+# The user's own past time, in a sentence whose verb is present: "The user loves dancing with their friends when the
+# user was younger" (SmolLM2, of "I loved taking lessons ... when I was younger"): a past stated as present.
+WHEN_YOUNG = re.compile(r"\bwhen (?:i|we) (?:was|were) (?:little|young|small|younger"
+                        r"|a (?:kid|child|boy|girl|teen|teenager|student))\b", re.IGNORECASE)
+# Words before it that make it the time of a memory, not of a present act: "I remember when I was a kid",
+# "photos from when I was little", "I have loved it since ...", "I used to".
+RECALLED = frozenset("remember remembers recall recalls miss misses remind reminds memory memories back from of "
+                     "about since used would".split())
 HABITUAL = re.compile(rf"\b(i|we|he|she|they)(?: would|{APOSTROPHE}d) (?!(?:like|love|want|rather|prefer|have|be)\b)",
                       re.IGNORECASE)
 # What makes a clause a wish, plan, condition, guess or the future rather than a fact.
@@ -599,6 +607,8 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
     parts = clauses(source)
     if not parts:
         return None
+    if tense := tense_problem(fact):
+        return tense
     if not (superseding or folding) and unstated_plan(fact, source):
         return f"a plan the user did not state: they said {clip(source.strip())}"
     if not (superseding or folding) and (searching := search_problem(fact, source)):
@@ -635,6 +645,18 @@ def meaning_problem(fact: str, source: str, superseding: bool = False, folding: 
                   or congratulated_problem(subject, mine, tied) or bidden_problem(mine, parts)
                   or (None if superseding or folding else merge_problem(mine, claim.names, parts)))
     return reason
+
+
+def tense_problem(fact: str) -> str | None:
+    """Why a fact states a past of the user's as present (WHEN_YOUNG after no past verb), or None."""
+    for sentence in SENTENCE.split(as_first_person(fact)):
+        found = WHEN_YOUNG.search(sentence)
+        if not found:
+            continue
+        before = re.findall(r"[\w'’]+", sentence[:found.start()].lower())
+        if before and not any(is_past(w) or w in RECALLED or w.endswith(("'d", "’d")) for w in before):
+            return f"a past stated as present: {clip(fact)}"
+    return None
 
 
 def unstated_plan(fact: str, source: str) -> bool:
