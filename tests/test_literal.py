@@ -112,8 +112,9 @@ def test_a_clause_of_a_long_fact_is_held_to_the_users_words_too(embedder):
 @pytest.mark.parametrize(("fact", "kept"), [
     ("Knitted in the colours of the heather. The user is so grateful for it.", False),
     ("Knitted in the colours of the heather. The user wanted it so.", True),
-    # one new word of three is a third of a short fact; one of five is a word of the model's, and kept
+    # one new word of three or four is much of a short fact; one of five is a word of the model's, and kept
     ("The user knitted a lovely scarf.", False),
+    ("The user knitted a lovely scarf in the Highlands.", False),
     ("The user knitted this lovely scarf after a trip to the Highlands.", True),
     ("The user knitted this scarf after a trip to the Highlands. It was wonderful.", False),
 ])

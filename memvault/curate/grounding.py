@@ -110,10 +110,9 @@ MIN_SENTENCE_ROOTS = 2  # a sentence of a fact with fewer content words is judge
 # others, 3 said under two content words ("The user thinks so."), and 1 of the rest was wrong. On a fourth run
 # (--skip 114) it refused 3 texts of 34, each wrong, and a clause ("..., but it also brings about a new
 # perspective on life") 1 more. A capable model's facts reword (half of LoCoMo's own-turn facts would be
-# refused so): they are not judged by this.
-LITERAL_NEW_WORDS = 2
+# refused so): they are not judged by this. Since, one new word is enough when it is a quarter of a short fact
+# ("The user is trying to balance their hobbies with their work" of a user who spoke of no work).
 LITERAL_NEW_SHARE = 0.25
-LITERAL_ONE_NEW_SHARE = 0.3  # one new word of three is a third of what a short fact says
 MIN_LITERAL_ROOTS = 2  # ... and say something: "The user thinks so.", "The user will be there soon too."
 # The reasons of the closeness checks, the last ones made: a fact refused with one of them passed every
 # other check (names, numbers, dates, meaning, wrecks, the prompt's examples), so a second judge may
@@ -362,8 +361,7 @@ def literal_problem(text: str, source: Source) -> str | None:
         saying = len(set(content_roots(part)))
         said_nothing = part is not text and len(new) == saying
         share = len(new) / max(1, saying)
-        if new and (said_nothing or share >= LITERAL_ONE_NEW_SHARE
-                    or len(new) >= LITERAL_NEW_WORDS and share >= LITERAL_NEW_SHARE):
+        if new and (said_nothing or share >= LITERAL_NEW_SHARE):
             return f"ungrounded: {', '.join(new.values())} not in what the user said ({LITERAL_RULE})"
     return None
 
