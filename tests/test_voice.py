@@ -263,6 +263,23 @@ def test_a_text_in_two_voices_is_refused_whole(memvault):
     assert drops[written[0]].startswith("mixes voices")
 
 
+@pytest.mark.parametrize(("written", "mixed"), [
+    ("The user is glad i could help", True),  # SmolLM2's lower-case "i"
+    ("The user drinks green tea, i.e. sencha, every morning.", False),
+])
+def test_a_lower_case_i_is_a_voice_too(written, mixed):
+    assert (mixed_voice(written) is not None) == mixed
+
+
+def test_thanks_in_a_later_sentence_are_dropped_and_the_fact_before_kept(memvault):
+    said = "Thanks, Jo! I'm gonna keep on believing in myself. Thanks for the kind words!"
+    written = ["The user is gonna keep on believing in themselves. Thanks for the kind words!"]  # SmolLM2's
+    result = memvault.add(said, llm=ScriptedLLM([(EXTRACT, json.dumps(written))], default="[]"))
+    assert live_texts(memvault) == ["The user is gonna keep on believing in themselves."]
+    drops = {e.new_memory: e.reason for e in result.events if e.event == "DROP"}
+    assert drops["Thanks for the kind words!"].startswith("said to the other speaker")
+
+
 @pytest.mark.parametrize(("written", "stored"), [
     ("The user I'm off to the climbing gym tonight!", "The user is off to the climbing gym tonight!"),
     ("The user said 'honestly, I'm allergic to cats, so I've never had one.'",  # a quote keeps its "I"

@@ -46,8 +46,9 @@ ADDRESSED = re.compile(r",\s*([A-Z][a-z'’-]+)\s*(?:[.?]+\s*$|[.?]\s)")
 THANKING = re.compile(r"^(?:thanks|thank you|thx|many thanks)\b(?!\s+to\b)", re.IGNORECASE)
 # The user in the third person, as the prompt asks ("The user", "the user's", "User").
 THIRD_PERSON = re.compile(r"(?<![\w-])user(?:['’]s)?(?![\w-])", re.IGNORECASE)
-# The first person singular, outside hyphenated words ("me-time" is no "me").
-FIRST_PERSON = re.compile(r"(?<![\w'’-])(?:I|I['’](?:m|ve|ll|d)|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’-])")
+# The first person singular, outside hyphenated words ("me-time" is no "me"); a weak model's "i" too ("The user is
+# glad i could help"), not that of "i.e.".
+FIRST_PERSON = re.compile(r"(?<![\w'’-])(?:[Ii]|[Ii]['’](?:m|ve|ll|d)|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)(?![\w'’-]|\.\w)")
 # An opening pronoun that only the chat resolves ("They're city dogs", "It's downtown", "She loves it").
 DANGLING = re.compile(r"^(?:it|it['’]s|its|they|they['’](?:re|ve|ll|d)|them|he|he['’]s|she|she['’]s|his|her|"
                       r"this|that|that['’]s|these|those|we|we['’](?:re|ve|ll|d)|us|our)(?![\w'’-])", re.IGNORECASE)
@@ -150,7 +151,8 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     third = names_user(rest, names)
     addressed = SECOND_PERSON.search(plain) is not None
     vocative = VOCATIVE.search(plain) or (addressed and ADDRESSED.search(plain))
-    if (addressed and not third) or (vocative and vocative.group(1) not in names) or THANKING.match(plain):
+    thanking = any(THANKING.match(part) for part in sentences(plain))  # in any sentence: it is then split
+    if (addressed and not third) or (vocative and vocative.group(1) not in names) or thanking:
         return text, "said to the other speaker, not a fact about the user"
     fact = in_third_person(text)
     plain = outside_quotes(fact).strip()
