@@ -48,6 +48,7 @@ KEPT_AS_THEY_ARE = [
     "The user asked Omar for help with the move to Leeds.",  # a request, with what it is about
     'The user\'s teacher told them "you have talent".',
     "The user bets on the horses every Saturday.",  # a pastime, not a guess
+    "The user lets their neighbours know when the bins go out.",
     "The user keeps their budget in mind when shopping for furniture.",
     "The user will keep that in mind when planning the trip to Lisbon.",  # what is kept in mind is said
 ]
@@ -59,6 +60,8 @@ REFUSED = [
     ("Sounds lovely, Priya! The garden party was such fun.", "said to the other speaker"),  # called by name
     ("Tomas! I finally got the keys to the flat.", "said to the other speaker"),
     ("Thanks for sharing it with the user!", "said to the other speaker"),  # SmolLM2's thanks, in its voice
+    ("Let the user know if there's anything else the user can do to help!", "said to the other speaker"),
+    ("Keep me posted on the move!", "said to the other speaker"),
     ("Jonas plays the drums in a band.", "not about the user"),
     ("The museum opens at nine on Sundays.", "not about the user"),
     ("Congrats on the new job!", "not about the user"),
@@ -180,6 +183,8 @@ def test_a_text_is_split_into_its_sentences_but_not_inside_quotes_or_after_a_tit
     ("And so much that I cried.", "opens with 'So much that'"),
     ("The user will definitely keep that in mind.", "'keep that in mind'"),  # advice taken, not said what
     ("I'll keep it in mind, thanks!", "'keep it in mind'"),
+    ("Yea, the user believes so!", "ends with 'believes so'"),  # SmolLM2's, of "And yea, I believe so!"
+    ("I hope so.", "ends with 'hopes so'"),
 ])
 def test_a_fact_that_leans_on_what_the_chat_said_is_not_self_contained(written, why):
     reason = user_fact(written)[1]

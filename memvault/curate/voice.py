@@ -24,7 +24,8 @@ from memvault.text.wording import PAST_PERFECT, content_roots
 
 # A greeting, thanks or interjection opening a text ("Hey Gina!", "Thanks, Maria!", "Wow!"), with the name
 # of the one greeted after it; the name may come first too ("Gina, cool!").
-INTERJECTIONS = (r"hey|hi|hello|hiya|thanks|thank you|wow|woo+(?:hoo)?|cool|yeah|yay|yes|ok|okay|oh|aw+|sorry|"
+INTERJECTIONS = (r"hey|hi|hello|hiya|thanks|thank you|wow|woo+(?:hoo)?|cool|yeah|yea|yep|yup|nah|nope|yay|yes|ok|okay|"
+                 r"oh|aw+|sorry|"
                  r"congrats|congratulations|nice|great|awesome|totally|absolutely|definitely|sure|"
                  # sign-offs ("Talk soon!", SmolLM2 from "Great catching up! Take care, talk soon.")
                  r"take care|talk soon|talk to you soon|see you soon|see ya|bye|goodbye|catch you later")
@@ -44,6 +45,9 @@ ADDRESSED = re.compile(r",\s*([A-Z][a-z'’-]+)\s*(?:[.?]+\s*$|[.?]\s)")
 # Thanks said to someone ("Thanks for sharing it with the user!", SmolLM2): a remark, not a fact ("Thanks to her
 # tutor, the user passed" is one).
 THANKING = re.compile(r"^(?:thanks|thank you|thx|many thanks)\b(?!\s+to\b)", re.IGNORECASE)
+# A request to the other speaker in the user's words made third person: "Let the user know if there's anything
+# else the user can do to help!" (SmolLM2's, of "Let me know ...").
+BIDDING = re.compile(r"^(?:please\s+)?(?:let (?:me|us|the user) know|keep (?:me|us|the user) posted)\b", re.IGNORECASE)
 # The user in the third person, as the prompt asks ("The user", "the user's", "User").
 THIRD_PERSON = re.compile(r"(?<![\w-])user(?:['’]s)?(?![\w-])", re.IGNORECASE)
 # The first person singular, outside hyphenated words ("me-time" is no "me"); a weak model's "i" too ("The user is
@@ -54,7 +58,9 @@ DANGLING = re.compile(r"^(?:it|it['’]s|its|they|they['’](?:re|ve|ll|d)|them|
                       r"this|that|that['’]s|these|those|we|we['’](?:re|ve|ll|d)|us|our)(?![\w'’-])", re.IGNORECASE)
 # A fact whose object is a pronoun only the chat resolves, with little else: "The user totally gets it",
 # "The user can't imagine life without it" (SmolLM2's sentences once its chatter is set aside).
-PRONOUN_END = re.compile(r"\b((?:it|this|that|them)(?:\s+(?:too|again|as well|so much|a lot))?)\W*$", re.IGNORECASE)
+PRONOUN_END = re.compile(r"\b((?:it|this|that|them)(?:\s+(?:too|again|as well|so much|a lot))?"
+                         r"|(?:think|thinks|believe|believes|hope|hopes|guess|guesses|suppose|supposes)\s+so)\W*$",
+                         re.IGNORECASE)  # ... or "so" of a view ("Yea, the user believes so!")
 MIN_PRONOUN_FACT = 3  # content words besides "the user" that make such a fact say something
 # A clause's continuation with nothing before it: "So much that the user got tattoos", "Which helped".
 FRAGMENT = re.compile(r"^(?:so much that|so that|which|because)\b", re.IGNORECASE)
@@ -151,7 +157,8 @@ def user_fact(text: str, names: frozenset[str] = frozenset()) -> tuple[str, str 
     third = names_user(rest, names)
     addressed = SECOND_PERSON.search(plain) is not None
     vocative = VOCATIVE.search(plain) or (addressed and ADDRESSED.search(plain))
-    thanking = any(THANKING.match(part) for part in sentences(plain))  # in any sentence: it is then split
+    # in any sentence: a text of several is then judged a sentence at a time (curate.ingest)
+    thanking = any(THANKING.match(part) or BIDDING.match(part) for part in sentences(plain))
     if (addressed and not third) or (vocative and vocative.group(1) not in names) or thanking:
         return text, "said to the other speaker, not a fact about the user"
     fact = in_third_person(text)
