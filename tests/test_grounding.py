@@ -1025,6 +1025,11 @@ def test_a_thing_the_user_has_is_not_one_they_seek(said, fact, kept, embedder):
     ("I don't live in Leeds any more.", "The user lives in Leeds.", False),
     ("I don't like dogs, that's why I have cats.", "The user prefers cats over dogs.", True),
     ("I don't like cats, that's why I have dogs.", "The user prefers cats over dogs.", False),
+    # "prevented from", "unable to" say the "not" (LoCoMo's: "a knee injury that prevented her from walking her dogs")
+    ("I couldn't walk my dogs because of a knee injury.",
+     "A knee injury prevented the user from walking their dogs.", True),
+    ("I couldn't walk my dogs because of a knee injury.", "The user walked their dogs despite a knee injury.", False),
+    ("I was unable to finish the marathon.", "The user finished the marathon.", False),
 ])
 def test_a_dropped_negation_is_one_of_what_the_fact_says(said, fact, kept, embedder):
     judged_by_meaning(fact, said, kept, embedder, "drops a negation")

@@ -120,7 +120,7 @@ TAG_QUESTION = re.compile(rf",\s*(?:{TAG_AUXILIARY}(?:n['’]t| not)?\s+(?:you|i
 NEGATION_WORDS = frozenset("""
 not never no nothing none nobody neither nor without anymore quit quitting quits stopped stop stops
 hate hates hated hating dislike dislikes disliked detest detests loathe loathes avoid avoids avoided
-lack lacks lacked lacking
+lack lacks lacked lacking unable prevented
 """.split())
 # A negative as a noun ("the lack of", "an absence of"): what a fact's clause says of it is a view of a want,
 # so its polarity is not compared (a source's "the lack of sleep" still negates "gets enough sleep").
