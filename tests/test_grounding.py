@@ -772,6 +772,20 @@ def test_a_misspelt_name_or_a_shortened_day_is_the_same_detail(said, fact, kept)
     assert (reason is None) == kept, reason
 
 
+# A count of the names a fact lists, each said, is said (LoCoMo's "introduced three pets - Max, Daisy, and a new
+# pup named Ned"); a count the names do not make is not.
+@pytest.mark.parametrize(("said", "fact", "kept"), [
+    ("Last Friday, I started introducing Max, Daisy and the new pup Ned.",
+     "The user introduced three pets - Max, Daisy, and a new pup named Ned.", True),
+    ("I visited Italy, Turkey and Mexico last year.", "The user visited Italy, Turkey and Mexico, 3 countries.", True),
+    ("My kids Max and Ana love the park.", "The user has three kids, Max and Ana.", False),
+    ("My dogs Max and Ana love the park.", "The user has 4 dogs.", False),
+])
+def test_a_count_of_the_names_listed_is_said(said, fact, kept):
+    reason = detail_problem(fact, said)
+    assert (reason is None) == kept, reason
+
+
 # Casual speech read by its meaning: a tag question typed without its comma or question mark, a "no" that
 # opens a noun ("no luck"), a 'd before a participle ("I'd fixed": had), a wish in a relative clause, a
 # negating verb a fact keeps ("won't quit"), a role opening the sentence ("As a fan, I can't ..."), an answer
