@@ -197,6 +197,9 @@ def test_another_persons_act_or_state_is_not_given_to_the_user(said, fact, embed
     # someone else's condition is not the user's plan
     ("If you need any help, let me know! I just started volunteering at a shelter.",
      "The user started volunteering at a shelter and offered help."),
+    # a thing's clause that holds the user ("a friend of mine who helped me"): the act is the user's too
+    ("That's a close friend of mine who helped me get this painting published in the exhibition!",
+     "The user had a painting published in an exhibition with the help of a close friend."),
 ])
 def test_what_the_user_said_of_themselves_or_others_in_their_own_words_is_kept(said, fact, embedder):
     assert fact_problem(fact, Source(said, embedder=embedder)) is None
