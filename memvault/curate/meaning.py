@@ -783,7 +783,7 @@ def person_problem(subject: Clause, mine: Clause, clause: Clause) -> str | None:
     share = 0.8 if clause.owner == "thing" else 0.5
     if clause.owner == "thing" and (subject.owner != "user" or len(told) < 2):
         return None
-    if clause.owner == "thing" and {"me", "my", "mine", "myself"} & set(clause.words[clause.subject_size:]):
+    if clause.words[:1] in (("that",), ("this",)) and {"me", "my", "mine", "myself"} & set(clause.words[1:]):
         return None  # "That's a close friend of mine who helped me get this painting published": the user's act too
     if told and sum(1 for word_root in told if known(word_root, said)) >= share * len(told):
         whose = " ".join(clause.words[: clause.subject_size])
