@@ -563,13 +563,15 @@ def detail_problem(fact: str, source: str) -> str | None:
     roots = roots_of(source)
     said = set(normalised(source).split())
     said |= {ABBREVIATED[word] for word in said if word in ABBREVIATED}  # "last Fri" says Friday
-    for name in names_in(fact):
+    names = names_in(fact)
+    for name in names:
         if name not in said and not known(root(name), roots) and name not in NUMBER_WORDS and name not in ORDINALS \
                 and not any(misspelt(name, word) for word in said):
             return f"changes a name, place or date: {name.capitalize()} is not in what the user said"
     missing = numbers_in(fact) - numbers_in(source, source=True) - {0}
-    # a count of the names the fact lists, all said: "three pets - Max, Daisy and Ned" of "Max, Daisy and Ned"
-    missing -= {len(listed)} if len(listed := {name for name in names_in(fact) if name in said}) >= 2 else set()
+    listed = {name for name in names if name in said}
+    if len(listed) >= 2:  # a count of the names the fact lists, all said: "three pets - Max, Daisy and Ned"
+        missing.discard(len(listed))
     if missing:
         return f"changes a number or date: {min(missing)} is not in what the user said"
     return None

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import Request
 
-from memvault.errors import first_line
+from memvault.errors import MemvaultError, first_line
 from memvault.settings import Settings
 
 log = logging.getLogger("memvault.server")
@@ -45,7 +45,6 @@ class ServerState:
     def start(self) -> None:
         """Open the vault (created if missing), catch the index up with the files, start watching."""
         from memvault.api import Memory
-        from memvault.errors import MemvaultError
         from memvault.server.turns import TurnCommitter, resume_curation
         from memvault.server.upstream import curator, warm_litellm
         from memvault.server.watching import start_watcher
@@ -85,8 +84,6 @@ class ServerState:
         cut between its write and its commit left a fact file the index would take in, and
         `resume_curation` would then strike its turn off as curated. False when that failed (the
         queued turns then wait for a start that can)."""
-        from memvault.errors import MemvaultError
-
         try:
             self.core.finish_interrupted_write()
         except MemvaultError as exc:
@@ -158,8 +155,6 @@ class ServerState:
     def sync_every(self) -> None:
         """`sync.interval`: sync with the remote every so often; what arrives is indexed by the sync
         (and seen by the watcher). A failed sync is logged and tried again at the next tick."""
-        from memvault.errors import MemvaultError
-
         while not self.stop_watching.wait(self.settings.sync.interval):
             for team in self.core.sync_shared():  # team vaults (vault.shared), each with its own remote
                 if team.error is not None:
